@@ -1,0 +1,115 @@
+#pragma once
+
+// Every typed actor interface of claimsched, in one place: reading this file
+// tells who talks to whom (STYLE.md, after Tenzir's actors.hpp).
+//
+// The claim protocol runs on plain one-way messages, not CAF requests: a node
+// answers a ClaimRequest with a ClaimReply sent to the claimant. The scheduler
+// tracks what it is waiting for and times out on its own clock, so the same
+// code is correct whether the node is local or behind a network link (CAF
+// answers a request to a dead remote actor only when the request times out).
+
+#include <caf/all.hpp>
+
+#include "core/protocol.hpp"
+#include "core/scheduler.hpp"
+#include "messages/caf_types.hpp"
+
+namespace claimsched::actors {
+
+using subscribe_atom = caf::atom_constant<caf::atom("subscribe")>;
+using snapshot_atom = caf::atom_constant<caf::atom("snapshot")>;
+using report_atom = caf::atom_constant<caf::atom("report")>;
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using status_atom = caf::atom_constant<caf::atom("status")>;
+using start_atom = caf::atom_constant<caf::atom("start")>;
+using register_atom = caf::atom_constant<caf::atom("register")>;
+
+/// Anyone who follows a node's update stream (schedulers, replicas, views).
+using node_listener_actor = caf::typed_actor<
+    /// A node changed (or, with `full`, answered a snapshot request).
+    caf::reacts_to<core::NodeDelta>>;
+
+/// The claimant side of the claim protocol.
+using claim_client_actor = node_listener_actor::extend<
+    /// A node's answer to a claim.
+    caf::reacts_to<core::ClaimReply>,
+    /// A node's answer to a confirm.
+    caf::reacts_to<core::ConfirmReply>,
+    /// A node's answer to a release.
+    caf::reacts_to<core::ReleaseReply>>;
+
+/// One node: the single serialisation point for its resources.
+using node_actor = caf::typed_actor<
+    /// Reserve tasks; answered with a ClaimReply to the sender.
+    caf::reacts_to<core::ClaimRequest>,
+    /// Turn a claim into allocations; answered with a ConfirmReply.
+    caf::reacts_to<core::ConfirmRequest>,
+    /// Free a claim or allocations; answered with a ReleaseReply.
+    caf::reacts_to<core::ReleaseRequest>,
+    /// Follow this node's deltas from the returned report on.
+    caf::replies_to<subscribe_atom, node_listener_actor>::with<core::NodeReport>,
+    /// Send a full snapshot (NodeDelta with full = true) to the sender.
+    caf::reacts_to<snapshot_atom>,
+    /// Everything the node holds (invariant checks, reconciliation).
+    caf::replies_to<report_atom>::with<core::NodeReport>,
+    /// Internal timer: fire due deadlines (claim expiry, synthetic task ends).
+    caf::reacts_to<tick_atom>>;
+
+/// What a scheduler reports about itself. Local only: status crosses the
+/// network as JSON through the gateway, not as this struct.
+struct SchedulerStatus {
+  core::PartitionId partition;
+  core::SchedulerStats stats;
+  uint64_t nodes = 0;
+  uint64_t queued_jobs = 0;
+  uint64_t parked_jobs = 0;
+  uint64_t backing_off_jobs = 0;
+  uint64_t claims_in_flight = 0;
+  uint64_t pending_tasks = 0;
+  uint64_t running_tasks = 0;
+  uint64_t jobs_finished = 0;
+  bool fenced = false;
+  bool started = false;
+  /// Empty if every job's task counts add up.
+  std::string accounting_error;
+  /// When the last task was confirmed (scheduler clock).
+  core::TimePoint last_placement{0};
+};
+
+/// One partition's scheduler.
+using scheduler_actor = claim_client_actor::extend<
+    /// Accept a job; answers its id once queued, or an error naming the field.
+    caf::replies_to<core::JobSpec>::with<core::JobId>,
+    /// Subscribe to this node and place on it.
+    caf::reacts_to<register_atom, node_actor>,
+    /// Begin placing (a sim holds schedulers until its load is queued).
+    caf::reacts_to<start_atom>,
+    /// Internal timer: reply timeouts.
+    caf::reacts_to<tick_atom>,
+    /// Counters, queue sizes, accounting check.
+    caf::replies_to<status_atom>::with<SchedulerStatus>>;
+
+/// Routes jobs to the partition that owns their pool.
+using router_actor = caf::typed_actor<
+    /// Forwards to the owning scheduler; an unknown pool is an error.
+    caf::replies_to<core::JobSpec>::with<core::JobId>>;
+
+/// Outcome of a synthetic load run. Local only.
+struct LoadResult {
+  uint64_t submitted = 0;
+  uint64_t accepted = 0;
+  uint64_t tasks_accepted = 0;
+  uint64_t rejected = 0;
+  std::string first_error;
+};
+
+/// Submits a synthetic load through a router with a bounded window.
+using load_generator_actor = caf::typed_actor<
+    /// Submit everything; answers when every job was acknowledged.
+    caf::replies_to<start_atom>::with<LoadResult>>;
+
+}  // namespace claimsched::actors
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::SchedulerStatus)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::LoadResult)

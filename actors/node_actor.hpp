@@ -1,0 +1,32 @@
+#pragma once
+
+#include <vector>
+
+#include "actors/actors.hpp"
+#include "core/node_ledger.hpp"
+
+namespace claimsched::actors {
+
+struct NodeActorConfig {
+  core::NodeSpec spec;
+  core::LedgerConfig ledger;
+};
+
+/// Kept small on purpose: a sim hosts 10k-100k of these (target: 2 KB per
+/// node including CAF's own actor).
+struct node_state {
+  explicit node_state(caf::local_actor*) {}
+
+  core::NodeSpec spec;
+  core::NodeLedger ledger{core::NodeId{}, {}};
+  std::vector<node_listener_actor> subscribers;
+  /// When the pending tick fires (kNever: none pending).
+  core::TimePoint timer_at = core::kNever;
+
+  static inline const char* name = "node";
+};
+
+node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
+                               NodeActorConfig config);
+
+}  // namespace claimsched::actors

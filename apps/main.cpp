@@ -1,0 +1,83 @@
+// claimsched: one binary, one subcommand per role (DESIGN.md, "Interfaces").
+
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "apps/sim.hpp"
+#include "core/duration.hpp"
+
+namespace {
+
+using claimsched::core::Duration;
+
+/// A CLI11 option holding a duration written like "500ms" or "10s".
+CLI::Option* add_duration(CLI::App& app, const std::string& name, Duration& target,
+                          const std::string& help) {
+  return app
+      .add_option_function<std::string>(
+          name,
+          [&target, name](const std::string& text) {
+            auto d = claimsched::core::parse_duration(text);
+            if (!d) throw CLI::ValidationError(name, d.error().message);
+            target = *d;
+          },
+          help + " (default " + claimsched::core::format_duration(target) + ")")
+      ->type_name("DURATION");
+}
+
+void add_sim(CLI::App& app, claimsched::apps::SimOptions& o) {
+  auto* sim = app.add_subcommand("sim", "Synthetic load on an in-process cluster (the embedded default)");
+  sim->add_option("--nodes", o.nodes, "Node actors")->capture_default_str();
+  sim->add_option("--partitions", o.partitions, "Scheduler partitions")->capture_default_str();
+  sim->add_option("--tasks", o.tasks, "Tasks in total")->capture_default_str();
+  sim->add_option("--tasks-per-job", o.tasks_per_job, "Tasks per job")->capture_default_str();
+  sim->add_option("--utilization", o.utilization, "Target fill of the cluster, 0-1")->capture_default_str();
+  sim->add_option("--seed", o.seed, "Random seed")->capture_default_str();
+  sim->add_flag("--json", o.json, "Print the summary as JSON");
+  sim->add_flag("--churn", o.churn, "Tasks finish after --task-runtime, freeing room for more");
+  sim->add_option("--waves", o.waves, "With --churn: how many cluster-fulls the tasks make")->capture_default_str();
+  add_duration(*sim, "--task-runtime", o.task_runtime, "With --churn: mean task runtime");
+  sim->add_flag("--overlap", o.overlap, "All schedulers place on all nodes (measures races)");
+  sim->add_flag("--same-start", o.same_start,
+                "With --overlap: all schedulers fill from the same node (worst-case races)");
+  sim->add_option("--cas", o.cas, "Conflict detection: fit (fit check) or strict (generation CAS)")
+      ->check(CLI::IsMember({"fit", "strict"}))
+      ->capture_default_str();
+  sim->add_option("--scorer", o.scorer, "Placement scorer: fill_first or spread")
+      ->check(CLI::IsMember({"fill_first", "spread"}))
+      ->capture_default_str();
+  sim->add_flag("--heterogeneous", o.heterogeneous, "Mix three machine shapes");
+  sim->add_option("--max-starting", o.max_starting, "Per-node limit on starting tasks (0 = none)")->capture_default_str();
+  sim->add_option("--gang-fraction", o.gang_fraction, "Share of jobs that are gangs")->capture_default_str();
+  sim->add_option("--window", o.window, "Claims in flight per scheduler")->capture_default_str();
+  sim->add_option("--max-tasks-per-claim", o.max_tasks_per_claim, "Tasks batched in one claim")->capture_default_str();
+  sim->add_option("--threads", o.threads, "Actor worker threads (0 = one per core)")->capture_default_str();
+  sim->add_option("--max-throughput", o.max_throughput, "Messages an actor handles per turn")->capture_default_str();
+  add_duration(*sim, "--claim-ttl", o.claim_ttl, "Unconfirmed claims expire after this");
+  add_duration(*sim, "--timeout", o.timeout, "Fail if the run takes longer (0s = never)");
+  sim->add_flag("--quiet", o.quiet, "No progress lines");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"claimsched: a distributed scheduler cluster"};
+  app.require_subcommand(1);
+  std::string log_level = "warn";
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  claimsched::apps::SimOptions sim;
+  add_sim(app, sim);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  spdlog::set_default_logger(spdlog::stderr_color_mt("claimsched"));
+  spdlog::set_level(spdlog::level::from_str(log_level));
+  if (app.got_subcommand("sim")) return claimsched::apps::run_sim(sim);
+  return 2;
+}

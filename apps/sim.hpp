@@ -1,0 +1,53 @@
+#pragma once
+
+// `claimsched sim`: the embedded default. One process, N node actors, K
+// scheduler partitions, a synthetic load; ends with a summary and an
+// invariant check (exit code 1 if an invariant fails).
+
+#include <cstdint>
+#include <string>
+
+#include "core/error.hpp"
+#include "core/ids.hpp"
+
+namespace claimsched::apps {
+
+struct SimOptions {
+  uint32_t nodes = 10'000;
+  uint32_t partitions = 4;
+  uint64_t tasks = 1'000'000;
+  uint32_t tasks_per_job = 10;
+  double utilization = 0.9;
+  uint64_t seed = 1;
+  bool json = false;
+  /// Tasks finish after a runtime, so the run places `waves` cluster-fulls.
+  bool churn = false;
+  uint32_t waves = 4;
+  core::Duration task_runtime = std::chrono::milliseconds(500);
+  /// All schedulers place on all nodes (no partitioning): measures races.
+  bool overlap = false;
+  /// With overlap: all schedulers fill from the same first node instead of
+  /// evenly spaced ones (the worst case for races).
+  bool same_start = false;
+  /// "fit" (optimistic fit check) or "strict" (generation CAS).
+  std::string cas = "fit";
+  std::string scorer = "fill_first";
+  bool heterogeneous = false;
+  uint32_t max_starting = 0;
+  double gang_fraction = 0.0;
+  uint32_t window = 512;
+  uint32_t max_tasks_per_claim = 64;
+  uint32_t threads = 0;  // 0: one per core
+  uint32_t max_throughput = 100;
+  core::Duration claim_ttl = std::chrono::seconds(10);
+  /// Give up (and fail) after this long; zero = never.
+  core::Duration timeout = std::chrono::minutes(10);
+  bool quiet = false;
+
+  core::Status validate() const;
+};
+
+/// Runs the simulation; returns the process exit code.
+int run_sim(const SimOptions& options);
+
+}  // namespace claimsched::apps

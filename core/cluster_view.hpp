@@ -1,0 +1,96 @@
+#pragma once
+
+// A scheduler's view of the nodes of its partition: the last snapshot each node
+// reported, minus what this scheduler has claimed there and not yet heard
+// back about. Nodes are numbered densely (0..n-1) in the order they joined.
+
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "core/capacity_index.hpp"
+#include "core/node.hpp"
+
+namespace claimsched::core {
+
+using NodeIndex = uint32_t;
+
+struct NodeView {
+  NodeId id;
+  uint32_t pool = 0;
+  /// Position in the pool's capacity index.
+  uint32_t slot = 0;
+  NodeState state = NodeState::up;
+  Generation generation = 0;
+  Resources capacity;
+  /// Free as last reported by the node.
+  Resources reported_free;
+  /// Claimed by this scheduler and not yet answered.
+  Resources in_flight;
+  uint32_t reported_starting = 0;
+  uint32_t in_flight_tasks = 0;
+  /// Requests sent to the node that move its generation when they succeed.
+  uint32_t in_flight_changes = 0;
+  uint32_t max_starting = 0;
+  std::vector<std::string> labels;
+
+  Resources available() const { return reported_free - in_flight; }
+};
+
+struct PoolView {
+  std::string name;
+  std::vector<NodeIndex> nodes;  // by slot
+  CapacityIndex index;
+  /// Element-wise maximum capacity of the pool's nodes (for "can never fit").
+  Resources max_capacity;
+  Resources total_capacity;
+};
+
+class ClusterView {
+ public:
+  /// Strict CAS: a node with a change of ours in flight is not offered for
+  /// another claim, because that claim's expected generation would be a guess
+  /// (it depends on whether the first is accepted).
+  void set_one_change_in_flight(bool on) { one_change_in_flight_ = on; }
+
+  /// Declares a pool; returns its index (idempotent by name).
+  uint32_t add_pool(const std::string& name);
+  std::optional<uint32_t> find_pool(std::string_view name) const;
+
+  /// Adds a node to its pool (which must exist); returns its dense index, or the
+  /// existing index if the node is known (its spec and snapshot are refreshed).
+  NodeIndex add_node(const NodeSpec& spec, uint32_t pool, const NodeSnapshot& snapshot);
+  std::optional<NodeIndex> find_node(NodeId id) const;
+
+  /// Applies a node's report if it is not older than what the view has.
+  /// Returns false for a stale report.
+  bool apply_snapshot(NodeIndex n, const NodeSnapshot& snapshot);
+  /// Records a claim sent to node n / its answer.
+  void add_in_flight(NodeIndex n, const Resources& total, uint32_t tasks);
+  void remove_in_flight(NodeIndex n, const Resources& total, uint32_t tasks);
+  /// Records a confirm or release sent to node n (it moves the generation) /
+  /// its answer.
+  void add_change_in_flight(NodeIndex n);
+  void remove_change_in_flight(NodeIndex n);
+
+  const NodeView& node(NodeIndex n) const { return nodes_[n]; }
+  NodeView& node_mut(NodeIndex n) { return nodes_[n]; }
+  /// Re-reads a node's availability into its pool's index (after node_mut).
+  void reindex(NodeIndex n);
+  /// True if some node's availability grew in any dimension (or it became
+  /// usable) since the last call: work waiting for capacity may fit now.
+  bool take_grew() { return std::exchange(grew_, false); }
+  size_t node_count() const { return nodes_.size(); }
+  const PoolView& pool(uint32_t p) const { return pools_[p]; }
+  size_t pool_count() const { return pools_.size(); }
+
+ private:
+  std::vector<NodeView> nodes_;
+  std::vector<PoolView> pools_;
+  std::unordered_map<NodeId, NodeIndex> by_id_;
+  bool one_change_in_flight_ = false;
+  bool grew_ = false;
+};
+
+}  // namespace claimsched::core

@@ -1,0 +1,60 @@
+#include "core/duration.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace claimsched::core {
+
+namespace {
+
+struct Unit {
+  std::string_view suffix;
+  int64_t nanos;
+};
+
+// Longer suffixes first: "ms" before "s", "ns"/"us" before "s".
+constexpr Unit kUnits[] = {
+    {"ns", 1},
+    {"us", 1'000},
+    {"ms", 1'000'000},
+    {"s", 1'000'000'000},
+    {"m", 60'000'000'000},
+    {"h", 3'600'000'000'000},
+    {"d", 86'400'000'000'000},
+};
+
+}  // namespace
+
+Expected<Duration> parse_duration(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  if (text.empty()) return make_error(Errc::parse_error, "empty duration");
+  for (const auto& u : kUnits) {
+    if (text.size() <= u.suffix.size() || !text.ends_with(u.suffix)) continue;
+    std::string_view number = text.substr(0, text.size() - u.suffix.size());
+    // "5m" must not be read as "5" + "m" of "ms" etc.; digits and '.' only.
+    for (char c : number)
+      if (!((c >= '0' && c <= '9') || c == '.'))
+        return make_error(Errc::parse_error, "not a duration: '" + std::string(text) +
+                                                 "' (use e.g. 250ms, 10s, 5m, 2h)");
+    double value = 0;
+    auto [p, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+    if (ec != std::errc{} || p != number.data() + number.size() || !std::isfinite(value) || value < 0)
+      return make_error(Errc::parse_error, "not a duration: '" + std::string(text) + "'");
+    double nanos = value * static_cast<double>(u.nanos);
+    if (nanos > 9.2e18) return make_error(Errc::parse_error, "duration too long: '" + std::string(text) + "'");
+    return Duration{static_cast<int64_t>(std::llround(nanos))};
+  }
+  return make_error(Errc::parse_error,
+                    "not a duration: '" + std::string(text) + "' (needs a unit: ns, us, ms, s, m, h, d)");
+}
+
+std::string format_duration(Duration d) {
+  int64_t n = d.count();
+  if (n == 0) return "0s";
+  for (int i = static_cast<int>(std::size(kUnits)) - 1; i >= 0; --i)
+    if (n % kUnits[i].nanos == 0) return std::to_string(n / kUnits[i].nanos) + std::string(kUnits[i].suffix);
+  return std::to_string(n) + "ns";
+}
+
+}  // namespace claimsched::core

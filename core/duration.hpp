@@ -1,0 +1,18 @@
+#pragma once
+
+// Durations as operators write them: "250ms", "10s", "1.5s", "5m", "2h", "1d"
+// (also "us", "ns"). A bare number is rejected: the unit is never guessed.
+
+#include <string>
+#include <string_view>
+
+#include "core/error.hpp"
+#include "core/ids.hpp"
+
+namespace claimsched::core {
+
+Expected<Duration> parse_duration(std::string_view text);
+/// The inverse of parse_duration, using the largest unit that is exact.
+std::string format_duration(Duration d);
+
+}  // namespace claimsched::core

@@ -1,0 +1,28 @@
+#pragma once
+
+// The cluster-wide invariants of the claim protocol, checked over what the
+// nodes report: no node holds more than its capacity, no task is held twice.
+
+#include <vector>
+
+#include "core/protocol.hpp"
+
+namespace claimsched::core {
+
+struct ClusterTotals {
+  Resources capacity;
+  Resources allocated;
+  Resources claimed;
+  uint64_t allocations = 0;
+  uint64_t claimed_tasks = 0;
+  uint64_t nodes_over_capacity = 0;
+  uint64_t duplicate_tasks = 0;
+};
+
+/// Sums what the nodes report and checks: each node's allocations + claims fit
+/// its capacity and agree with its snapshot; every task (job, index) appears at
+/// most once over all nodes, as a claim or an allocation. The error describes
+/// the first violation; `totals` is filled either way.
+Status check_cluster_invariants(const std::vector<NodeReport>& nodes, ClusterTotals& totals);
+
+}  // namespace claimsched::core

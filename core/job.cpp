@@ -1,0 +1,53 @@
+#include "core/job.hpp"
+
+#include "core/node.hpp"
+
+namespace claimsched::core {
+
+std::string_view to_string(TaskState s) {
+  switch (s) {
+    case TaskState::pending:
+      return "pending";
+    case TaskState::claimed:
+      return "claimed";
+    case TaskState::running:
+      return "running";
+    case TaskState::succeeded:
+      return "succeeded";
+    case TaskState::failed:
+      return "failed";
+    case TaskState::preempted:
+      return "preempted";
+    case TaskState::evicted:
+      return "evicted";
+    case TaskState::lost:
+      return "lost";
+    case TaskState::cancelled:
+      return "cancelled";
+  }
+  return "unknown";
+}
+
+Status validate(const JobSpec& job) {
+  auto bad = [](std::string field, std::string why) {
+    return make_error(Errc::invalid_argument, "job field '" + field + "': " + why);
+  };
+  if (job.count == 0) return bad("count", "must be at least 1");
+  if (job.count > kMaxTasksPerJob)
+    return bad("count", std::to_string(job.count) + " is above the limit of " +
+                            std::to_string(kMaxTasksPerJob));
+  if (job.per_task.any_negative()) return bad("resources", "negative quantity");
+  if (job.per_task.is_zero()) return bad("resources", "a task must request some resource");
+  for (auto v : job.per_task.values())
+    if (v > 0 && static_cast<uint64_t>(v) > (uint64_t{1} << 62) / job.count)
+      return bad("resources", "count x resources overflows");
+  if (job.pool.empty()) return bad("pool", "must name a pool");
+  if (job.user.empty()) return bad("user", "must not be empty");
+  for (const auto& c : job.constraints)
+    if (auto st = validate_label_selector(c); !st) return bad("constraints", st.error().message);
+  if (job.max_run_time.count() < 0) return bad("max_run_time", "must not be negative");
+  if (job.simulated_runtime.count() < 0) return bad("simulated_runtime", "must not be negative");
+  return Status::ok();
+}
+
+}  // namespace claimsched::core

@@ -1,0 +1,104 @@
+#pragma once
+
+// The node-side claim state machine (DESIGN.md, "The claim protocol"). One
+// ledger per node; the node actor is its only caller, so every operation is
+// serialised. Invariants, checked by tests under random interleavings:
+// allocated + claimed <= capacity; a task is held at most once; a claim from a
+// fenced epoch is never accepted; an unconfirmed claim is gone after its ttl.
+//
+// Generations: every operation that changes the ledger increments the
+// generation exactly once, so a subscriber that sees every reply and delta of
+// this node sees consecutive generations.
+
+#include <optional>
+#include <vector>
+
+#include "core/protocol.hpp"
+
+namespace claimsched::core {
+
+struct LedgerConfig {
+  /// An unconfirmed claim is dropped this long after it was accepted.
+  Duration claim_ttl = std::chrono::seconds(10);
+  /// Synthetic tasks: how long a confirmed task is "starting" before it runs.
+  Duration start_delay{0};
+};
+
+class NodeLedger {
+ public:
+  NodeLedger(NodeId id, Resources capacity, LedgerConfig config = {});
+
+  /// DESIGN.md's three steps: epoch fence, optional strict CAS, fit check.
+  /// Every reject carries the snapshot after the check.
+  ClaimReply claim(const ClaimRequest& request, TimePoint now);
+  ConfirmReply confirm(const ConfirmRequest& request, TimePoint now);
+  ReleaseReply release(const ReleaseRequest& request, TimePoint now);
+
+  /// A task on this node reached a final state (the process exited, it was
+  /// killed). Returns false if the task is not allocated here.
+  bool finish_task(TaskRef task, TaskState final_state, int32_t exit_code,
+                   std::vector<NodeEvent>& events);
+
+  /// Fires every deadline at or before `now`: expires claims, starts and
+  /// finishes synthetic tasks. Appends what happened to `events`. Returns true
+  /// if the ledger changed (the generation moved by exactly one).
+  bool advance(TimePoint now, std::vector<NodeEvent>& events);
+  /// The earliest deadline advance() would act on, or kNever.
+  TimePoint next_deadline() const;
+
+  /// up/draining/down. Returns true if the state changed (one generation).
+  bool set_state(NodeState state);
+  /// Changes capacity (a resized machine). May leave the node over capacity;
+  /// that is the preemption policy's to resolve, never hidden here.
+  void set_capacity(const Resources& capacity);
+  /// Forces the generation forward (after a restart the node continues from
+  /// the highest generation it persisted, so subscribers never see it go back).
+  void restore_generation(Generation g) { generation_ = std::max(generation_, g); }
+
+  NodeSnapshot snapshot() const;
+  NodeId id() const { return id_; }
+  Generation generation() const { return generation_; }
+  NodeState state() const { return state_; }
+  const Resources& capacity() const { return capacity_; }
+  const Resources& allocated() const { return allocated_; }
+  const Resources& claimed() const { return claimed_; }
+  Resources free() const { return capacity_ - allocated_ - claimed_; }
+  const std::vector<LiveClaim>& claims() const { return claims_; }
+  const std::vector<Allocation>& allocations() const { return allocations_; }
+  /// Highest epoch seen per partition.
+  const std::vector<std::pair<PartitionId, Epoch>>& epochs() const { return epochs_; }
+  /// Highest epoch seen for `partition` (0 if none).
+  Epoch highest_epoch(PartitionId partition) const;
+  const LedgerConfig& config() const { return config_; }
+
+  /// Restores an allocation recorded before a restart (durability). The caller
+  /// guarantees it fits; returns false if the task is already held.
+  bool restore_allocation(const Allocation& allocation);
+  bool restore_claim(const LiveClaim& claim);
+  void restore_epoch(PartitionId partition, Epoch epoch);
+
+ private:
+  enum class EpochCheck { ok, stale };
+  EpochCheck observe_epoch(PartitionId partition, Epoch epoch);
+  bool holds(TaskRef task) const;
+  std::vector<Allocation>::iterator find_allocation(TaskRef task);
+  void push_deadline(TimePoint at);
+  /// Removes claim `index`, returning it, and gives back what it held.
+  LiveClaim drop_claim(size_t index);
+
+  NodeId id_;
+  NodeState state_ = NodeState::up;
+  Generation generation_ = 0;
+  Resources capacity_;
+  Resources allocated_;
+  Resources claimed_;
+  uint32_t starting_ = 0;
+  LedgerConfig config_;
+  std::vector<std::pair<PartitionId, Epoch>> epochs_;
+  std::vector<LiveClaim> claims_;
+  std::vector<Allocation> allocations_;
+  /// Min-heap of pending deadlines; entries may be stale (lazy deletion).
+  std::vector<TimePoint> deadlines_;
+};
+
+}  // namespace claimsched::core

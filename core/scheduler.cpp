@@ -1,0 +1,675 @@
+#include "core/scheduler.hpp"
+
+#include <algorithm>
+#include <map>
+
+namespace claimsched::core {
+
+namespace {
+
+std::string describe_reject(ClaimOutcome o, const NodeView& node) {
+  std::string why = "claim ";
+  why += to_string(o);
+  why += " on node ";
+  why += std::to_string(node.id.value);
+  if (o == ClaimOutcome::insufficient) why += " (free there: " + node.reported_free.to_string() + ")";
+  return why;
+}
+
+}  // namespace
+
+Status SchedulerConfig::validate() const {
+  if (pools.empty()) return make_error(Errc::invalid_argument, "scheduler: no pools");
+  if (classes.empty()) return make_error(Errc::invalid_argument, "scheduler: no classes");
+  bool has_default = false;
+  for (const auto& c : classes) {
+    if (c.name.empty()) return make_error(Errc::invalid_argument, "scheduler: a class has no name");
+    if (c.weight == 0)
+      return make_error(Errc::invalid_argument, "class '" + c.name + "': weight must be positive");
+    has_default |= c.name == default_class;
+  }
+  if (!has_default)
+    return make_error(Errc::invalid_argument,
+                      "scheduler: default class '" + default_class + "' is not defined");
+  if (max_claims_in_flight == 0)
+    return make_error(Errc::invalid_argument, "scheduler: max_claims_in_flight must be positive");
+  if (max_tasks_per_claim == 0)
+    return make_error(Errc::invalid_argument, "scheduler: max_tasks_per_claim must be positive");
+  if (max_claim_attempts == 0)
+    return make_error(Errc::invalid_argument, "scheduler: max_claim_attempts must be positive");
+  if (scheduler_index >= (1u << 15))
+    return make_error(Errc::invalid_argument, "scheduler: scheduler_index too large");
+  return Status::ok();
+}
+
+void SchedulerStats::merge(const SchedulerStats& o) {
+  jobs_submitted += o.jobs_submitted;
+  tasks_submitted += o.tasks_submitted;
+  claims_sent += o.claims_sent;
+  claims_accepted += o.claims_accepted;
+  rejected_conflict += o.rejected_conflict;
+  rejected_insufficient += o.rejected_insufficient;
+  rejected_other += o.rejected_other;
+  rejected_stale_epoch += o.rejected_stale_epoch;
+  confirms_sent += o.confirms_sent;
+  confirms_failed += o.confirms_failed;
+  placements += o.placements;
+  tasks_finished += o.tasks_finished;
+  tasks_requeued += o.tasks_requeued;
+  claim_timeouts += o.claim_timeouts;
+  late_replies += o.late_replies;
+  generation_gaps += o.generation_gaps;
+  gangs_aborted += o.gangs_aborted;
+  backoffs += o.backoffs;
+  placement_latency.merge(o.placement_latency);
+}
+
+bool JobRecord::finished() const {
+  uint32_t done = 0;
+  for (size_t s = static_cast<size_t>(TaskState::succeeded); s < by_state.size(); ++s)
+    done += by_state[s];
+  return done == spec.count;
+}
+
+Scheduler::Scheduler(SchedulerConfig config) : config_(std::move(config)) {
+  view_.set_one_change_in_flight(config_.strict_cas);
+  for (const auto& p : config_.pools) pool_ids_.push_back(view_.add_pool(p));
+}
+
+Status Scheduler::add_node(const NodeSpec& spec, const NodeSnapshot& snapshot) {
+  auto pool = view_.find_pool(spec.pool);
+  if (!pool)
+    return make_error(Errc::unknown_name, "node " + spec.name + ": pool '" + spec.pool +
+                                              "' is not owned by partition " +
+                                              std::to_string(config_.partition.value));
+  view_.add_node(spec, *pool, snapshot);
+  return Status::ok();
+}
+
+Status Scheduler::submit(JobSpec job, TimePoint now) {
+  (void)now;
+  if (auto st = validate(job); !st) return st;
+  auto pool = view_.find_pool(job.pool);
+  if (!pool)
+    return make_error(Errc::unknown_name, "job field 'pool': '" + job.pool +
+                                              "' is not a pool of partition " +
+                                              std::to_string(config_.partition.value));
+  if (job.job_class.empty()) job.job_class = config_.default_class;
+  auto cls = std::find_if(config_.classes.begin(), config_.classes.end(),
+                          [&](const ClassConfig& c) { return c.name == job.job_class; });
+  if (cls == config_.classes.end())
+    return make_error(Errc::unknown_name, "job field 'class': unknown class '" + job.job_class + "'");
+  if (jobs_.contains(job.id))
+    return make_error(Errc::duplicate, "job " + std::to_string(job.id.value) + " already exists");
+  JobRecord r;
+  r.pool = *pool;
+  r.class_index = static_cast<uint32_t>(cls - config_.classes.begin());
+  r.priority = cls->priority;
+  r.by_state[static_cast<size_t>(TaskState::pending)] = job.count;
+  r.spec = std::move(job);
+  pending_tasks_ += r.spec.count;
+  ++stats_.jobs_submitted;
+  stats_.tasks_submitted += r.spec.count;
+  auto [it, inserted] = jobs_.emplace(r.spec.id, std::move(r));
+  (void)inserted;
+  enqueue(it->second);
+  return Status::ok();
+}
+
+const JobRecord* Scheduler::job(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void Scheduler::for_each_job(const std::function<void(const JobRecord&)>& f) const {
+  std::vector<JobId> ids;
+  ids.reserve(jobs_.size());
+  for (const auto& [id, j] : jobs_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (auto id : ids) f(jobs_.at(id));
+}
+
+void Scheduler::enqueue(JobRecord& j) {
+  if (j.queued || j.parked || j.pending() == 0) return;
+  queue_.insert(key_of(j));
+  j.queued = true;
+}
+
+void Scheduler::dequeue(JobRecord& j) {
+  if (!j.queued) return;
+  queue_.erase(key_of(j));
+  j.queued = false;
+}
+
+void Scheduler::park(JobRecord& j) {
+  dequeue(j);
+  if (!j.parked) {
+    j.parked = true;
+    parked_.push_back(j.spec.id);
+  }
+}
+
+void Scheduler::unpark_all(TimePoint now) {
+  last_unpark_ = now;
+  capacity_grew_ = false;
+  std::vector<JobId> parked;
+  parked.swap(parked_);
+  for (auto id : parked) {
+    auto it = jobs_.find(id);
+    if (it == jobs_.end()) continue;
+    it->second.parked = false;
+    enqueue(it->second);
+  }
+}
+
+void Scheduler::set_task_state(JobRecord& j, TaskIndex t, TaskState s) {
+  if (j.tasks.empty()) j.tasks.resize(j.spec.count);
+  TaskRecord& r = j.tasks[t];
+  if (r.state == TaskState::running) --running_tasks_;
+  if (s == TaskState::running) ++running_tasks_;
+  --j.by_state[static_cast<size_t>(r.state)];
+  ++j.by_state[static_cast<size_t>(s)];
+  r.state = s;
+}
+
+std::vector<TaskIndex> Scheduler::take_pending(JobRecord& j, uint32_t n) {
+  std::vector<TaskIndex> out;
+  out.reserve(n);
+  while (out.size() < n && !j.requeued.empty()) {
+    out.push_back(j.requeued.back());
+    j.requeued.pop_back();
+  }
+  while (out.size() < n && j.next_fresh < j.spec.count) out.push_back(j.next_fresh++);
+  for (auto t : out) set_task_state(j, t, TaskState::claimed);
+  pending_tasks_ -= out.size();
+  return out;
+}
+
+void Scheduler::schedule(TimePoint now, Outbox& out) {
+  if (fenced_) return;
+  if (view_.take_grew()) capacity_grew_ = true;
+  if (capacity_grew_ && !parked_.empty() && now >= last_unpark_ + config_.unpark_interval)
+    unpark_all(now);
+  while (!backoff_.empty() && backoff_.begin()->first <= now) {
+    JobRecord& j = jobs_.at(backoff_.begin()->second);
+    backoff_.erase(backoff_.begin());
+    j.parked = false;
+    enqueue(j);
+  }
+  while (in_flight_.size() < config_.max_claims_in_flight && !queue_.empty()) {
+    JobRecord& j = jobs_.at(queue_.begin()->job);
+    if (j.spec.gang)
+      place_gang(j, now, out);
+    else
+      place_some(j, now, out);
+  }
+}
+
+ClaimRequest Scheduler::make_claim(JobRecord& j, NodeIndex n, std::vector<TaskIndex> tasks) {
+  ClaimRequest c;
+  c.claim_id = ClaimId{(uint64_t{config_.scheduler_index} << 48) | next_claim_++};
+  c.partition = config_.partition;
+  c.epoch = config_.epoch;
+  c.node = view_.node(n).id;
+  if (config_.strict_cas)
+    c.expected_generation = view_.node(n).generation + view_.node(n).in_flight_changes;
+  c.job = j.spec.id;
+  c.per_task = j.spec.per_task;
+  c.tasks = std::move(tasks);
+  c.simulated_runtime = j.spec.simulated_runtime;
+  return c;
+}
+
+void Scheduler::send_claim(ClaimRequest request, NodeIndex n, uint64_t gang, TimePoint now,
+                           Outbox& out) {
+  view_.add_in_flight(n, request.total(), static_cast<uint32_t>(request.tasks.size()));
+  InFlightClaim c;
+  c.request = request;
+  c.node = n;
+  c.sent_at = now;
+  c.gang = gang;
+  ++stats_.claims_sent;
+  in_flight_.emplace(request.claim_id, std::move(c));
+  out.claims.push_back(std::move(request));
+}
+
+PlacementRequest Scheduler::request_for(const JobRecord& j, bool explain) const {
+  PlacementRequest req;
+  req.per_task = j.spec.per_task;
+  req.tasks_wanted = j.pending();
+  req.max_tasks_per_claim = config_.max_tasks_per_claim;
+  req.constraints = j.spec.constraints.empty() ? nullptr : &j.spec.constraints;
+  req.pool = j.pool;
+  req.rotation = config_.rotation;
+  req.explain = explain;
+  return req;
+}
+
+bool Scheduler::place_some(JobRecord& j, TimePoint now, Outbox& out) {
+  auto result = place(view_, request_for(j, false), config_.classes[j.class_index].placement);
+  if (result.verdict != PlacementVerdict::fit) {
+    park(j);
+    return false;
+  }
+  j.reason.clear();
+  auto tasks = take_pending(j, result.tasks);
+  if (j.pending() == 0) dequeue(j);
+  send_claim(make_claim(j, result.node, std::move(tasks)), result.node, 0, now, out);
+  return true;
+}
+
+bool Scheduler::place_gang(JobRecord& j, TimePoint now, Outbox& out) {
+  // Plan every task before claiming any: the view's in-flight accounting
+  // keeps later decisions of the plan from reusing room taken by earlier ones.
+  uint32_t wanted = j.pending();
+  struct Part {
+    NodeIndex node;
+    uint32_t tasks;
+  };
+  std::vector<Part> plan;
+  uint32_t planned = 0;
+  // Planning borrows room in the view and gives it back; that is not growth.
+  if (view_.take_grew()) capacity_grew_ = true;
+  PlacementRequest req = request_for(j, false);
+  while (planned < wanted) {
+    req.tasks_wanted = wanted - planned;
+    auto result = place(view_, req, config_.classes[j.class_index].placement);
+    if (result.verdict != PlacementVerdict::fit) break;
+    plan.push_back({result.node, result.tasks});
+    planned += result.tasks;
+    view_.add_in_flight(result.node, j.spec.per_task.times(result.tasks), result.tasks);
+  }
+  for (const auto& p : plan) view_.remove_in_flight(p.node, j.spec.per_task.times(p.tasks), p.tasks);
+  (void)view_.take_grew();
+  if (planned < wanted) {
+    park(j);
+    return false;
+  }
+  j.reason.clear();
+  uint64_t gang_id = next_gang_++;
+  Gang& g = gangs_[gang_id];
+  g.job = j.spec.id;
+  for (const auto& p : plan) {
+    auto tasks = take_pending(j, p.tasks);
+    ClaimRequest c = make_claim(j, p.node, std::move(tasks));
+    g.claims.push_back(c.claim_id);
+    ++g.outstanding;
+    send_claim(std::move(c), p.node, gang_id, now, out);
+  }
+  dequeue(j);
+  return true;
+}
+
+void Scheduler::return_to_queue(JobRecord& j, const std::vector<TaskIndex>& tasks,
+                                bool count_attempt, const std::string& why, TimePoint now) {
+  bool exhausted = false;
+  for (auto t : tasks) {
+    set_task_state(j, t, TaskState::pending);
+    TaskRecord& r = j.tasks[t];
+    r.node_plus_one = 0;
+    if (count_attempt && ++r.attempts >= config_.max_claim_attempts) {
+      exhausted = true;
+      r.attempts = 0;
+    }
+    j.requeued.push_back(t);
+  }
+  pending_tasks_ += tasks.size();
+  stats_.tasks_requeued += tasks.size();
+  if (exhausted) {
+    // Bounded retries spent: the reason is kept and the job backs off.
+    j.reason = why + " (" + std::to_string(config_.max_claim_attempts) + " attempts; backing off)";
+    dequeue(j);
+    if (!j.parked) {
+      auto delay = config_.initial_backoff * (int64_t{1} << std::min<int>(j.backoff_level, 20));
+      j.backoff_level = static_cast<uint8_t>(std::min(j.backoff_level + 1, 30));
+      j.parked = true;
+      backoff_.emplace(now + std::min(delay, config_.max_backoff), j.spec.id);
+      ++stats_.backoffs;
+    }
+    return;
+  }
+  enqueue(j);
+}
+
+void Scheduler::observe_generation(NodeIndex n, const NodeSnapshot& s, bool is_change,
+                                   Outbox& out) {
+  const NodeView& v = view_.node(n);
+  Generation expected = v.generation + (is_change ? 1 : 0);
+  if (s.generation > expected) {
+    ++stats_.generation_gaps;
+    out.snapshot_requests.push_back(v.id);
+  }
+  view_.apply_snapshot(n, s);
+}
+
+void Scheduler::confirm_claim(InFlightClaim& c, TimePoint now, Outbox& out) {
+  ConfirmRequest r;
+  r.claim_id = c.request.claim_id;
+  r.partition = config_.partition;
+  r.epoch = config_.epoch;
+  r.node = c.request.node;
+  c.confirming = true;
+  c.sent_at = now;
+  view_.add_change_in_flight(c.node);
+  ++stats_.confirms_sent;
+  out.confirms.push_back(r);
+}
+
+void Scheduler::mark_running(JobRecord& j, const InFlightClaim& c, TimePoint now) {
+  for (auto t : c.request.tasks) {
+    set_task_state(j, t, TaskState::running);
+    j.tasks[t].node_plus_one = c.node + 1;
+    j.tasks[t].attempts = 0;
+  }
+  j.backoff_level = 0;
+  auto n = static_cast<uint64_t>(c.request.tasks.size());
+  stats_.placements += n;
+  auto latency = now - std::max(j.spec.submit_time, started_at_);
+  stats_.placement_latency.record(static_cast<uint64_t>(std::max<int64_t>(0, latency.count())), n);
+}
+
+void Scheduler::on_fenced() {
+  fenced_ = true;
+}
+
+void Scheduler::on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& out) {
+  auto it = in_flight_.find(reply.claim_id);
+  if (it == in_flight_.end() || it->second.accepted) {
+    // Answer to a claim we gave up on: free what it holds, right away.
+    ++stats_.late_replies;
+    if (auto n = view_.find_node(reply.snapshot.node)) {
+      observe_generation(*n, reply.snapshot, reply.outcome == ClaimOutcome::accepted, out);
+      if (reply.outcome == ClaimOutcome::accepted && it == in_flight_.end()) {
+        ReleaseRequest r;
+        r.partition = config_.partition;
+        r.epoch = config_.epoch;
+        r.node = reply.snapshot.node;
+        r.claim_id = reply.claim_id;
+        out.releases.push_back(std::move(r));
+      }
+    }
+    return;
+  }
+  InFlightClaim& c = it->second;
+  auto ntasks = static_cast<uint32_t>(c.request.tasks.size());
+  view_.remove_in_flight(c.node, c.request.total(), ntasks);
+  bool accepted = reply.outcome == ClaimOutcome::accepted;
+  observe_generation(c.node, reply.snapshot, accepted, out);
+  JobRecord& j = jobs_.at(c.request.job);
+
+  if (accepted) {
+    ++stats_.claims_accepted;
+    c.accepted = true;
+    if (c.gang == 0) {
+      confirm_claim(c, now, out);
+      return;
+    }
+    Gang& g = gangs_.at(c.gang);
+    --g.outstanding;
+    gang_reply(c.gang, now, out);
+    return;
+  }
+
+  switch (reply.outcome) {
+    case ClaimOutcome::conflict:
+      ++stats_.rejected_conflict;
+      break;
+    case ClaimOutcome::insufficient:
+      ++stats_.rejected_insufficient;
+      break;
+    case ClaimOutcome::stale_epoch:
+      ++stats_.rejected_stale_epoch;
+      on_fenced();
+      break;
+    default:
+      ++stats_.rejected_other;
+      break;
+  }
+  std::string why = describe_reject(reply.outcome, view_.node(c.node));
+  bool count_attempt = reply.outcome != ClaimOutcome::stale_epoch;
+  uint64_t gang_id = c.gang;
+  std::vector<TaskIndex> tasks = std::move(c.request.tasks);
+  in_flight_.erase(it);
+  if (gang_id == 0) {
+    return_to_queue(j, tasks, count_attempt, why, now);
+    return;
+  }
+  Gang& g = gangs_.at(gang_id);
+  g.claims.erase(std::find(g.claims.begin(), g.claims.end(), reply.claim_id));
+  --g.outstanding;
+  g.failed = true;
+  g.why = why;
+  // The gang's other tasks come back when the gang resolves; these now.
+  for (auto t : tasks) {
+    set_task_state(j, t, TaskState::pending);
+    j.requeued.push_back(t);
+  }
+  pending_tasks_ += tasks.size();
+  stats_.tasks_requeued += tasks.size();
+  gang_reply(gang_id, now, out);
+}
+
+void Scheduler::gang_reply(uint64_t gang_id, TimePoint now, Outbox& out) {
+  Gang& g = gangs_.at(gang_id);
+  if (g.outstanding > 0) return;
+  JobRecord& j = jobs_.at(g.job);
+  if (!g.failed && !g.confirming) {
+    g.confirming = true;
+    for (auto id : g.claims) {
+      confirm_claim(in_flight_.at(id), now, out);
+      ++g.outstanding;
+    }
+    return;
+  }
+  if (!g.failed) {
+    for (auto id : g.claims) {
+      auto it = in_flight_.find(id);
+      mark_running(j, it->second, now);
+      in_flight_.erase(it);
+    }
+    gangs_.erase(gang_id);
+    maybe_finished(j, out);
+    return;
+  }
+  // Failed: release everything the gang still holds, requeue it whole.
+  ++stats_.gangs_aborted;
+  std::vector<TaskIndex> back;
+  for (auto id : g.claims) {
+    auto it = in_flight_.find(id);
+    InFlightClaim& c = it->second;
+    back.insert(back.end(), c.request.tasks.begin(), c.request.tasks.end());
+    if (!c.confirmed && c.request.claim_id.value == 0) {
+      in_flight_.erase(it);  // its claim expired on the node: nothing held there
+      continue;
+    }
+    ReleaseRequest r;
+    r.partition = config_.partition;
+    r.epoch = config_.epoch;
+    r.node = c.request.node;
+    r.job = c.request.job;
+    if (c.confirmed) {
+      r.tasks = c.request.tasks;
+      r.reason = TaskState::cancelled;
+    } else {
+      r.claim_id = c.request.claim_id;
+    }
+    view_.add_change_in_flight(c.node);
+    out.releases.push_back(std::move(r));
+    in_flight_.erase(it);
+  }
+  std::string why = "gang aborted: " + g.why;
+  gangs_.erase(gang_id);
+  return_to_queue(j, back, true, why, now);
+  // Tasks already returned when their own claim failed are pending too.
+  enqueue(j);
+}
+
+void Scheduler::on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbox& out) {
+  auto it = in_flight_.find(reply.claim_id);
+  if (it == in_flight_.end() || !it->second.confirming) {
+    ++stats_.late_replies;
+    if (auto n = view_.find_node(reply.snapshot.node))
+      observe_generation(*n, reply.snapshot, false, out);
+    return;
+  }
+  InFlightClaim& c = it->second;
+  view_.remove_change_in_flight(c.node);
+  bool confirmed = reply.outcome == ConfirmOutcome::confirmed;
+  observe_generation(c.node, reply.snapshot, confirmed, out);
+  JobRecord& j = jobs_.at(c.request.job);
+  c.confirming = false;
+  if (reply.outcome == ConfirmOutcome::stale_epoch) on_fenced();
+  if (c.gang != 0) {
+    Gang& g = gangs_.at(c.gang);
+    --g.outstanding;
+    if (confirmed) {
+      c.confirmed = true;
+    } else {
+      ++stats_.confirms_failed;
+      g.failed = true;
+      g.why = "claim on node " + std::to_string(c.request.node.value) + " expired before confirm";
+      // The claim is gone on the node; nothing to release there.
+      c.confirmed = false;
+      c.request.claim_id = ClaimId{0};
+    }
+    gang_reply(c.gang, now, out);
+    return;
+  }
+  if (confirmed) {
+    mark_running(j, c, now);
+    in_flight_.erase(it);
+    maybe_finished(j, out);
+    return;
+  }
+  ++stats_.confirms_failed;
+  std::vector<TaskIndex> tasks = std::move(c.request.tasks);
+  in_flight_.erase(it);
+  return_to_queue(j, tasks, true, "claim expired before it was confirmed", now);
+}
+
+void Scheduler::on_release_reply(const ReleaseReply& reply, TimePoint /*now*/, Outbox& out) {
+  auto n = view_.find_node(reply.snapshot.node);
+  if (!n) return;
+  view_.remove_change_in_flight(*n);
+  observe_generation(*n, reply.snapshot, reply.released > 0, out);
+}
+
+void Scheduler::on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out) {
+  auto n = view_.find_node(delta.snapshot.node);
+  if (!n) return;
+  if (delta.full) {
+    view_.apply_snapshot(*n, delta.snapshot);
+  } else {
+    observe_generation(*n, delta.snapshot, true, out);
+  }
+  for (const auto& ev : delta.events) {
+    if (ev.partition != config_.partition) continue;
+    if (ev.kind != NodeEvent::Kind::task_finished) continue;
+    auto jt = jobs_.find(ev.task.job);
+    if (jt == jobs_.end()) continue;
+    JobRecord& j = jt->second;
+    if (ev.task.index >= j.spec.count || j.tasks.empty()) continue;
+    if (j.tasks[ev.task.index].state != TaskState::running) continue;  // duplicate or stale
+    set_task_state(j, ev.task.index, ev.final_state);
+    ++stats_.tasks_finished;
+    maybe_finished(j, out);
+  }
+  (void)now;
+}
+
+void Scheduler::maybe_finished(JobRecord& j, Outbox& out) {
+  if (j.finished()) out.finished_jobs.push_back(j.spec.id);
+}
+
+void Scheduler::on_tick(TimePoint now, Outbox& out) {
+  std::vector<ClaimId> expired;
+  for (auto& [id, c] : in_flight_) {
+    if (now - c.sent_at < config_.reply_timeout) continue;
+    if (c.confirming) {
+      // Confirms are idempotent on the node: ask again.
+      ConfirmRequest r;
+      r.claim_id = id;
+      r.partition = config_.partition;
+      r.epoch = config_.epoch;
+      r.node = c.request.node;
+      c.sent_at = now;
+      out.confirms.push_back(r);
+      continue;
+    }
+    if (!c.accepted) expired.push_back(id);
+  }
+  std::sort(expired.begin(), expired.end());
+  for (auto id : expired) {
+    ++stats_.claim_timeouts;
+    // Treat as rejected: the node's claim, if any, expires on its own and a
+    // late accept is released on arrival.
+    auto it = in_flight_.find(id);
+    InFlightClaim& c = it->second;
+    view_.remove_in_flight(c.node, c.request.total(), static_cast<uint32_t>(c.request.tasks.size()));
+    JobRecord& j = jobs_.at(c.request.job);
+    std::vector<TaskIndex> tasks = std::move(c.request.tasks);
+    uint64_t gang_id = c.gang;
+    in_flight_.erase(it);
+    std::string why = "node " + std::to_string(c.request.node.value) + " did not answer a claim";
+    if (gang_id == 0) {
+      return_to_queue(j, tasks, true, why, now);
+      continue;
+    }
+    Gang& g = gangs_.at(gang_id);
+    g.claims.erase(std::find(g.claims.begin(), g.claims.end(), id));
+    --g.outstanding;
+    g.failed = true;
+    g.why = why;
+    for (auto t : tasks) {
+      set_task_state(j, t, TaskState::pending);
+      j.requeued.push_back(t);
+    }
+    pending_tasks_ += tasks.size();
+    gang_reply(gang_id, now, out);
+  }
+}
+
+std::string Scheduler::explain(JobId id) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return "unknown job " + std::to_string(id.value);
+  const JobRecord& j = it->second;
+  if (j.finished()) return "finished";
+  if (j.pending() == 0) return "all tasks placed";
+  bool backing_off = std::any_of(backoff_.begin(), backoff_.end(),
+                                 [&](const auto& entry) { return entry.second == id; });
+  if (backing_off) return j.reason;
+  if (!j.parked) return "waiting for its turn in the queue";
+  PlacementRequest req = request_for(j, true);
+  auto result = place(view_, req, config_.classes[j.class_index].placement);
+  std::string why = result.verdict == PlacementVerdict::fit
+                        ? std::string("room has appeared; it is placed on the next pass")
+                        : result.reason;
+  if (j.spec.gang)
+    return "gang of " + std::to_string(j.pending()) + " tasks waits until all fit at once: " + why;
+  return "waiting for capacity: " + why;
+}
+
+Status Scheduler::check_accounting() const {
+  for (const auto& [id, j] : jobs_) {
+    uint64_t sum = 0;
+    for (auto c : j.by_state) sum += c;
+    auto name = "job " + std::to_string(id.value);
+    if (sum != j.spec.count)
+      return make_error(Errc::wrong_state, name + ": task states add up to " + std::to_string(sum) +
+                                               ", count is " + std::to_string(j.spec.count));
+    if (j.count_in(TaskState::pending) != j.pending())
+      return make_error(Errc::wrong_state, name + ": " + std::to_string(j.pending()) +
+                                               " tasks queued but " +
+                                               std::to_string(j.count_in(TaskState::pending)) +
+                                               " pending");
+    if (!j.tasks.empty()) {
+      std::array<uint32_t, 9> seen{};
+      for (const auto& t : j.tasks) ++seen[static_cast<size_t>(t.state)];
+      if (seen != j.by_state)
+        return make_error(Errc::wrong_state, name + ": per-task states disagree with the counts");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace claimsched::core

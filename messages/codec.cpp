@@ -1,0 +1,682 @@
+#include "messages/codec.hpp"
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <utility>
+
+// Decoding contract (see codec.hpp):
+// - every error names the offending field by its path from the top-level
+//   message: "ClaimRequest.per_task.cpu: negative quantity -5",
+//   "NodeReport.claims[2].tasks: empty";
+// - structural problems (unparseable bytes, a missing sub-message or enum, an
+//   enum value out of range, a number that does not fit the core type, a
+//   negative quantity or duration, a duplicate name) are Errc::corrupt;
+//   DimensionRegistry::intern's own error (invalid name, too many dimensions)
+//   is passed on with its code, prefixed with the field;
+// - proto3 cannot tell a missing scalar from a zero, so a zero is rejected
+//   wherever zero is not a legal value (claim ids of claims and confirms, a
+//   job's count, a claim's task list), and enums start with UNSPECIFIED;
+// - on error the output value is left untouched;
+// - unknown fields are ignored (a newer writer), as Protobuf intends.
+// Semantic checks that need configuration or state (core::validate(JobSpec),
+// duplicate task indices, a claim for the wrong node) stay with their owners:
+// a request rejected here over the network is dropped without a reply.
+
+namespace claimsched::messages {
+
+namespace {
+
+using core::Errc;
+using core::Error;
+using core::Status;
+
+// -- enum mapping: a core value v is written as v + 1 -------------------------
+
+static_assert(pb::NODE_STATE_UP == static_cast<int>(core::NodeState::up) + 1);
+static_assert(pb::NODE_STATE_DRAINING == static_cast<int>(core::NodeState::draining) + 1);
+static_assert(pb::NODE_STATE_DOWN == static_cast<int>(core::NodeState::down) + 1);
+
+static_assert(pb::TASK_STATE_PENDING == static_cast<int>(core::TaskState::pending) + 1);
+static_assert(pb::TASK_STATE_CLAIMED == static_cast<int>(core::TaskState::claimed) + 1);
+static_assert(pb::TASK_STATE_RUNNING == static_cast<int>(core::TaskState::running) + 1);
+static_assert(pb::TASK_STATE_SUCCEEDED == static_cast<int>(core::TaskState::succeeded) + 1);
+static_assert(pb::TASK_STATE_FAILED == static_cast<int>(core::TaskState::failed) + 1);
+static_assert(pb::TASK_STATE_PREEMPTED == static_cast<int>(core::TaskState::preempted) + 1);
+static_assert(pb::TASK_STATE_EVICTED == static_cast<int>(core::TaskState::evicted) + 1);
+static_assert(pb::TASK_STATE_LOST == static_cast<int>(core::TaskState::lost) + 1);
+static_assert(pb::TASK_STATE_CANCELLED == static_cast<int>(core::TaskState::cancelled) + 1);
+
+static_assert(pb::CLAIM_OUTCOME_ACCEPTED == static_cast<int>(core::ClaimOutcome::accepted) + 1);
+static_assert(pb::CLAIM_OUTCOME_STALE_EPOCH ==
+              static_cast<int>(core::ClaimOutcome::stale_epoch) + 1);
+static_assert(pb::CLAIM_OUTCOME_CONFLICT == static_cast<int>(core::ClaimOutcome::conflict) + 1);
+static_assert(pb::CLAIM_OUTCOME_INSUFFICIENT ==
+              static_cast<int>(core::ClaimOutcome::insufficient) + 1);
+static_assert(pb::CLAIM_OUTCOME_NOT_SCHEDULABLE ==
+              static_cast<int>(core::ClaimOutcome::not_schedulable) + 1);
+static_assert(pb::CLAIM_OUTCOME_INVALID == static_cast<int>(core::ClaimOutcome::invalid) + 1);
+
+static_assert(pb::CONFIRM_OUTCOME_CONFIRMED ==
+              static_cast<int>(core::ConfirmOutcome::confirmed) + 1);
+static_assert(pb::CONFIRM_OUTCOME_UNKNOWN_CLAIM ==
+              static_cast<int>(core::ConfirmOutcome::unknown_claim) + 1);
+static_assert(pb::CONFIRM_OUTCOME_STALE_EPOCH ==
+              static_cast<int>(core::ConfirmOutcome::stale_epoch) + 1);
+
+static_assert(pb::NODE_EVENT_KIND_CLAIM_EXPIRED ==
+              static_cast<int>(core::NodeEvent::Kind::claim_expired) + 1);
+static_assert(pb::NODE_EVENT_KIND_TASK_FINISHED ==
+              static_cast<int>(core::NodeEvent::Kind::task_finished) + 1);
+static_assert(pb::NODE_EVENT_KIND_TASK_STARTED ==
+              static_cast<int>(core::NodeEvent::Kind::task_started) + 1);
+
+// The last value of each core enum: decoding rejects anything above it.
+constexpr core::NodeState kLastNodeState = core::NodeState::down;
+constexpr core::TaskState kLastTaskState = core::TaskState::cancelled;
+constexpr core::ClaimOutcome kLastClaimOutcome = core::ClaimOutcome::invalid;
+constexpr core::ConfirmOutcome kLastConfirmOutcome = core::ConfirmOutcome::stale_epoch;
+constexpr core::NodeEvent::Kind kLastNodeEventKind = core::NodeEvent::Kind::task_started;
+
+static_assert(pb::NodeState_MAX == static_cast<int>(kLastNodeState) + 1);
+static_assert(pb::TaskState_MAX == static_cast<int>(kLastTaskState) + 1);
+static_assert(pb::ClaimOutcome_MAX == static_cast<int>(kLastClaimOutcome) + 1);
+static_assert(pb::ConfirmOutcome_MAX == static_cast<int>(kLastConfirmOutcome) + 1);
+static_assert(pb::NodeEventKind_MAX == static_cast<int>(kLastNodeEventKind) + 1);
+
+template <class E>
+constexpr int to_wire(E value) {
+  return static_cast<int>(value) + 1;
+}
+
+// -- field paths, rendered only when an error names them ----------------------
+
+/// A field's path from the top-level message, as a chain of stack frames:
+/// building one costs nothing, rendering happens only on error.
+class Path {
+ public:
+  explicit Path(std::string_view root) : name_(root) {}
+  Path(const Path& parent, std::string_view field) : parent_(&parent), name_(field) {}
+  Path(const Path& parent, int index) : parent_(&parent), index_(index) {}
+
+  std::string str() const {
+    std::string out;
+    append_to(out);
+    return out;
+  }
+
+ private:
+  void append_to(std::string& out) const {
+    if (parent_ != nullptr) parent_->append_to(out);
+    if (index_ >= 0) {
+      out += '[';
+      out += std::to_string(index_);
+      out += ']';
+      return;
+    }
+    if (parent_ != nullptr) out += '.';
+    out += name_;
+  }
+
+  const Path* parent_ = nullptr;
+  std::string_view name_;
+  int index_ = -1;
+};
+
+Error corrupt(const Path& p, std::string_view what) {
+  std::string msg = p.str();
+  msg += ": ";
+  msg += what;
+  return Error{Errc::corrupt, std::move(msg)};
+}
+
+#define CLAIMSCHED_TRY(expr)       \
+  do {                             \
+    if (auto st_ = (expr); !st_) { \
+      return st_;                  \
+    }                              \
+  } while (false)
+
+// -- scalars ------------------------------------------------------------------
+
+Status read_u32(uint64_t in, const Path& p, uint32_t& out) {
+  if (in > std::numeric_limits<uint32_t>::max())
+    return corrupt(p, "value " + std::to_string(in) + " does not fit in 32 bits");
+  out = static_cast<uint32_t>(in);
+  return Status::ok();
+}
+
+template <class Tag>
+Status read_id(uint64_t in, const Path& p, core::StrongId<Tag, uint32_t>& out) {
+  return read_u32(in, p, out.value);
+}
+
+template <class Tag>
+Status read_id(uint64_t in, const Path&, core::StrongId<Tag, uint64_t>& out) {
+  out.value = in;
+  return Status::ok();
+}
+
+/// Claim ids are never 0 where a claim is named (0 means "none" elsewhere).
+Status read_claim_id(uint64_t in, const Path& p, core::ClaimId& out) {
+  if (in == 0) return corrupt(p, "missing (claim ids are never 0)");
+  out.value = in;
+  return Status::ok();
+}
+
+Status read_exit_code(int64_t in, const Path& p, int32_t& out) {
+  if (in < std::numeric_limits<int32_t>::min() || in > std::numeric_limits<int32_t>::max())
+    return corrupt(p, "value " + std::to_string(in) + " does not fit in 32 bits");
+  out = static_cast<int32_t>(in);
+  return Status::ok();
+}
+
+Status read_duration(int64_t ns, const Path& p, core::Duration& out) {
+  if (ns < 0) return corrupt(p, "negative duration " + std::to_string(ns) + "ns");
+  out = core::Duration{ns};
+  return Status::ok();
+}
+
+core::TimePoint read_time(int64_t ns) { return core::TimePoint{ns}; }
+
+template <class E>
+Status read_enum(int wire, E last, const Path& p, E& out) {
+  if (wire == 0) return corrupt(p, "missing (unspecified)");
+  if (wire < 0 || wire > static_cast<int>(last) + 1)
+    return corrupt(p, "unknown enum value " + std::to_string(wire));
+  out = static_cast<E>(wire - 1);
+  return Status::ok();
+}
+
+Status read_tasks(const google::protobuf::RepeatedField<uint64_t>& in, const Path& p,
+                  bool non_empty, std::vector<core::TaskIndex>& out) {
+  if (non_empty && in.empty()) return corrupt(p, "empty");
+  out.clear();
+  out.reserve(static_cast<size_t>(in.size()));
+  for (int i = 0; i < in.size(); ++i) {
+    core::TaskIndex index = 0;
+    CLAIMSCHED_TRY(read_u32(in.Get(i), Path{p, i}, index));
+    out.push_back(index);
+  }
+  return Status::ok();
+}
+
+void write_tasks(const std::vector<core::TaskIndex>& in,
+                 google::protobuf::RepeatedField<uint64_t>& out) {
+  out.Clear();
+  out.Reserve(static_cast<int>(in.size()));
+  for (auto index : in) out.AddAlreadyReserved(index);
+}
+
+// -- resources ----------------------------------------------------------------
+
+enum class Negatives { reject, allow };
+
+static_assert(core::kMaxDimensions <= 32, "the duplicate check uses a 32-bit mask");
+
+Status read(const pb::Resources& in, const Path& p, Negatives negatives, core::Resources& out) {
+  core::Resources r;
+  uint32_t seen = 0;
+  for (int i = 0; i < in.quantities_size(); ++i) {
+    const auto& q = in.quantities(i);
+    auto id = core::DimensionRegistry::intern(q.name());
+    if (!id) {
+      Path list{p, "quantities"};
+      Path item{list, i};
+      Path name{item, "name"};
+      return Error{id.error().code, name.str() + ": " + id.error().message};
+    }
+    Path dim_path{p, q.name()};
+    if (seen & (uint32_t{1} << *id)) return corrupt(dim_path, "duplicate resource name");
+    seen |= uint32_t{1} << *id;
+    if (q.value() < 0 && negatives == Negatives::reject)
+      return corrupt(dim_path, "negative quantity " + std::to_string(q.value()));
+    r.set(*id, q.value());
+  }
+  out = r;
+  return Status::ok();
+}
+
+Status read_resources(bool present, const pb::Resources& in, const Path& p, Negatives negatives,
+                      core::Resources& out) {
+  if (!present) return corrupt(p, "missing");
+  return read(in, p, negatives, out);
+}
+
+// -- building blocks ----------------------------------------------------------
+
+void write(const core::TaskRef& in, pb::TaskRef& out) {
+  out.set_job(in.job.value);
+  out.set_index(in.index);
+}
+
+Status read(const pb::TaskRef& in, const Path& p, core::TaskRef& out) {
+  out.job.value = in.job();
+  return read_u32(in.index(), Path{p, "index"}, out.index);
+}
+
+// -- nodes --------------------------------------------------------------------
+
+Status read(const pb::NodeSpec& in, const Path& p, core::NodeSpec& out) {
+  CLAIMSCHED_TRY(read_id(in.id(), Path{p, "id"}, out.id));
+  out.name = in.name();
+  out.pool = in.pool();
+  CLAIMSCHED_TRY(read_resources(in.has_capacity(), in.capacity(), Path{p, "capacity"},
+                                Negatives::reject, out.capacity));
+  out.labels.assign(in.labels().begin(), in.labels().end());
+  return read_u32(in.max_starting(), Path{p, "max_starting"}, out.max_starting);
+}
+
+Status read(const pb::NodeSnapshot& in, const Path& p, core::NodeSnapshot& out) {
+  CLAIMSCHED_TRY(read_id(in.node(), Path{p, "node"}, out.node));
+  out.generation = in.generation();
+  CLAIMSCHED_TRY(read_enum(in.state(), kLastNodeState, Path{p, "state"}, out.state));
+  CLAIMSCHED_TRY(read_resources(in.has_capacity(), in.capacity(), Path{p, "capacity"},
+                                Negatives::reject, out.capacity));
+  // A node whose capacity shrank under running work is over-committed:
+  // free is negative there, and that must reach the scheduler as it is.
+  CLAIMSCHED_TRY(
+      read_resources(in.has_free(), in.free(), Path{p, "free"}, Negatives::allow, out.free));
+  return read_u32(in.starting(), Path{p, "starting"}, out.starting);
+}
+
+Status read_snapshot(bool present, const pb::NodeSnapshot& in, const Path& p,
+                     core::NodeSnapshot& out) {
+  if (!present) return corrupt(p, "missing");
+  return read(in, p, out);
+}
+
+// -- jobs ---------------------------------------------------------------------
+
+Status read(const pb::JobSpec& in, const Path& p, core::JobSpec& out) {
+  CLAIMSCHED_TRY(read_id(in.id(), Path{p, "id"}, out.id));
+  out.name = in.name();
+  out.user = in.user();
+  out.job_class = in.job_class();
+  out.pool = in.pool();
+  if (in.count() == 0) return corrupt(Path{p, "count"}, "missing (a job has at least one task)");
+  CLAIMSCHED_TRY(read_u32(in.count(), Path{p, "count"}, out.count));
+  CLAIMSCHED_TRY(read_resources(in.has_per_task(), in.per_task(), Path{p, "per_task"},
+                                Negatives::reject, out.per_task));
+  out.constraints.assign(in.constraints().begin(), in.constraints().end());
+  out.gang = in.gang();
+  out.preemptible = in.preemptible();
+  CLAIMSCHED_TRY(read_duration(in.max_run_time_ns(), Path{p, "max_run_time_ns"}, out.max_run_time));
+  CLAIMSCHED_TRY(read_duration(in.simulated_runtime_ns(), Path{p, "simulated_runtime_ns"},
+                               out.simulated_runtime));
+  out.submit_time = read_time(in.submit_time_ns());
+  return Status::ok();
+}
+
+// -- the claim protocol -------------------------------------------------------
+
+Status read(const pb::ClaimRequest& in, const Path& p, core::ClaimRequest& out) {
+  CLAIMSCHED_TRY(read_claim_id(in.claim_id(), Path{p, "claim_id"}, out.claim_id));
+  CLAIMSCHED_TRY(read_id(in.partition(), Path{p, "partition"}, out.partition));
+  out.epoch = in.epoch();
+  CLAIMSCHED_TRY(read_id(in.node(), Path{p, "node"}, out.node));
+  if (in.has_expected_generation())
+    out.expected_generation = in.expected_generation();
+  else
+    out.expected_generation.reset();
+  CLAIMSCHED_TRY(read_id(in.job(), Path{p, "job"}, out.job));
+  CLAIMSCHED_TRY(read_resources(in.has_per_task(), in.per_task(), Path{p, "per_task"},
+                                Negatives::reject, out.per_task));
+  CLAIMSCHED_TRY(read_tasks(in.tasks(), Path{p, "tasks"}, true, out.tasks));
+  return read_duration(in.simulated_runtime_ns(), Path{p, "simulated_runtime_ns"},
+                       out.simulated_runtime);
+}
+
+Status read(const pb::ClaimReply& in, const Path& p, core::ClaimReply& out) {
+  CLAIMSCHED_TRY(read_id(in.claim_id(), Path{p, "claim_id"}, out.claim_id));
+  CLAIMSCHED_TRY(read_enum(in.outcome(), kLastClaimOutcome, Path{p, "outcome"}, out.outcome));
+  return read_snapshot(in.has_snapshot(), in.snapshot(), Path{p, "snapshot"}, out.snapshot);
+}
+
+Status read(const pb::ConfirmRequest& in, const Path& p, core::ConfirmRequest& out) {
+  CLAIMSCHED_TRY(read_claim_id(in.claim_id(), Path{p, "claim_id"}, out.claim_id));
+  CLAIMSCHED_TRY(read_id(in.partition(), Path{p, "partition"}, out.partition));
+  out.epoch = in.epoch();
+  return read_id(in.node(), Path{p, "node"}, out.node);
+}
+
+Status read(const pb::ConfirmReply& in, const Path& p, core::ConfirmReply& out) {
+  CLAIMSCHED_TRY(read_id(in.claim_id(), Path{p, "claim_id"}, out.claim_id));
+  CLAIMSCHED_TRY(read_enum(in.outcome(), kLastConfirmOutcome, Path{p, "outcome"}, out.outcome));
+  return read_snapshot(in.has_snapshot(), in.snapshot(), Path{p, "snapshot"}, out.snapshot);
+}
+
+Status read(const pb::ReleaseRequest& in, const Path& p, core::ReleaseRequest& out) {
+  CLAIMSCHED_TRY(read_id(in.partition(), Path{p, "partition"}, out.partition));
+  out.epoch = in.epoch();
+  CLAIMSCHED_TRY(read_id(in.node(), Path{p, "node"}, out.node));
+  CLAIMSCHED_TRY(read_id(in.claim_id(), Path{p, "claim_id"}, out.claim_id));
+  CLAIMSCHED_TRY(read_id(in.job(), Path{p, "job"}, out.job));
+  CLAIMSCHED_TRY(read_tasks(in.tasks(), Path{p, "tasks"}, false, out.tasks));
+  return read_enum(in.reason(), kLastTaskState, Path{p, "reason"}, out.reason);
+}
+
+Status read(const pb::ReleaseReply& in, const Path& p, core::ReleaseReply& out) {
+  CLAIMSCHED_TRY(read_id(in.claim_id(), Path{p, "claim_id"}, out.claim_id));
+  CLAIMSCHED_TRY(read_u32(in.released(), Path{p, "released"}, out.released));
+  out.stale_epoch = in.stale_epoch();
+  return read_snapshot(in.has_snapshot(), in.snapshot(), Path{p, "snapshot"}, out.snapshot);
+}
+
+// -- node update stream and node state ----------------------------------------
+
+Status read(const pb::NodeEvent& in, const Path& p, core::NodeEvent& out) {
+  CLAIMSCHED_TRY(read_enum(in.kind(), kLastNodeEventKind, Path{p, "kind"}, out.kind));
+  CLAIMSCHED_TRY(read_id(in.partition(), Path{p, "partition"}, out.partition));
+  CLAIMSCHED_TRY(read_id(in.claim_id(), Path{p, "claim_id"}, out.claim_id));
+  if (!in.has_task()) return corrupt(Path{p, "task"}, "missing");
+  CLAIMSCHED_TRY(read(in.task(), Path{p, "task"}, out.task));
+  CLAIMSCHED_TRY(
+      read_enum(in.final_state(), kLastTaskState, Path{p, "final_state"}, out.final_state));
+  return read_exit_code(in.exit_code(), Path{p, "exit_code"}, out.exit_code);
+}
+
+Status read(const pb::NodeDelta& in, const Path& p, core::NodeDelta& out) {
+  CLAIMSCHED_TRY(
+      read_snapshot(in.has_snapshot(), in.snapshot(), Path{p, "snapshot"}, out.snapshot));
+  Path events{p, "events"};
+  out.events.clear();
+  out.events.resize(static_cast<size_t>(in.events_size()));
+  for (int i = 0; i < in.events_size(); ++i)
+    CLAIMSCHED_TRY(read(in.events(i), Path{events, i}, out.events[static_cast<size_t>(i)]));
+  out.full = in.full();
+  return Status::ok();
+}
+
+Status read(const pb::LiveClaim& in, const Path& p, core::LiveClaim& out) {
+  CLAIMSCHED_TRY(read_claim_id(in.id(), Path{p, "id"}, out.id));
+  CLAIMSCHED_TRY(read_id(in.partition(), Path{p, "partition"}, out.partition));
+  out.expires = read_time(in.expires_ns());
+  CLAIMSCHED_TRY(read_id(in.job(), Path{p, "job"}, out.job));
+  CLAIMSCHED_TRY(read_resources(in.has_per_task(), in.per_task(), Path{p, "per_task"},
+                                Negatives::reject, out.per_task));
+  CLAIMSCHED_TRY(read_tasks(in.tasks(), Path{p, "tasks"}, true, out.tasks));
+  return read_duration(in.simulated_runtime_ns(), Path{p, "simulated_runtime_ns"},
+                       out.simulated_runtime);
+}
+
+Status read(const pb::Allocation& in, const Path& p, core::Allocation& out) {
+  if (!in.has_task()) return corrupt(Path{p, "task"}, "missing");
+  CLAIMSCHED_TRY(read(in.task(), Path{p, "task"}, out.task));
+  CLAIMSCHED_TRY(read_id(in.partition(), Path{p, "partition"}, out.partition));
+  out.running = in.running();
+  CLAIMSCHED_TRY(read_resources(in.has_resources(), in.resources(), Path{p, "resources"},
+                                Negatives::reject, out.resources));
+  out.confirmed_at = read_time(in.confirmed_at_ns());
+  out.finishes_at = read_time(in.finishes_at_ns());
+  return read_id(in.claim_id(), Path{p, "claim_id"}, out.claim_id);
+}
+
+Status read(const pb::NodeReport& in, const Path& p, core::NodeReport& out) {
+  if (!in.has_spec()) return corrupt(Path{p, "spec"}, "missing");
+  CLAIMSCHED_TRY(read(in.spec(), Path{p, "spec"}, out.spec));
+  CLAIMSCHED_TRY(
+      read_snapshot(in.has_snapshot(), in.snapshot(), Path{p, "snapshot"}, out.snapshot));
+
+  Path epochs{p, "epochs"};
+  out.epochs.clear();
+  out.epochs.reserve(static_cast<size_t>(in.epochs_size()));
+  for (int i = 0; i < in.epochs_size(); ++i) {
+    Path item{epochs, i};
+    core::PartitionId partition;
+    CLAIMSCHED_TRY(read_id(in.epochs(i).partition(), Path{item, "partition"}, partition));
+    out.epochs.emplace_back(partition, in.epochs(i).epoch());
+  }
+  std::vector<core::PartitionId> partitions;
+  partitions.reserve(out.epochs.size());
+  for (const auto& [partition, epoch] : out.epochs) partitions.push_back(partition);
+  std::sort(partitions.begin(), partitions.end());
+  if (auto dup = std::adjacent_find(partitions.begin(), partitions.end()); dup != partitions.end())
+    return corrupt(epochs, "duplicate partition " + std::to_string(dup->value));
+
+  Path claims{p, "claims"};
+  out.claims.clear();
+  out.claims.resize(static_cast<size_t>(in.claims_size()));
+  for (int i = 0; i < in.claims_size(); ++i)
+    CLAIMSCHED_TRY(read(in.claims(i), Path{claims, i}, out.claims[static_cast<size_t>(i)]));
+
+  Path allocations{p, "allocations"};
+  out.allocations.clear();
+  out.allocations.resize(static_cast<size_t>(in.allocations_size()));
+  for (int i = 0; i < in.allocations_size(); ++i)
+    CLAIMSCHED_TRY(
+        read(in.allocations(i), Path{allocations, i}, out.allocations[static_cast<size_t>(i)]));
+  return Status::ok();
+}
+
+// -- top level ----------------------------------------------------------------
+
+/// Decodes into a fresh value, so `out` changes only on success.
+template <class Core, class Pb>
+Status from_proto_as(const Pb& in, std::string_view root, Core& out) {
+  Core tmp;
+  CLAIMSCHED_TRY(read(in, Path{root}, tmp));
+  out = std::move(tmp);
+  return Status::ok();
+}
+
+template <class Pb, class Core>
+std::string encode_as(const Core& in) {
+  Pb msg;
+  to_proto(in, msg);
+  return msg.SerializeAsString();
+}
+
+template <class Pb, class Core>
+Status decode_as(std::string_view bytes, std::string_view root, Core& out) {
+  Pb msg;
+  if (bytes.size() > static_cast<size_t>(INT_MAX) ||
+      !msg.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return Error{Errc::corrupt, "bytes are not a valid " + msg.GetTypeName()};
+  return from_proto_as(msg, root, out);
+}
+
+}  // namespace
+
+// -- Resources ----------------------------------------------------------------
+
+void to_proto(const core::Resources& in, pb::Resources& out) {
+  out.Clear();
+  const auto& values = in.values();
+  for (size_t d = 0; d < core::kMaxDimensions; ++d) {
+    if (values[d] == 0) continue;
+    auto* q = out.add_quantities();
+    // An id that was never registered renders as "?", which no decoder
+    // accepts: such a value is a bug on the sender and fails loudly there.
+    q->set_name(std::string(core::DimensionRegistry::name(static_cast<core::DimensionId>(d))));
+    q->set_value(values[d]);
+  }
+}
+
+Status from_proto(const pb::Resources& in, core::Resources& out) {
+  core::Resources tmp;
+  CLAIMSCHED_TRY(read(in, Path{"Resources"}, Negatives::reject, tmp));
+  out = tmp;
+  return Status::ok();
+}
+
+// -- to_proto -----------------------------------------------------------------
+
+void to_proto(const core::NodeSpec& in, pb::NodeSpec& out) {
+  out.Clear();
+  out.set_id(in.id.value);
+  out.set_name(in.name);
+  out.set_pool(in.pool);
+  to_proto(in.capacity, *out.mutable_capacity());
+  for (const auto& label : in.labels) out.add_labels(label);
+  out.set_max_starting(in.max_starting);
+}
+
+void to_proto(const core::NodeSnapshot& in, pb::NodeSnapshot& out) {
+  out.Clear();
+  out.set_node(in.node.value);
+  out.set_generation(in.generation);
+  out.set_state(static_cast<pb::NodeState>(to_wire(in.state)));
+  to_proto(in.capacity, *out.mutable_capacity());
+  to_proto(in.free, *out.mutable_free());
+  out.set_starting(in.starting);
+}
+
+void to_proto(const core::JobSpec& in, pb::JobSpec& out) {
+  out.Clear();
+  out.set_id(in.id.value);
+  out.set_name(in.name);
+  out.set_user(in.user);
+  out.set_job_class(in.job_class);
+  out.set_pool(in.pool);
+  out.set_count(in.count);
+  to_proto(in.per_task, *out.mutable_per_task());
+  for (const auto& c : in.constraints) out.add_constraints(c);
+  out.set_gang(in.gang);
+  out.set_preemptible(in.preemptible);
+  out.set_max_run_time_ns(in.max_run_time.count());
+  out.set_simulated_runtime_ns(in.simulated_runtime.count());
+  out.set_submit_time_ns(in.submit_time.count());
+}
+
+void to_proto(const core::ClaimRequest& in, pb::ClaimRequest& out) {
+  out.Clear();
+  out.set_claim_id(in.claim_id.value);
+  out.set_partition(in.partition.value);
+  out.set_epoch(in.epoch);
+  out.set_node(in.node.value);
+  if (in.expected_generation) out.set_expected_generation(*in.expected_generation);
+  out.set_job(in.job.value);
+  to_proto(in.per_task, *out.mutable_per_task());
+  write_tasks(in.tasks, *out.mutable_tasks());
+  out.set_simulated_runtime_ns(in.simulated_runtime.count());
+}
+
+void to_proto(const core::ClaimReply& in, pb::ClaimReply& out) {
+  out.Clear();
+  out.set_claim_id(in.claim_id.value);
+  out.set_outcome(static_cast<pb::ClaimOutcome>(to_wire(in.outcome)));
+  to_proto(in.snapshot, *out.mutable_snapshot());
+}
+
+void to_proto(const core::ConfirmRequest& in, pb::ConfirmRequest& out) {
+  out.Clear();
+  out.set_claim_id(in.claim_id.value);
+  out.set_partition(in.partition.value);
+  out.set_epoch(in.epoch);
+  out.set_node(in.node.value);
+}
+
+void to_proto(const core::ConfirmReply& in, pb::ConfirmReply& out) {
+  out.Clear();
+  out.set_claim_id(in.claim_id.value);
+  out.set_outcome(static_cast<pb::ConfirmOutcome>(to_wire(in.outcome)));
+  to_proto(in.snapshot, *out.mutable_snapshot());
+}
+
+void to_proto(const core::ReleaseRequest& in, pb::ReleaseRequest& out) {
+  out.Clear();
+  out.set_partition(in.partition.value);
+  out.set_epoch(in.epoch);
+  out.set_node(in.node.value);
+  out.set_claim_id(in.claim_id.value);
+  out.set_job(in.job.value);
+  write_tasks(in.tasks, *out.mutable_tasks());
+  out.set_reason(static_cast<pb::TaskState>(to_wire(in.reason)));
+}
+
+void to_proto(const core::ReleaseReply& in, pb::ReleaseReply& out) {
+  out.Clear();
+  out.set_claim_id(in.claim_id.value);
+  out.set_released(in.released);
+  out.set_stale_epoch(in.stale_epoch);
+  to_proto(in.snapshot, *out.mutable_snapshot());
+}
+
+void to_proto(const core::NodeEvent& in, pb::NodeEvent& out) {
+  out.Clear();
+  out.set_kind(static_cast<pb::NodeEventKind>(to_wire(in.kind)));
+  out.set_partition(in.partition.value);
+  out.set_claim_id(in.claim_id.value);
+  write(in.task, *out.mutable_task());
+  out.set_final_state(static_cast<pb::TaskState>(to_wire(in.final_state)));
+  out.set_exit_code(in.exit_code);
+}
+
+void to_proto(const core::NodeDelta& in, pb::NodeDelta& out) {
+  out.Clear();
+  to_proto(in.snapshot, *out.mutable_snapshot());
+  out.mutable_events()->Reserve(static_cast<int>(in.events.size()));
+  for (const auto& e : in.events) to_proto(e, *out.add_events());
+  out.set_full(in.full);
+}
+
+void to_proto(const core::LiveClaim& in, pb::LiveClaim& out) {
+  out.Clear();
+  out.set_id(in.id.value);
+  out.set_partition(in.partition.value);
+  out.set_expires_ns(in.expires.count());
+  out.set_job(in.job.value);
+  to_proto(in.per_task, *out.mutable_per_task());
+  write_tasks(in.tasks, *out.mutable_tasks());
+  out.set_simulated_runtime_ns(in.simulated_runtime.count());
+}
+
+void to_proto(const core::Allocation& in, pb::Allocation& out) {
+  out.Clear();
+  write(in.task, *out.mutable_task());
+  out.set_partition(in.partition.value);
+  out.set_running(in.running);
+  to_proto(in.resources, *out.mutable_resources());
+  out.set_confirmed_at_ns(in.confirmed_at.count());
+  out.set_finishes_at_ns(in.finishes_at.count());
+  out.set_claim_id(in.claim_id.value);
+}
+
+void to_proto(const core::NodeReport& in, pb::NodeReport& out) {
+  out.Clear();
+  to_proto(in.spec, *out.mutable_spec());
+  to_proto(in.snapshot, *out.mutable_snapshot());
+  for (const auto& [partition, epoch] : in.epochs) {
+    auto* e = out.add_epochs();
+    e->set_partition(partition.value);
+    e->set_epoch(epoch);
+  }
+  out.mutable_claims()->Reserve(static_cast<int>(in.claims.size()));
+  for (const auto& c : in.claims) to_proto(c, *out.add_claims());
+  out.mutable_allocations()->Reserve(static_cast<int>(in.allocations.size()));
+  for (const auto& a : in.allocations) to_proto(a, *out.add_allocations());
+}
+
+// -- from_proto / encode / decode ---------------------------------------------
+
+#define CLAIMSCHED_CODEC_IMPL(Type)                                            \
+  core::Status from_proto(const pb::Type& in, core::Type& out) {               \
+    return from_proto_as(in, #Type, out);                                      \
+  }                                                                            \
+  std::string encode(const core::Type& in) { return encode_as<pb::Type>(in); } \
+  core::Status decode(std::string_view bytes, core::Type& out) {               \
+    return decode_as<pb::Type>(bytes, #Type, out);                             \
+  }
+
+CLAIMSCHED_CODEC_IMPL(NodeSpec)
+CLAIMSCHED_CODEC_IMPL(NodeSnapshot)
+CLAIMSCHED_CODEC_IMPL(JobSpec)
+CLAIMSCHED_CODEC_IMPL(ClaimRequest)
+CLAIMSCHED_CODEC_IMPL(ClaimReply)
+CLAIMSCHED_CODEC_IMPL(ConfirmRequest)
+CLAIMSCHED_CODEC_IMPL(ConfirmReply)
+CLAIMSCHED_CODEC_IMPL(ReleaseRequest)
+CLAIMSCHED_CODEC_IMPL(ReleaseReply)
+CLAIMSCHED_CODEC_IMPL(NodeEvent)
+CLAIMSCHED_CODEC_IMPL(NodeDelta)
+CLAIMSCHED_CODEC_IMPL(LiveClaim)
+CLAIMSCHED_CODEC_IMPL(Allocation)
+CLAIMSCHED_CODEC_IMPL(NodeReport)
+
+#undef CLAIMSCHED_CODEC_IMPL
+#undef CLAIMSCHED_TRY
+
+}  // namespace claimsched::messages

@@ -1,0 +1,47 @@
+#pragma once
+
+// Core values <-> Protobuf (messages/claimsched.proto). The same encoding is
+// the wire format between processes and the record format on disk. Decoding
+// validates: a malformed or out-of-range field gives an Error naming the
+// field, never a crash and never a silently defaulted value.
+
+#include <string>
+#include <string_view>
+
+#include "core/error.hpp"
+#include "core/job.hpp"
+#include "core/node.hpp"
+#include "core/protocol.hpp"
+#include "messages/claimsched.pb.h"
+
+namespace claimsched::messages {
+
+// -- Protobuf objects ---------------------------------------------------------
+
+void to_proto(const core::Resources& in, pb::Resources& out);
+core::Status from_proto(const pb::Resources& in, core::Resources& out);
+
+#define CLAIMSCHED_CODEC(Type)                                      \
+  void to_proto(const core::Type& in, pb::Type& out);               \
+  core::Status from_proto(const pb::Type& in, core::Type& out);     \
+  std::string encode(const core::Type& in);                         \
+  core::Status decode(std::string_view bytes, core::Type& out);
+
+CLAIMSCHED_CODEC(NodeSpec)
+CLAIMSCHED_CODEC(NodeSnapshot)
+CLAIMSCHED_CODEC(JobSpec)
+CLAIMSCHED_CODEC(ClaimRequest)
+CLAIMSCHED_CODEC(ClaimReply)
+CLAIMSCHED_CODEC(ConfirmRequest)
+CLAIMSCHED_CODEC(ConfirmReply)
+CLAIMSCHED_CODEC(ReleaseRequest)
+CLAIMSCHED_CODEC(ReleaseReply)
+CLAIMSCHED_CODEC(NodeEvent)
+CLAIMSCHED_CODEC(NodeDelta)
+CLAIMSCHED_CODEC(LiveClaim)
+CLAIMSCHED_CODEC(Allocation)
+CLAIMSCHED_CODEC(NodeReport)
+
+#undef CLAIMSCHED_CODEC
+
+}  // namespace claimsched::messages

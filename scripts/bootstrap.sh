@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs whatever claimsched needs that this Debian 12 machine lacks (run as
+# root). Packages already present are left alone; nothing is downloaded
+# outside Debian's mirror.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  libcaf-dev protobuf-compiler libprotobuf-dev librocksdb-dev
+  libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
+  libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev
+  python3 procps
+)
+if [[ "${CLAIMSCHED_WITH_ETCD:-0}" == 1 ]]; then packages+=(etcd-server etcd-client); fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  echo "bootstrap: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi

@@ -1,0 +1,71 @@
+// `claimsched sim` end to end at a small scale: the run finishes, places the
+// load, and its own invariant check passes.
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "tests/integration/process.hpp"
+
+namespace claimsched::testing {
+namespace {
+
+nlohmann::json run_sim(const std::string& flags, int expected_exit = 0) {
+  auto r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --json --quiet " + flags);
+  EXPECT_EQ(r.exit_code, expected_exit) << r.out;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  EXPECT_FALSE(j.is_discarded()) << "not JSON: " << r.out;
+  return j;
+}
+
+void expect_required_keys(const nlohmann::json& j) {
+  for (const char* key :
+       {"placements", "placements_per_sec", "claims_per_placement", "conflicts_per_placement",
+        "latency_p50_ms", "latency_p99_ms", "utilization", "peak_rss_bytes", "bytes_per_node",
+        "bytes_per_pending_task", "invariants_ok"})
+    EXPECT_TRUE(j.contains(key)) << "missing key " << key;
+}
+
+TEST(SimTest, PartitionedRunPlacesEverythingAndHoldsTheInvariants) {
+  auto j = run_sim("--nodes 200 --partitions 2 --tasks 20000 --tasks-per-job 10 --seed 3");
+  expect_required_keys(j);
+  EXPECT_TRUE(j["invariants_ok"].get<bool>()) << j.dump(2);
+  EXPECT_EQ(j["placements"].get<uint64_t>(), 20000u);
+  EXPECT_EQ(j["unplaced"].get<uint64_t>(), 0u);
+  EXPECT_NEAR(j["utilization"].get<double>(), 0.9, 0.02);
+  EXPECT_GT(j["placements_per_sec"].get<double>(), 0.0);
+  EXPECT_LT(j["claims_per_placement"].get<double>(), 0.5) << "tasks are batched per claim";
+}
+
+TEST(SimTest, OverlappingSchedulersRaceWithoutOvercommitting) {
+  for (const char* cas : {"fit", "strict"}) {
+    auto j = run_sim(std::string("--nodes 100 --partitions 4 --overlap --same-start --tasks 10000 --cas ") + cas);
+    EXPECT_TRUE(j["invariants_ok"].get<bool>()) << cas << ": " << j.dump(2);
+    EXPECT_EQ(j["placements"].get<uint64_t>(), 10000u) << cas;
+    EXPECT_GT(j["conflicts"].get<uint64_t>(), 0u) << cas << ": schedulers on one fill order must collide";
+  }
+}
+
+TEST(SimTest, ChurnPlacesMoreTasksThanTheClusterHoldsAtOnce) {
+  auto j = run_sim("--nodes 50 --partitions 2 --tasks 8000 --churn --waves 4 --task-runtime 100ms");
+  EXPECT_TRUE(j["invariants_ok"].get<bool>()) << j.dump(2);
+  EXPECT_EQ(j["placements"].get<uint64_t>(), 8000u);
+}
+
+TEST(SimTest, GangsArePlacedWhole) {
+  auto j = run_sim("--nodes 60 --partitions 2 --tasks 6000 --tasks-per-job 20 --gang-fraction 0.5 --utilization 0.7");
+  EXPECT_TRUE(j["invariants_ok"].get<bool>()) << j.dump(2);
+  EXPECT_EQ(j["placements"].get<uint64_t>(), 6000u);
+}
+
+TEST(SimTest, BadFlagsGiveAClearErrorAndExitCode) {
+  auto r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --utilization 1.5 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--utilization"), std::string::npos) << r.out;
+  r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --cas maybe 2>&1");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.out.find("--cas"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace claimsched::testing
