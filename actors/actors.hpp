@@ -24,6 +24,7 @@ using tick_atom = caf::atom_constant<caf::atom("tick")>;
 using status_atom = caf::atom_constant<caf::atom("status")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using register_atom = caf::atom_constant<caf::atom("register")>;
+using audit_atom = caf::atom_constant<caf::atom("audit")>;
 
 /// Anyone who follows a node's update stream (schedulers, replicas, views).
 using node_listener_actor = caf::typed_actor<
@@ -71,7 +72,8 @@ struct SchedulerStatus {
   uint64_t jobs_finished = 0;
   bool fenced = false;
   bool started = false;
-  /// Empty if every job's task counts add up.
+  /// Empty if every job's task counts add up (checked only for audit_atom:
+  /// it walks every job).
   std::string accounting_error;
   /// When the last task was confirmed (scheduler clock).
   core::TimePoint last_placement{0};
@@ -87,8 +89,10 @@ using scheduler_actor = claim_client_actor::extend<
     caf::reacts_to<start_atom>,
     /// Internal timer: reply timeouts.
     caf::reacts_to<tick_atom>,
-    /// Counters, queue sizes, accounting check.
-    caf::replies_to<status_atom>::with<SchedulerStatus>>;
+    /// Counters and queue sizes (cheap: polled while running).
+    caf::replies_to<status_atom>::with<SchedulerStatus>,
+    /// The same plus the accounting check over every job (at the end of a run).
+    caf::replies_to<audit_atom>::with<SchedulerStatus>>;
 
 /// Routes jobs to the partition that owns their pool.
 using router_actor = caf::typed_actor<

@@ -43,6 +43,25 @@ void arm_tick(self_ptr self) {
   self->delayed_send(self, self->state.tick_interval, tick_atom::value);
 }
 
+SchedulerStatus make_status(self_ptr self) {
+  const auto& core = *self->state.core;
+  SchedulerStatus s;
+  s.partition = core.config().partition;
+  s.stats = core.stats();
+  s.nodes = core.view().node_count();
+  s.queued_jobs = core.queued_jobs();
+  s.parked_jobs = core.parked_jobs();
+  s.backing_off_jobs = core.backing_off_jobs();
+  s.claims_in_flight = core.claims_in_flight();
+  s.pending_tasks = core.pending_tasks();
+  s.running_tasks = core.running_tasks();
+  s.jobs_finished = self->state.jobs_finished;
+  s.fenced = core.fenced();
+  s.started = self->state.started;
+  s.last_placement = self->state.last_placement;
+  return s;
+}
+
 }  // namespace
 
 scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig config) {
@@ -125,23 +144,11 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         flush(self, t);
         arm_tick(self);
       },
-      [=](status_atom) -> SchedulerStatus {
-        const auto& core = *self->state.core;
-        SchedulerStatus s;
-        s.partition = core.config().partition;
-        s.stats = core.stats();
-        s.nodes = core.view().node_count();
-        s.queued_jobs = core.queued_jobs();
-        s.parked_jobs = core.parked_jobs();
-        s.backing_off_jobs = core.backing_off_jobs();
-        s.claims_in_flight = core.claims_in_flight();
-        s.pending_tasks = core.pending_tasks();
-        s.running_tasks = core.running_tasks();
-        s.jobs_finished = self->state.jobs_finished;
-        s.fenced = core.fenced();
-        s.started = self->state.started;
-        if (auto st = core.check_accounting(); !st) s.accounting_error = st.error().to_string();
-        s.last_placement = self->state.last_placement;
+      [=](status_atom) -> SchedulerStatus { return make_status(self); },
+      [=](audit_atom) -> SchedulerStatus {
+        auto s = make_status(self);
+        if (auto st = self->state.core->check_accounting(); !st)
+          s.accounting_error = st.error().to_string();
         return s;
       },
   };

@@ -37,10 +37,13 @@ struct Totals {
   core::TimePoint last_placement{0};
 };
 
-Totals collect(caf::scoped_actor& self, const std::vector<actors::scheduler_actor>& schedulers) {
+Totals collect(caf::scoped_actor& self, const std::vector<actors::scheduler_actor>& schedulers,
+               bool audit = false) {
   Totals t;
   for (const auto& s : schedulers) {
-    self->request(s, caf::infinite, actors::status_atom::value)
+    auto request = audit ? self->request(s, caf::infinite, actors::audit_atom::value)
+                         : self->request(s, caf::infinite, actors::status_atom::value);
+    std::move(request)
         .receive(
             [&](actors::SchedulerStatus& st) {
               t.stats.merge(st.stats);
@@ -261,7 +264,7 @@ int run_sim(const SimOptions& opt) {
     self->request(n, caf::infinite, actors::report_atom::value)
         .receive([&](core::NodeReport& r) { reports.push_back(std::move(r)); },
                  [&](caf::error& err) { report_error = sys.render(err); });
-  totals = collect(self, schedulers);
+  totals = collect(self, schedulers, true);
   core::ClusterTotals cluster_totals;
   auto node_check = core::check_cluster_invariants(reports, cluster_totals);
   std::vector<std::string> failures;

@@ -17,6 +17,25 @@ void CapacityIndex::grow() {
   for (size_t node = leaves_ - 1; node >= 1; --node) pull_up(node);
 }
 
+CapacityIndex::Hint& CapacityIndex::hint_for(const Resources& shape, size_t from) const {
+  ++hint_clock_;
+  for (auto& h : hints_) {
+    if (h.from == from && h.shape == shape) {
+      h.last_used = hint_clock_;
+      return h;
+    }
+  }
+  if (hints_.size() < kMaxHints) {
+    hints_.push_back(Hint{shape, from, from, hint_clock_});
+    return hints_.back();
+  }
+  auto oldest = std::min_element(hints_.begin(), hints_.end(), [](const Hint& a, const Hint& b) {
+    return a.last_used < b.last_used;
+  });
+  *oldest = Hint{shape, from, from, hint_clock_};
+  return *oldest;
+}
+
 void CapacityIndex::pull_up(size_t node) { tree_[node] = tree_[2 * node].max(tree_[2 * node + 1]); }
 
 size_t CapacityIndex::add(const Resources& available) {
@@ -28,6 +47,11 @@ size_t CapacityIndex::add(const Resources& available) {
 
 void CapacityIndex::update(size_t slot, const Resources& available) {
   size_t node = leaves_ + slot;
+  if (!available.fits_in(tree_[node])) {
+    // The slot grew: whatever was known not to fit there may fit now.
+    for (auto& h : hints_)
+      if (h.from <= slot && slot < h.unfit_until) h.unfit_until = slot;
+  }
   tree_[node] = available;
   for (node /= 2; node >= 1; node /= 2) {
     Resources merged = tree_[2 * node].max(tree_[2 * node + 1]);

@@ -6,6 +6,7 @@
 // subtree whose maximum cannot hold the request is skipped whole. With
 // correlated dimensions a decision costs O(log n) node visits.
 
+#include <algorithm>
 #include <cstddef>
 #include <limits>
 #include <optional>
@@ -36,7 +37,27 @@ class CapacityIndex {
   std::optional<size_t> find_first(const Resources& request, size_t from, size_t to,
                                    Accept&& accept) const {
     if (size_ == 0 || from >= to) return std::nullopt;
-    return find_first_in(1, 0, leaves_, request, from, std::min(to, size_), accept);
+    size_t first_fit = size_;
+    return find_first_in(1, 0, leaves_, request, from, std::min(to, size_), accept, first_fit);
+  }
+
+  /// find_first for scans that start at the same slot again and again (a
+  /// scheduler's fill-first scan). The element-wise maximum cannot prune a
+  /// range where one node has the cpu and another the memory, so a filled
+  /// prefix of fragmented nodes would be walked on every decision; instead the
+  /// index remembers, per request shape and start, how far nothing fits, and
+  /// forgets it as soon as a slot in that range grows.
+  template <class Accept>
+  std::optional<size_t> find_first_remembered(const Resources& request, size_t from, size_t to,
+                                              Accept&& accept) const {
+    if (size_ == 0 || from >= to) return std::nullopt;
+    to = std::min(to, size_);
+    Hint& hint = hint_for(request, from);
+    size_t begin = std::max(from, hint.unfit_until);
+    size_t first_fit = to;
+    auto found = find_first_in(1, 0, leaves_, request, begin, to, accept, first_fit);
+    if (first_fit > hint.unfit_until) hint.unfit_until = std::min(first_fit, to);
+    return found;
   }
 
   /// Visits slots that fit `request` in descending order of available[d];
@@ -44,40 +65,72 @@ class CapacityIndex {
   template <class Visit>
   void visit_descending(DimensionId d, const Resources& request, Visit&& visit) const {
     if (size_ == 0) return;
-    using Entry = std::pair<int64_t, size_t>;
-    // Ties on the key go to the lower tree position, i.e. the lower slot.
-    auto cmp = [](const Entry& a, const Entry& b) {
-      return a.first != b.first ? a.first < b.first : a.second > b.second;
+    // Ties go to the subtree whose first slot is lowest, and between a
+    // subtree and its own descendants to the deeper one: with many equal
+    // values (an empty cluster) the search then walks down to the lowest
+    // slot instead of expanding every equal subtree first.
+    struct Entry {
+      int64_t value;
+      size_t first_slot;
+      size_t height;
+      size_t node;
     };
-    std::priority_queue<Entry, std::vector<Entry>, decltype(cmp)> frontier(cmp);
-    frontier.emplace(tree_[1][d], 1);
+    auto worse = [](const Entry& a, const Entry& b) {
+      if (a.value != b.value) return a.value < b.value;
+      if (a.first_slot != b.first_slot) return a.first_slot > b.first_slot;
+      return a.height > b.height;
+    };
+    auto entry = [&](size_t node) {
+      size_t height = 0;
+      size_t leaf = node;
+      while (leaf < leaves_) {
+        leaf <<= 1;
+        ++height;
+      }
+      return Entry{tree_[node][d], leaf - leaves_, height, node};
+    };
+    std::priority_queue<Entry, std::vector<Entry>, decltype(worse)> frontier(worse);
+    frontier.push(entry(1));
     while (!frontier.empty()) {
-      size_t node = frontier.top().second;
+      size_t node = frontier.top().node;
       frontier.pop();
       if (!request.fits_in(tree_[node])) continue;
       if (node >= leaves_) {
         if (!visit(node - leaves_)) return;
         continue;
       }
-      frontier.emplace(tree_[2 * node][d], 2 * node);
-      frontier.emplace(tree_[2 * node + 1][d], 2 * node + 1);
+      frontier.push(entry(2 * node));
+      frontier.push(entry(2 * node + 1));
     }
   }
 
  private:
   template <class Accept>
   std::optional<size_t> find_first_in(size_t node, size_t lo, size_t hi, const Resources& request,
-                                      size_t from, size_t to, Accept& accept) const {
+                                      size_t from, size_t to, Accept& accept,
+                                      size_t& first_fit) const {
     if (hi <= from || lo >= to || !request.fits_in(tree_[node])) return std::nullopt;
     if (node >= leaves_) {
       size_t slot = node - leaves_;
+      first_fit = std::min(first_fit, slot);
       if (accept(slot)) return slot;
       return std::nullopt;
     }
     size_t mid = lo + (hi - lo) / 2;
-    if (auto left = find_first_in(2 * node, lo, mid, request, from, to, accept)) return left;
-    return find_first_in(2 * node + 1, mid, hi, request, from, to, accept);
+    if (auto left = find_first_in(2 * node, lo, mid, request, from, to, accept, first_fit))
+      return left;
+    return find_first_in(2 * node + 1, mid, hi, request, from, to, accept, first_fit);
   }
+
+  /// What find_first_remembered knows: slots [from, unfit_until) cannot hold `shape`.
+  struct Hint {
+    Resources shape;
+    size_t from = 0;
+    size_t unfit_until = 0;
+    uint64_t last_used = 0;
+  };
+  static constexpr size_t kMaxHints = 64;
+  Hint& hint_for(const Resources& shape, size_t from) const;
 
   void grow();
   void pull_up(size_t node);
@@ -86,6 +139,9 @@ class CapacityIndex {
   size_t leaves_ = 0;
   /// 1-based heap layout: node i has children 2i and 2i+1; leaves start at leaves_.
   std::vector<Resources> tree_;
+  /// A cache, not state: losing it changes no answer, only its cost.
+  mutable std::vector<Hint> hints_;
+  mutable uint64_t hint_clock_ = 0;
 };
 
 }  // namespace claimsched::core

@@ -6,12 +6,17 @@
 
 namespace claimsched::core {
 
+// The last bucket: values of 2^63 and above (magnitude 59 would need one
+// more row of sub-buckets) share it; quantile() reports max() for it.
+constexpr size_t kLastBucket = size_t{Histogram::kMagnitudes} * Histogram::kSubBuckets - 1;
+
 size_t Histogram::bucket_of(uint64_t v) {
   if (v < kSubBuckets) return static_cast<size_t>(v);
   int msb = 63 - std::countl_zero(v);            // >= kSubBucketBits
   int magnitude = msb - kSubBucketBits + 1;      // 1..
   uint64_t sub = (v >> (msb - kSubBucketBits)) & (kSubBuckets - 1);
-  return static_cast<size_t>(magnitude) * kSubBuckets + static_cast<size_t>(sub);
+  return std::min(static_cast<size_t>(magnitude) * kSubBuckets + static_cast<size_t>(sub),
+                  kLastBucket);
 }
 
 uint64_t Histogram::upper_bound_of(size_t bucket) {
@@ -48,7 +53,7 @@ uint64_t Histogram::quantile(double q) const {
   uint64_t seen = 0;
   for (size_t i = 0; i < buckets_.size(); ++i) {
     seen += buckets_[i];
-    if (seen >= rank) return std::min(upper_bound_of(i), max_);
+    if (seen >= rank) return i == kLastBucket ? max_ : std::min(upper_bound_of(i), max_);
   }
   return max_;
 }

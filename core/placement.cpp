@@ -163,12 +163,17 @@ PlacementResult place(const ClusterView& view, const PlacementRequest& request,
     // continues after each accepted slot.
     auto scan = [&](size_t from, size_t to) {
       size_t pos = from;
+      bool first = true;
       while (pos < to) {
         bool stop = false;
-        auto found = pool.index.find_first(request.per_task, pos, to, [&](size_t slot) {
+        auto accept = [&](size_t slot) {
           stop = !consider(slot);
           return true;
-        });
+        };
+        // Only the scan's first lookup starts at the same slot every time.
+        auto found = first ? pool.index.find_first_remembered(request.per_task, pos, to, accept)
+                           : pool.index.find_first(request.per_task, pos, to, accept);
+        first = false;
         if (!found || stop) return stop;
         pos = *found + 1;
       }

@@ -357,7 +357,8 @@ void Scheduler::confirm_claim(InFlightClaim& c, TimePoint now, Outbox& out) {
 
 void Scheduler::mark_running(JobRecord& j, const InFlightClaim& c, TimePoint now) {
   for (auto t : c.request.tasks) {
-    set_task_state(j, t, TaskState::running);
+    // A gang member can have run and finished before its gang completed.
+    if (j.tasks[t].state == TaskState::claimed) set_task_state(j, t, TaskState::running);
     j.tasks[t].node_plus_one = c.node + 1;
     j.tasks[t].attempts = 0;
   }
@@ -377,6 +378,8 @@ void Scheduler::on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& o
   if (it == in_flight_.end() || it->second.accepted) {
     // Answer to a claim we gave up on: free what it holds, right away.
     ++stats_.late_replies;
+    // Late or not, the node says a newer owner has the partition.
+    if (reply.outcome == ClaimOutcome::stale_epoch) on_fenced();
     if (auto n = view_.find_node(reply.snapshot.node)) {
       observe_generation(*n, reply.snapshot, reply.outcome == ClaimOutcome::accepted, out);
       if (reply.outcome == ClaimOutcome::accepted && it == in_flight_.end()) {
@@ -385,6 +388,7 @@ void Scheduler::on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& o
         r.epoch = config_.epoch;
         r.node = reply.snapshot.node;
         r.claim_id = reply.claim_id;
+        view_.add_change_in_flight(*n);  // its reply takes it off again
         out.releases.push_back(std::move(r));
       }
     }
@@ -477,7 +481,8 @@ void Scheduler::gang_reply(uint64_t gang_id, TimePoint now, Outbox& out) {
   for (auto id : g.claims) {
     auto it = in_flight_.find(id);
     InFlightClaim& c = it->second;
-    back.insert(back.end(), c.request.tasks.begin(), c.request.tasks.end());
+    for (auto t : c.request.tasks)
+      if (j.tasks[t].state == TaskState::claimed) back.push_back(t);  // not those that ran
     if (!c.confirmed && c.request.claim_id.value == 0) {
       in_flight_.erase(it);  // its claim expired on the node: nothing held there
       continue;
@@ -508,6 +513,7 @@ void Scheduler::on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbo
   auto it = in_flight_.find(reply.claim_id);
   if (it == in_flight_.end() || !it->second.confirming) {
     ++stats_.late_replies;
+    if (reply.outcome == ConfirmOutcome::stale_epoch) on_fenced();
     if (auto n = view_.find_node(reply.snapshot.node))
       observe_generation(*n, reply.snapshot, false, out);
     return;
@@ -550,6 +556,7 @@ void Scheduler::on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbo
 void Scheduler::on_release_reply(const ReleaseReply& reply, TimePoint /*now*/, Outbox& out) {
   auto n = view_.find_node(reply.snapshot.node);
   if (!n) return;
+  if (reply.stale_epoch) on_fenced();
   view_.remove_change_in_flight(*n);
   observe_generation(*n, reply.snapshot, reply.released > 0, out);
 }
@@ -569,12 +576,42 @@ void Scheduler::on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out
     if (jt == jobs_.end()) continue;
     JobRecord& j = jt->second;
     if (ev.task.index >= j.spec.count || j.tasks.empty()) continue;
-    if (j.tasks[ev.task.index].state != TaskState::running) continue;  // duplicate or stale
+    TaskState state = j.tasks[ev.task.index].state;
+    if (state == TaskState::claimed) {
+      // The task ran, so its confirm took effect on the node, but the reply
+      // is not here yet (lost, or slower than a short task) or the gang
+      // waits for other members. Losing the event would leave the task
+      // "running" forever, or run it again when a resent confirm finds
+      // nothing left to confirm.
+      auto it = in_flight_.find(ev.claim_id);
+      if (it == in_flight_.end() || it->second.request.node != delta.snapshot.node) continue;
+      InFlightClaim& c = it->second;
+      const auto& tasks = c.request.tasks;
+      if (std::find(tasks.begin(), tasks.end(), ev.task.index) == tasks.end()) continue;
+      if (!c.confirming && !c.confirmed) continue;
+      if (c.gang == 0) {
+        view_.remove_change_in_flight(c.node);
+        mark_running(j, c, now);
+        in_flight_.erase(it);
+      } else {
+        set_task_state(j, ev.task.index, ev.final_state);
+        ++stats_.tasks_finished;
+        if (c.confirming) {
+          view_.remove_change_in_flight(c.node);
+          c.confirming = false;
+          c.confirmed = true;
+          --gangs_.at(c.gang).outstanding;
+          gang_reply(c.gang, now, out);  // may complete the gang
+        }
+        continue;
+      }
+    } else if (state != TaskState::running) {
+      continue;  // duplicate or stale
+    }
     set_task_state(j, ev.task.index, ev.final_state);
     ++stats_.tasks_finished;
     maybe_finished(j, out);
   }
-  (void)now;
 }
 
 void Scheduler::maybe_finished(JobRecord& j, Outbox& out) {
@@ -609,8 +646,9 @@ void Scheduler::on_tick(TimePoint now, Outbox& out) {
     JobRecord& j = jobs_.at(c.request.job);
     std::vector<TaskIndex> tasks = std::move(c.request.tasks);
     uint64_t gang_id = c.gang;
-    in_flight_.erase(it);
+    // Before the erase: `c` dies with it.
     std::string why = "node " + std::to_string(c.request.node.value) + " did not answer a claim";
+    in_flight_.erase(it);
     if (gang_id == 0) {
       return_to_queue(j, tasks, true, why, now);
       continue;

@@ -79,7 +79,7 @@ class SchedulerNodeTest : public ActorTest {
   }
 
   actors::SchedulerStatus status(scheduler_actor s) {
-    auto r = ask<actors::SchedulerStatus>(s, actors::status_atom::value);
+    auto r = ask<actors::SchedulerStatus>(s, actors::audit_atom::value);
     EXPECT_TRUE(r.has_value());
     return r.value_or(actors::SchedulerStatus{});
   }

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <map>
@@ -72,6 +73,7 @@ class World {
       touched_schedulers_.clear();
       all_touched_ = false;
       one_step();
+      debug_watch();
       if (auto p = check_step(); !p.empty()) return failure(p);
       if (step_ % 256 == 255)
         if (auto p = cluster_.check_all(); !p.empty()) return failure(p);
@@ -237,6 +239,7 @@ class World {
     b.submitted(cluster_.now());
     JobSpec job = b.build();
     owner_of_job_[job.id] = s;
+    if (job.gang) gangs_.insert(job.id);
     remember("submit job " + std::to_string(job.id.value) + " x" + std::to_string(job.count) +
              " " + job.per_task.to_string() + (job.gang ? " gang" : "") + " to s" +
              std::to_string(s));
@@ -285,21 +288,40 @@ class World {
   std::string drain() {
     remember("--- drain ---");
     for (size_t n = 0; n < cluster_.node_count(); ++n) cluster_.set_node_state(n, NodeState::up);
+    // Settled = a whole timer round (ledgers advance, schedulers tick: parked
+    // jobs are retried, backoffs end, confirms are resent) sends nothing.
     bool quiet = false;
-    for (int round = 0; round < 400 && !quiet; ++round) {
-      cluster_.run();
+    int quiet_rounds = 0;
+    for (int round = 0; round < 400 && quiet_rounds < 2; ++round) {
+      cluster_.advance_by(std::chrono::milliseconds(97));
+      // Messages cost no virtual time: a storm at one instant is a livelock.
+      size_t delivered = cluster_.run(100'000);
+      if (delivered == 100'000)
+        return "livelock: 100000 messages at t=" +
+               std::to_string(cluster_.now().count() / 1'000'000) + "ms without time passing";
       if (auto p = cluster_.check_all(); !p.empty()) return p;
-      quiet = cluster_.messages_in_flight() == 0;
+      quiet = delivered == 0;
+      // (A fenced scheduler schedules nothing more: its backoffs never end.)
       for (size_t s = 0; s < cluster_.scheduler_count(); ++s)
-        quiet &= cluster_.scheduler(s).claims_in_flight() == 0;
+        quiet &= cluster_.scheduler(s).claims_in_flight() == 0 &&
+                 (cluster_.scheduler(s).fenced() || cluster_.scheduler(s).backing_off_jobs() == 0);
       for (size_t n = 0; n < cluster_.node_count(); ++n)
         quiet &= cluster_.ledger(n).claims().empty();
-      cluster_.advance_by(std::chrono::milliseconds(97));
+      quiet_rounds = quiet ? quiet_rounds + 1 : 0;
     }
-    // Tasks that run until released keep running; everything else settles.
-    if (!quiet) return "the cluster did not settle after the faults stopped";
-    cluster_.run();
-    if (auto p = cluster_.check_all(); !p.empty()) return p;
+    if (!quiet) {
+      std::string why = "the cluster did not settle after the faults stopped:";
+      for (size_t s = 0; s < cluster_.scheduler_count(); ++s) {
+        const Scheduler& sched = cluster_.scheduler(s);
+        if (sched.claims_in_flight() || (!sched.fenced() && sched.backing_off_jobs()))
+          why += " scheduler " + std::to_string(s) + (sched.fenced() ? " (fenced)" : "") + " has " +
+                 std::to_string(sched.claims_in_flight()) + " claims in flight and " +
+                 std::to_string(sched.backing_off_jobs()) + " jobs backing off;";
+      }
+      for (size_t n = 0; n < cluster_.node_count(); ++n)
+        if (!cluster_.ledger(n).claims().empty()) why += " node " + std::to_string(n + 1) + " holds claims;";
+      return why;
+    }
 
     // Who holds what, according to the nodes.
     std::map<TaskRef, std::pair<size_t, PartitionId>> on_nodes;
@@ -319,10 +341,11 @@ class World {
           if (running && it == on_nodes.end())
             problem = "scheduler " + std::to_string(s) + " thinks " + name +
                       " runs but no node holds it";
-          else if (running && it->second.first + 1 != j.tasks[i].node_plus_one)
+          else if (running && sched.view().node(j.tasks[i].node_plus_one - 1).id.value !=
+                                  it->second.first + 1)
             problem = "scheduler " + std::to_string(s) + " thinks " + name + " runs on node " +
-                      std::to_string(j.tasks[i].node_plus_one) + ", it is on node " +
-                      std::to_string(it->second.first + 1);
+                      std::to_string(sched.view().node(j.tasks[i].node_plus_one - 1).id.value) +
+                      ", it is on node " + std::to_string(it->second.first + 1);
           else if (!running && it != on_nodes.end())
             problem = name + " is allocated on node " + std::to_string(it->second.first + 1) +
                       " but scheduler " + std::to_string(s) + " has it " +
@@ -331,15 +354,112 @@ class World {
       });
       if (!problem.empty()) return problem;
     }
-    // A task that already ran to completion must not be run again (only a
-    // lost reply can cause that; count it, the report discusses it).
-    for (const auto& [task, times] : cluster_.confirmations())
-      if (times > 1) reexecutions_ += times - 1;
+    // A task runs once: only an aborted gang places its tasks again.
+    for (const auto& [task, times] : cluster_.confirmations()) {
+      if (times <= 1) continue;
+      if (!gangs_.contains(task.job))
+        return "task " + std::to_string(task.job.value) + "." + std::to_string(task.index) +
+               " was confirmed " + std::to_string(times) + " times";
+      reexecutions_ += times - 1;
+    }
+    if (profile_.drop == 0 && profile_.duplicate == 0) {
+      auto p = check_converged();
+      if (!p.empty() && std::getenv("DEBUG_WAKEUP")) {
+        for (int i = 0; i < 5; ++i) {
+          cluster_.advance_by(std::chrono::seconds(1));
+          cluster_.run();
+        }
+        std::fprintf(stderr, "after 5 more seconds: %s\n", check_converged().c_str());
+      }
+      return p;
+    }
     return "";
   }
 
+  /// Without lost messages: every live scheduler's view equals the nodes, it
+  /// never saw a generation gap, and no waiting job could be placed now.
+  std::string check_converged() {
+    for (size_t s = 0; s < cluster_.scheduler_count(); ++s) {
+      const Scheduler& sched = cluster_.scheduler(s);
+      if (sched.fenced() || std::find(owner_.begin(), owner_.end(), s) == owner_.end()) continue;
+      std::string who = "scheduler " + std::to_string(s) + ": ";
+      if (sched.stats().generation_gaps != 0) return who + "saw generation gaps without losses";
+      const ClusterView& view = sched.view();
+      for (NodeIndex i = 0; i < view.node_count(); ++i) {
+        const NodeView& v = view.node(i);
+        const NodeLedger& l = cluster_.ledger(v.id.value - 1);
+        if (v.generation != l.generation() || !(v.reported_free == l.free()) ||
+            v.state != l.state() || v.reported_starting != l.snapshot().starting)
+          return who + "its view of node " + std::to_string(v.id.value) + " (g" +
+                 std::to_string(v.generation) + ", free " + v.reported_free.to_string() +
+                 ") differs from the node (g" + std::to_string(l.generation()) + ", free " +
+                 l.free().to_string() + ")";
+        if (!v.in_flight.is_zero() || v.in_flight_tasks != 0 || v.in_flight_changes != 0)
+          return who + "still counts " + std::to_string(v.in_flight_tasks) + " tasks and " +
+                 std::to_string(v.in_flight_changes) + " changes in flight to node " +
+                 std::to_string(v.id.value);
+      }
+      // A job that waits while it would fit has lost its wake-up.
+      std::string problem;
+      sched.for_each_job([&](const JobRecord& j) {
+        if (!problem.empty() || j.pending() == 0) return;
+        const PoolView& pool = view.pool(j.pool);
+        uint64_t room = 0;
+        for (NodeIndex i : pool.nodes) {
+          const NodeView& v = view.node(i);
+          if (v.state != NodeState::up || !label_selectors_match(j.spec.constraints, v.labels))
+            continue;
+          uint32_t fit = tasks_that_fit(v, j.spec.per_task, j.pending());
+          // With strict CAS a node takes one claim at a time: one part of a gang.
+          if (sched.config().strict_cas && j.spec.gang)
+            fit = std::min(fit, sched.config().max_tasks_per_claim);
+          room += fit;
+        }
+        if (room >= (j.spec.gang ? j.pending() : 1) && std::getenv("DEBUG_WAKEUP")) {
+          for (NodeIndex i : pool.nodes) {
+            const NodeView& v = view.node(i);
+            std::fprintf(stderr, "node %u state %d g%lu free %s starting %u max %u changes %u labels %zu fit %u\n",
+                         v.id.value, int(v.state), (unsigned long)v.generation, v.reported_free.to_string().c_str(),
+                         v.reported_starting, v.max_starting, v.in_flight_changes, v.labels.size(),
+                         tasks_that_fit(v, j.spec.per_task, j.pending()));
+          }
+          std::fprintf(stderr, "job parked %d queued %d pending %u backoff %zu parked_jobs %zu constraints %zu\n", j.parked, j.queued, j.pending(), sched.backing_off_jobs(), sched.parked_jobs(), j.spec.constraints.size());
+        }
+        if (room >= (j.spec.gang ? j.pending() : 1))
+          problem = who + "job " + std::to_string(j.spec.id.value) + " waits with " +
+                    std::to_string(j.pending()) + " pending tasks but room for " +
+                    std::to_string(room) + " (" + sched.explain(j.spec.id) + ")";
+      });
+      if (!problem.empty()) return problem;
+    }
+    return "";
+  }
+
+  void debug_watch() {
+    static const char* job = std::getenv("DEBUG_JOB");
+    static const char* sch = std::getenv("DEBUG_SCHED");
+    if (!job || !sch) return;
+    size_t s = std::strtoull(sch, nullptr, 10);
+    if (s >= cluster_.scheduler_count()) return;
+    const Scheduler& sched = cluster_.scheduler(s);
+    const JobRecord* j = sched.job(JobId{std::strtoull(job, nullptr, 10)});
+    if (!j) return;
+    std::string state = "parked=" + std::to_string(j->parked) + " queued=" + std::to_string(j->queued) +
+                        " pending=" + std::to_string(j->pending()) + " parked_jobs=" +
+                        std::to_string(sched.parked_jobs()) + " queue=" + std::to_string(sched.queued_jobs()) +
+                        " inflight=" + std::to_string(sched.claims_in_flight()) + " explain=" + sched.explain(j->spec.id);
+    if (state != last_watch_) {
+      remember("WATCH " + state);
+      last_watch_ = state;
+    }
+  }
+  std::string last_watch_;
+
   void remember(std::string line) {
-    recent_.push_back("[" + std::to_string(step_) + "] " + std::move(line));
+    line = "[" + std::to_string(step_) + " t=" + std::to_string(cluster_.now().count() / 1'000'000) +
+           "] " + line;
+    if (trace_file_) std::fprintf(trace_file_, "%s\n", line.c_str());
+    recent_.push_back(std::move(line));
     if (recent_.size() > 40) recent_.pop_front();
   }
 
@@ -360,6 +480,7 @@ class World {
   SimCluster cluster_;
   std::vector<size_t> owner_;  // partition index -> current owner's scheduler slot
   std::map<JobId, size_t> owner_of_job_;
+  std::set<JobId> gangs_;
   uint64_t next_job_ = 1;
   int step_ = 0;
   std::vector<size_t> touched_nodes_;
@@ -368,6 +489,14 @@ class World {
   std::string extra_problem_;
   std::deque<std::string> recent_;
   uint64_t reexecutions_ = 0;
+  std::FILE* trace_file_ = nullptr;
+
+ public:
+  ~World() {
+    if (trace_file_) std::fclose(trace_file_);
+  }
+  /// Writes every handled message to `path` (CLAIMSCHED_PROPERTY_TRACE_FILE).
+  void trace_to(const char* path) { trace_file_ = std::fopen(path, "w"); }
 };
 
 void run_seeds(const Profile& profile, uint64_t first_seed, uint64_t seeds) {
@@ -380,6 +509,7 @@ void run_seeds(const Profile& profile, uint64_t first_seed, uint64_t seeds) {
   uint64_t reexecutions = 0;
   for (uint64_t seed = first_seed; seed < first_seed + seeds; ++seed) {
     World world(seed, profile);
+    if (const char* path = std::getenv("CLAIMSCHED_PROPERTY_TRACE_FILE")) world.trace_to(path);
     std::string problem = world.run();
     ASSERT_EQ(problem, "") << problem;
     reexecutions += world.reexecutions();

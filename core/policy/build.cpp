@@ -1,0 +1,354 @@
+// build_model: the snapshot indexed for the phases (see engine.hpp).
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/policy/engine.hpp"
+#include "core/policy/util.hpp"
+
+namespace claimsched::core::policy {
+
+namespace {
+
+/// Memory rounded up (tasks) or down (nodes) to the quantum.
+Resources round_task(Resources r, int64_t quantum) {
+  if (quantum > 0 && r[dim::memory] > 0) r.set(dim::memory, ceil_div(r[dim::memory], quantum) * quantum);
+  return r;
+}
+
+Resources round_node(Resources r, int64_t quantum) {
+  if (quantum > 0) r.set(dim::memory, r[dim::memory] / quantum * quantum);
+  return r;
+}
+
+/// Keeps the capacities not dominated by another one, sorted.
+void pareto(std::vector<Resources>& shapes) {
+  std::sort(shapes.begin(), shapes.end(),
+            [](const Resources& a, const Resources& b) { return a.values() < b.values(); });
+  shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
+  std::vector<Resources> keep;
+  for (size_t i = 0; i < shapes.size(); ++i) {
+    bool dominated = false;
+    for (size_t k = 0; k < shapes.size() && !dominated; ++k)
+      dominated = k != i && shapes[i].fits_in(shapes[k]) && !(shapes[i] == shapes[k]);
+    if (!dominated) keep.push_back(shapes[i]);
+  }
+  shapes = std::move(keep);
+}
+
+bool fits_some(const Resources& r, const std::vector<Resources>& shapes) {
+  for (const auto& s : shapes)
+    if (r.fits_in(s)) return true;
+  return false;
+}
+
+/// DUCC's job cap (RmJob.initJobCap), in tasks.
+uint32_t ducc_cap(const ModelJob& j, const ClassSpec& cls, CapReason& reason) {
+  reason = CapReason::none;
+  uint32_t base = j.running + j.pending;
+  if (j.policy != ClassPolicy::fair_share) return base;
+  uint32_t potential = base;
+  const auto& pred = j.info->prediction;
+  if (cls.prediction && pred && j.initialized && pred->time_per_item.count() > 0) {
+    // Work the running tasks get done before a new task could be initialized
+    // (plus the fudge); what is left is what new tasks could help with.
+    double target = static_cast<double>((pred->init_time + cls.prediction_fudge).count());
+    double done = std::round(target * j.running / static_cast<double>(pred->time_per_item.count()));
+    uint64_t projected = done >= static_cast<double>(pred->remaining_work) ? 0 : pred->remaining_work - static_cast<uint64_t>(done);
+    if (projected < base) {
+      potential = std::max<uint32_t>(static_cast<uint32_t>(projected), j.running);
+      if (potential < base) reason = CapReason::prediction;
+    }
+  }
+  bool init_wait = !j.initialized;
+  uint32_t cap = potential;
+  if (init_wait && cls.initialization_cap > 0) {
+    cap = std::min(potential, cls.initialization_cap);
+    if (cap < potential) reason = CapReason::initialization_cap;
+  } else if (!init_wait && cls.expand_by_doubling) {
+    cap = j.running == 0 ? std::min(base, std::max<uint32_t>(1, cls.initialization_cap))
+                         : static_cast<uint32_t>(std::min<uint64_t>(potential, 2ULL * j.running));
+    if (cap < potential) reason = CapReason::expand_by_doubling;
+  }
+  return cap;
+}
+
+}  // namespace
+
+bool Model::in_subtree(uint32_t pool, uint32_t ancestor) const {
+  while (pool != kNone && pools[pool].depth >= pools[ancestor].depth) {
+    if (pool == ancestor) return true;
+    pool = pools[pool].parent;
+  }
+  return false;
+}
+
+uint32_t Model::find_job(JobId id) const {
+  auto it = std::lower_bound(jobs.begin(), jobs.end(), id,
+                             [](const ModelJob& j, JobId v) { return j.info->id < v; });
+  return it != jobs.end() && it->info->id == id ? static_cast<uint32_t>(it - jobs.begin()) : kNone;
+}
+
+Share ratio_to_share(double ratio) { return static_cast<Share>(std::llround(ratio * static_cast<double>(kShareOne))); }
+
+Expected<Model> build_model(const Snapshot& snap) {
+  if (auto s = validate(snap); !s) return s.error();
+  const auto& settings = snap.settings;
+  const int64_t quantum = settings.quantum;
+  Model m;
+  m.snapshot = &snap;
+  m.now = snap.now;
+  m.tolerance_default = ratio_to_share(settings.preemption.fair_share_starvation_tolerance);
+  m.preemption_threshold = ratio_to_share(settings.preemption.preemption_satisfaction_threshold);
+  m.aggressive_threshold = ratio_to_share(settings.preemption.aggressive_preemption_satisfaction_threshold);
+
+  // Pools, by name; the tree in pre-order and post-order.
+  std::vector<const PoolSpec*> pool_specs;
+  for (const auto& p : snap.pools) pool_specs.push_back(&p);
+  std::sort(pool_specs.begin(), pool_specs.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  std::map<std::string_view, uint32_t> pool_index;
+  m.pools.resize(pool_specs.size());
+  for (uint32_t i = 0; i < pool_specs.size(); ++i) {
+    m.pools[i].spec = pool_specs[i];
+    pool_index.emplace(pool_specs[i]->name, i);
+  }
+  std::vector<uint32_t> roots;
+  for (uint32_t i = 0; i < m.pools.size(); ++i) {
+    const auto& parent = m.pools[i].spec->parent;
+    if (parent.empty()) {
+      roots.push_back(i);
+    } else {
+      m.pools[i].parent = pool_index.at(parent);
+      m.pools[m.pools[i].parent].children.push_back(i);  // by name: i ascends
+    }
+  }
+  std::vector<std::pair<uint32_t, size_t>> stack;
+  for (auto r = roots.rbegin(); r != roots.rend(); ++r) stack.push_back({*r, 0});
+  // Iterative DFS: pre-order on entry, post-order on exit.
+  while (!stack.empty()) {
+    auto& [p, next] = stack.back();
+    if (next == 0) m.preorder.push_back(p);
+    if (next < m.pools[p].children.size()) {
+      uint32_t c = m.pools[p].children[next++];
+      m.pools[c].depth = m.pools[p].depth + 1;
+      stack.push_back({c, 0});
+    } else {
+      m.postorder.push_back(p);
+      stack.pop_back();
+    }
+  }
+  for (uint32_t p : m.preorder) {
+    auto& pool = m.pools[p];
+    const auto& o = pool.spec->overrides;
+    const auto& pre = settings.preemption;
+    if (pool.parent == kNone) {
+      pool.starvation_timeout = pre.fair_share_starvation_timeout;
+      pool.aggressive_starvation_timeout = pre.fair_share_aggressive_starvation_timeout;
+      pool.tolerance = pre.fair_share_starvation_tolerance;
+      pool.aggressive_enabled = pre.enable_aggressive_starvation;
+    } else {
+      const auto& parent = m.pools[pool.parent];
+      pool.starvation_timeout = parent.starvation_timeout;
+      pool.aggressive_starvation_timeout = parent.aggressive_starvation_timeout;
+      pool.tolerance = parent.tolerance;
+      pool.aggressive_enabled = parent.aggressive_enabled;
+    }
+    if (o.fair_share_starvation_timeout) pool.starvation_timeout = *o.fair_share_starvation_timeout;
+    if (o.fair_share_aggressive_starvation_timeout)
+      pool.aggressive_starvation_timeout = *o.fair_share_aggressive_starvation_timeout;
+    if (o.fair_share_starvation_tolerance) pool.tolerance = *o.fair_share_starvation_tolerance;
+    if (o.enable_aggressive_starvation) pool.aggressive_enabled = *o.enable_aggressive_starvation;
+  }
+
+  // Classes, by name.
+  std::vector<const ClassSpec*> class_specs;
+  for (const auto& c : snap.classes) class_specs.push_back(&c);
+  std::sort(class_specs.begin(), class_specs.end(), [](auto* a, auto* b) { return a->name < b->name; });
+  std::map<std::string_view, uint32_t> class_index;
+  m.classes.resize(class_specs.size());
+  for (uint32_t i = 0; i < class_specs.size(); ++i) {
+    m.classes[i].spec = class_specs[i];
+    m.classes[i].pool = pool_index.at(class_specs[i]->pool);
+    class_index.emplace(class_specs[i]->name, i);
+    m.pools[m.classes[i].pool].classes.push_back(i);
+  }
+  for (auto& pool : m.pools)
+    std::stable_sort(pool.classes.begin(), pool.classes.end(), [&](uint32_t a, uint32_t b) {
+      return m.classes[a].spec->priority > m.classes[b].spec->priority;
+    });
+
+  // Users: those configured and those that own jobs, by name.
+  std::vector<std::string_view> user_names;
+  for (const auto& u : snap.users) user_names.push_back(u.name);
+  for (const auto& j : snap.jobs) user_names.push_back(j.user);
+  std::sort(user_names.begin(), user_names.end());
+  user_names.erase(std::unique(user_names.begin(), user_names.end()), user_names.end());
+  m.users.resize(user_names.size());
+  for (uint32_t i = 0; i < user_names.size(); ++i) {
+    m.users[i].name = user_names[i];
+    m.users[i].allotment = &settings.global_allotment;
+  }
+  auto user_of = [&](std::string_view name) {
+    return static_cast<uint32_t>(std::lower_bound(user_names.begin(), user_names.end(), name) - user_names.begin());
+  };
+  for (const auto& u : snap.users)
+    if (u.allotment) m.users[user_of(u.name)].allotment = &*u.allotment;
+
+  // Nodes, by id.
+  std::vector<const NodeInfo*> node_specs;
+  for (const auto& n : snap.nodes) node_specs.push_back(&n);
+  std::sort(node_specs.begin(), node_specs.end(), [](auto* a, auto* b) { return a->id < b->id; });
+  m.nodes.resize(node_specs.size());
+  for (uint32_t i = 0; i < node_specs.size(); ++i) {
+    auto& n = m.nodes[i];
+    n.info = node_specs[i];
+    n.pool = pool_index.at(n.info->pool);
+    n.schedulable = n.info->state == NodeState::up;
+    n.alive = n.info->state != NodeState::down;
+    Resources cap = round_node(n.info->capacity, quantum);
+    // The part of a node's memory below one quantum is never usable.
+    n.free = n.info->free ? *n.info->free - (n.info->capacity - cap) : cap;
+    auto& pool = m.pools[n.pool];
+    pool.nodes.push_back(i);
+    if (n.schedulable) {
+      pool.own_capacity += cap;
+      pool.own_shapes.push_back(cap);
+    }
+  }
+  auto node_of = [&](NodeId id) {
+    return static_cast<uint32_t>(
+        std::lower_bound(node_specs.begin(), node_specs.end(), id, [](auto* n, NodeId v) { return n->id < v; }) -
+        node_specs.begin());
+  };
+  for (uint32_t p : m.postorder) {
+    auto& pool = m.pools[p];
+    pareto(pool.own_shapes);
+    pool.scope_capacity += pool.own_capacity;
+    pool.scope_shapes.insert(pool.scope_shapes.end(), pool.own_shapes.begin(), pool.own_shapes.end());
+    pareto(pool.scope_shapes);
+    if (pool.parent != kNone) {
+      auto& parent = m.pools[pool.parent];
+      parent.scope_capacity += pool.scope_capacity;
+      parent.scope_shapes.insert(parent.scope_shapes.end(), pool.scope_shapes.begin(), pool.scope_shapes.end());
+    }
+  }
+
+  // Jobs, by id.
+  std::vector<const JobInfo*> job_specs;
+  for (const auto& j : snap.jobs) job_specs.push_back(&j);
+  auto by_id = [](auto* a, auto* b) { return a->id < b->id; };
+  if (!std::is_sorted(job_specs.begin(), job_specs.end(), by_id))
+    std::sort(job_specs.begin(), job_specs.end(), by_id);
+  m.jobs.resize(job_specs.size());
+  size_t alloc_count = 0;
+  for (const auto* j : job_specs) alloc_count += j->allocations.size();
+  m.allocs.reserve(alloc_count);
+  for (uint32_t i = 0; i < job_specs.size(); ++i) {
+    auto& j = m.jobs[i];
+    j.info = job_specs[i];
+    j.cls = class_index.at(j.info->job_class.empty() ? settings.default_class : j.info->job_class);
+    const auto& cls = *m.classes[j.cls].spec;
+    j.pool = m.classes[j.cls].pool;
+    j.user = user_of(j.info->user);
+    j.policy = cls.policy;
+    j.preemptible = cls.policy == ClassPolicy::fair_share && j.info->preemptible;
+    j.per_task = round_task(j.info->per_task, quantum);
+    j.pending = j.info->pending;
+    j.initialized = j.info->initialized;
+    for (const auto& a : j.info->allocations) {
+      ModelAlloc ma;
+      ma.job = i;
+      ma.node = node_of(a.node);
+      ma.info = &a;
+      const auto& node = m.nodes[ma.node];
+      ma.lost = !node.alive;
+      ma.res = cls.policy == ClassPolicy::reserve ? round_node(node.info->capacity, quantum) : j.per_task;
+      if (cls.policy == ClassPolicy::reserve) j.reserve_node = ma.node;
+      bool allowed = j.preemptible ? m.in_subtree(node.pool, j.pool) : node.pool == j.pool;
+      ma.outside = !allowed;
+      ma.squatter = allowed && node.pool != j.pool;
+      if (!ma.lost) {
+        ++j.running;
+        if (a.initialized) j.initialized = true;
+      }
+      j.allocs.push_back(static_cast<uint32_t>(m.allocs.size()));
+      m.allocs.push_back(ma);
+    }
+    std::sort(j.allocs.begin(), j.allocs.end(), [&](uint32_t a, uint32_t b) {
+      const auto& x = *m.allocs[a].info;
+      const auto& y = *m.allocs[b].info;
+      return x.start != y.start ? x.start < y.start : x.index < y.index;
+    });
+    if (j.reserve_node != kNone) j.per_task = round_node(m.nodes[j.reserve_node].info->capacity, quantum);
+    j.cap = ducc_cap(j, cls, j.cap_reason);
+
+    // Can any node the job may use hold one task?
+    const auto& pool = m.pools[j.pool];
+    if (j.policy == ClassPolicy::reserve) {
+      bool any = false;
+      for (uint32_t n : pool.nodes)
+        any = any || (m.nodes[n].schedulable && reserve_matches(j.info->per_task, m.nodes[n].info->capacity, quantum));
+      if (!any && j.reserve_node == kNone) {
+        j.unresolvable = true;
+        j.unresolvable_reason = "no machine in pool '" + pool.spec->name + "' matches memory " +
+                                format_quantity(dim::memory, j.info->per_task[dim::memory]) +
+                                (quantum > 0 ? " within one quantum (" + format_quantity(dim::memory, quantum) + ")"
+                                             : " exactly");
+      }
+    } else if (!fits_some(j.per_task, j.preemptible ? pool.scope_shapes : pool.own_shapes)) {
+      j.unresolvable = true;
+      j.unresolvable_reason = "no node " + std::string(j.preemptible ? "in the subtree of" : "directly in") +
+                              " pool '" + pool.spec->name + "' can hold one task of " + j.per_task.to_string();
+    }
+    j.delta = dominant_share_ceil(j.per_task, pool.scope_capacity);
+    if (j.delta == 0 && !j.unresolvable) {
+      j.unresolvable = true;
+      j.unresolvable_reason = "pool '" + pool.spec->name + "' lacks a resource the job asks for";
+    }
+  }
+  for (auto& a : m.allocs)
+    if (!a.lost) {
+      auto& node = m.nodes[a.node];
+      node.allocs.push_back(static_cast<uint32_t>(&a - m.allocs.data()));
+      if (!node.info->free) node.free -= a.res;
+    }
+
+  // (class, user) groups, ordered by class then user then job id: two stable
+  // counting sorts over jobs that are already in id order.
+  std::vector<uint32_t> by_user(m.jobs.size()), order(m.jobs.size());
+  {
+    std::vector<uint32_t> count(m.users.size() + 1, 0);
+    for (const auto& j : m.jobs) ++count[j.user + 1];
+    for (size_t u = 1; u < count.size(); ++u) count[u] += count[u - 1];
+    for (uint32_t i = 0; i < m.jobs.size(); ++i) by_user[count[m.jobs[i].user]++] = i;
+    std::vector<uint32_t> ccount(m.classes.size() + 1, 0);
+    for (const auto& j : m.jobs) ++ccount[j.cls + 1];
+    for (size_t c = 1; c < ccount.size(); ++c) ccount[c] += ccount[c - 1];
+    for (uint32_t i : by_user) order[ccount[m.jobs[i].cls]++] = i;
+  }
+  for (uint32_t i : order) {
+    auto& j = m.jobs[i];
+    if (m.groups.empty() || m.groups.back().cls != j.cls || m.groups.back().user != j.user) {
+      m.groups.push_back(ModelGroup{j.cls, j.user, {}});
+      m.classes[j.cls].groups.push_back(static_cast<uint32_t>(m.groups.size() - 1));
+    }
+    j.group = static_cast<uint32_t>(m.groups.size() - 1);
+    m.groups.back().jobs.push_back(i);
+  }
+
+  // Dimensions in use.
+  Resources any;
+  for (const auto& p : m.pools) any += p.scope_capacity;
+  uint16_t used = 0;
+  for (DimensionId d = 0; d < kMaxDimensions; ++d)
+    if (any[d] > 0) used = static_cast<uint16_t>(used | (1U << d));
+  for (const auto& j : m.jobs)
+    for (DimensionId d = 0; d < kMaxDimensions; ++d)
+      if (j.per_task[d] > 0) used = static_cast<uint16_t>(used | (1U << d));
+  for (DimensionId d = 0; d < kMaxDimensions; ++d)
+    if ((used >> d) & 1U) m.dims.push_back(d);
+  return m;
+}
+
+}  // namespace claimsched::core::policy

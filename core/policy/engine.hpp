@@ -1,0 +1,191 @@
+#pragma once
+
+// The policy's working form of a snapshot: names resolved to indices, the pool
+// tree in order, accounted (quantum-rounded) resources, and the results of each
+// phase as they are computed. policy.hpp is the interface; this header is for
+// the phases, their tests and the benchmark.
+//
+// Phases (each a pure function of the model and what came before):
+//   build_model          index and validate the snapshot; DUCC job caps
+//   compute_fair_shares  the how-much phase (DUCC tiers, DRF water-filling)
+//   compute_statuses     YTsaurus statuses, starvation timers, allocation classes
+//   plan_cycle           corrections, placements, preemptive stages, defragmentation
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/policy/model.hpp"
+#include "core/policy/result.hpp"
+
+namespace claimsched::core::policy {
+
+inline constexpr uint32_t kNone = UINT32_MAX;
+
+struct ModelPool {
+  const PoolSpec* spec = nullptr;
+  uint32_t parent = kNone;
+  /// Subpools by name.
+  std::vector<uint32_t> children;
+  uint32_t depth = 0;
+  /// Up nodes directly in this pool / in its subtree (memory floored to quanta).
+  Resources own_capacity;
+  Resources scope_capacity;
+  /// Own nodes by id.
+  std::vector<uint32_t> nodes;
+  /// Pareto front of the capacities of own schedulable nodes / of the subtree's.
+  std::vector<Resources> own_shapes;
+  std::vector<Resources> scope_shapes;
+  /// Classes bound here, best priority first, then name.
+  std::vector<uint32_t> classes;
+  /// Effective settings (tree-wide values with this pool's and its ancestors' overrides).
+  Duration starvation_timeout{0};
+  Duration aggressive_starvation_timeout{0};
+  double tolerance = 0.8;
+  bool aggressive_enabled = false;
+  // Statuses: demand, fair share and usage of the work bound to the subtree.
+  Resources demand_vec;
+  Resources fair_vec;
+  Resources usage_vec;
+  Share demand_share = 0;
+  Share fair_share = 0;
+  Share usage_share = 0;
+  SchedulingStatus scheduling = SchedulingStatus::normal;
+  StarvationStatus starvation = StarvationStatus::non_starving;
+  TimePoint below_since = kNever;
+};
+
+struct ModelClass {
+  const ClassSpec* spec = nullptr;
+  uint32_t pool = 0;
+  /// (class, user) groups of this class, by user name.
+  std::vector<uint32_t> groups;
+};
+
+/// The jobs of one user in one class.
+struct ModelGroup {
+  uint32_t cls = 0;
+  uint32_t user = 0;
+  /// Job indices by id.
+  std::vector<uint32_t> jobs;
+};
+
+struct ModelUser {
+  std::string_view name;
+  /// Over all non-preemptible classes (global allotment or the user's override).
+  const Limits* allotment = nullptr;
+};
+
+struct ModelNode {
+  const NodeInfo* info = nullptr;
+  uint32_t pool = 0;
+  /// Up: takes new work; its capacity counts.
+  bool schedulable = false;
+  /// Not down: its allocations count.
+  bool alive = false;
+  /// Capacity minus the accounted allocations on it, or what the node reported.
+  Resources free;
+  /// Allocations on it (alive nodes only).
+  std::vector<uint32_t> allocs;
+};
+
+struct ModelAlloc {
+  uint32_t job = 0;
+  uint32_t node = 0;
+  const AllocationInfo* info = nullptr;
+  /// Accounted resources (a reserve holds its whole machine).
+  Resources res;
+  bool lost = false;
+  bool squatter = false;
+  /// Not in a pool the job may use: evicted.
+  bool outside = false;
+  AllocationClass cls = AllocationClass::non_preemptible;
+};
+
+struct ModelJob {
+  const JobInfo* info = nullptr;
+  uint32_t cls = 0;
+  uint32_t user = 0;
+  uint32_t group = 0;
+  uint32_t pool = 0;
+  ClassPolicy policy = ClassPolicy::fair_share;
+  /// fair_share class and the job allows it.
+  bool preemptible = true;
+  bool initialized = false;
+  /// Per-task resources as accounted (memory rounded up to quanta; a reserve's machine).
+  Resources per_task;
+  /// Dominant share of one task in the scope of its pool; 0 when unresolvable.
+  Share delta = 0;
+  uint32_t running = 0;
+  uint32_t pending = 0;
+  /// DUCC cap on running + pending (tasks).
+  uint32_t cap = 0;
+  CapReason cap_reason = CapReason::none;
+  /// No node the job may use could ever hold one task.
+  bool unresolvable = false;
+  std::string unresolvable_reason;
+  /// Allocation indices, by (start, index).
+  std::vector<uint32_t> allocs;
+  // How-much phase.
+  Share demand = 0;
+  Share fair = 0;
+  /// Non-preemptible: the pending request was granted (fits room and allotments).
+  bool granted = false;
+  std::string grant_reason;
+  uint32_t reserve_node = kNone;
+  // Statuses.
+  Share usage = 0;
+  SchedulingStatus scheduling = SchedulingStatus::normal;
+  StarvationStatus own_starvation = StarvationStatus::non_starving;
+  StarvationStatus starvation = StarvationStatus::non_starving;
+  TimePoint below_since = kNever;
+};
+
+struct Model {
+  const Snapshot* snapshot = nullptr;
+  TimePoint now{0};
+  std::vector<ModelPool> pools;
+  /// Pool indices in pre-order (parents first) and post-order (subpools first).
+  std::vector<uint32_t> preorder;
+  std::vector<uint32_t> postorder;
+  std::vector<ModelClass> classes;
+  std::vector<ModelGroup> groups;
+  std::vector<ModelUser> users;
+  std::vector<ModelNode> nodes;
+  std::vector<ModelAlloc> allocs;
+  /// By id.
+  std::vector<ModelJob> jobs;
+  /// Dimensions any node or job uses, ascending.
+  std::vector<DimensionId> dims;
+  Share tolerance_default = 0;
+  Share preemption_threshold = 0;
+  Share aggressive_threshold = 0;
+
+  bool in_subtree(uint32_t pool, uint32_t ancestor) const;
+  uint32_t find_job(JobId id) const;
+};
+
+/// Indexes and validates `snapshot` (which must outlive the model).
+Expected<Model> build_model(const Snapshot& snapshot);
+
+/// The how-much phase: fills ModelJob::demand, fair, granted, reserve_node.
+void compute_fair_shares(Model& model);
+
+/// Usage shares, scheduling and starvation statuses (with the timers of
+/// `state`), allocation classes. Returns the timers of the next state.
+void compute_statuses(Model& model, const PolicyState& state, PolicyState& next);
+
+/// Corrections, placements, preemptive stages, defragmentation. Updates the
+/// node backoff timers of `next`.
+Plan plan_cycle(const Model& model, const PolicyState& state, PolicyState& next,
+                std::vector<std::string>& pending_reasons);
+
+/// Exact resource vector of a job's fair share.
+Resources fair_share_vector(const ModelJob& job);
+
+/// Rounds a ratio setting to fixed point.
+Share ratio_to_share(double ratio);
+
+}  // namespace claimsched::core::policy

@@ -1,0 +1,244 @@
+#include "core/policy/model.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+namespace claimsched::core::policy {
+
+namespace {
+
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
+  return s;
+}
+
+Error invalid(std::string message) { return make_error(Errc::invalid_argument, std::move(message)); }
+
+std::string job_name(const JobInfo& j) { return "job " + std::to_string(j.id.value); }
+
+bool ratio_ok(double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; }
+
+}  // namespace
+
+bool Limits::allows(const Resources& usage) const {
+  for (DimensionId d = 0; d < kMaxDimensions; ++d)
+    if (has(d) && usage[d] > values[d]) return false;
+  return true;
+}
+
+bool Limits::strictly_above(const Resources& usage) const {
+  if (empty()) return false;
+  for (DimensionId d = 0; d < kMaxDimensions; ++d)
+    if (has(d) && !(values[d] > usage[d])) return false;
+  return true;
+}
+
+std::string Limits::to_string() const {
+  std::string out;
+  for (DimensionId d = 0; d < kMaxDimensions; ++d) {
+    if (!has(d)) continue;
+    if (!out.empty()) out += ',';
+    out += DimensionRegistry::name(d);
+    out += '=';
+    out += format_quantity(d, values[d]);
+  }
+  return out;
+}
+
+Expected<Limits> Limits::parse(std::string_view text) {
+  Limits out;
+  text = trim(text);
+  if (text.empty()) return out;
+  // Resources::parse checks everything (names, quantities, duplicates); each
+  // item is then parsed alone to learn which dimension it sets, even at zero.
+  auto all = Resources::parse(text);
+  if (!all) return all.error();
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string_view item =
+        trim(text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos));
+    auto name = trim(item.substr(0, item.find('=')));
+    auto id = DimensionRegistry::find(name);
+    if (!id) return make_error(Errc::parse_error, "unknown resource '" + std::string(name) + "'");
+    out.set(*id, (*all)[*id]);
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return out;
+}
+
+std::string_view to_string(ClassPolicy p) {
+  switch (p) {
+    case ClassPolicy::fair_share:
+      return "fair_share";
+    case ClassPolicy::fixed_share:
+      return "fixed_share";
+    case ClassPolicy::reserve:
+      return "reserve";
+  }
+  return "unknown";
+}
+
+Expected<ClassPolicy> parse_class_policy(std::string_view s) {
+  if (s == "fair_share") return ClassPolicy::fair_share;
+  if (s == "fixed_share") return ClassPolicy::fixed_share;
+  if (s == "reserve") return ClassPolicy::reserve;
+  return make_error(Errc::parse_error,
+                    "unknown policy '" + std::string(s) + "' (fair_share, fixed_share, reserve)");
+}
+
+Status PreemptionSettings::validate() const {
+  if (fair_share_starvation_timeout.count() < 0)
+    return invalid("fair_share_starvation_timeout must not be negative");
+  if (fair_share_aggressive_starvation_timeout.count() < 0)
+    return invalid("fair_share_aggressive_starvation_timeout must not be negative");
+  if (!ratio_ok(fair_share_starvation_tolerance, 0.0, 1.0))
+    return invalid("fair_share_starvation_tolerance must be in [0, 1], got " +
+                   std::to_string(fair_share_starvation_tolerance));
+  if (!ratio_ok(preemption_satisfaction_threshold, 1e-9, 1000.0))
+    return invalid("preemption_satisfaction_threshold must be > 0, got " +
+                   std::to_string(preemption_satisfaction_threshold));
+  if (!ratio_ok(aggressive_preemption_satisfaction_threshold, 0.0, 1000.0))
+    return invalid("aggressive_preemption_satisfaction_threshold must be >= 0, got " +
+                   std::to_string(aggressive_preemption_satisfaction_threshold));
+  if (aggressive_preemption_satisfaction_threshold > preemption_satisfaction_threshold)
+    return invalid("aggressive_preemption_satisfaction_threshold (" +
+                   std::to_string(aggressive_preemption_satisfaction_threshold) +
+                   ") must not exceed preemption_satisfaction_threshold (" +
+                   std::to_string(preemption_satisfaction_threshold) + ")");
+  if (non_preemptible_resource_usage_threshold.values.any_negative())
+    return invalid("non_preemptible_resource_usage_threshold must not be negative");
+  if (preemptive_scheduling_backoff.count() < 0)
+    return invalid("preemptive_scheduling_backoff must not be negative");
+  if (allocation_preemption_timeout.count() < 0)
+    return invalid("allocation_preemption_timeout must not be negative");
+  return Status::ok();
+}
+
+Status PolicySettings::validate() const {
+  if (auto s = preemption.validate(); !s) return s;
+  if (quantum < 0) return invalid("quantum must not be negative");
+  if (global_allotment.values.any_negative()) return invalid("global_allotment must not be negative");
+  return Status::ok();
+}
+
+Status validate(const Snapshot& snap) {
+  if (auto s = snap.settings.validate(); !s) return make_error(s.error().code, "settings: " + s.error().message);
+
+  // Pools: unique names, known parents, no cycle.
+  std::map<std::string_view, const PoolSpec*> pools;
+  for (const auto& p : snap.pools) {
+    if (p.name.empty()) return invalid("pools: a pool has an empty name");
+    if (!pools.emplace(p.name, &p).second)
+      return make_error(Errc::duplicate, "pools: pool '" + p.name + "' is defined twice");
+    if (p.resource_limits.values.any_negative())
+      return invalid("pool '" + p.name + "': resource_limits must not be negative");
+    if (p.overrides.fair_share_starvation_tolerance &&
+        !ratio_ok(*p.overrides.fair_share_starvation_tolerance, 0.0, 1.0))
+      return invalid("pool '" + p.name + "': fair_share_starvation_tolerance must be in [0, 1]");
+    if ((p.overrides.fair_share_starvation_timeout && p.overrides.fair_share_starvation_timeout->count() < 0) ||
+        (p.overrides.fair_share_aggressive_starvation_timeout &&
+         p.overrides.fair_share_aggressive_starvation_timeout->count() < 0))
+      return invalid("pool '" + p.name + "': starvation timeouts must not be negative");
+  }
+  for (const auto& p : snap.pools) {
+    if (p.parent.empty()) continue;
+    if (!pools.count(p.parent))
+      return make_error(Errc::unknown_name, "pool '" + p.name + "': parent '" + p.parent + "' is not a pool");
+    // Walk up at most pools.size() steps: a longer walk is a cycle.
+    const PoolSpec* cur = &p;
+    for (size_t steps = 0; !cur->parent.empty(); ++steps) {
+      if (steps > snap.pools.size())
+        return invalid("pool '" + p.name + "': the parent chain is a cycle");
+      cur = pools.at(cur->parent);
+    }
+  }
+
+  std::map<std::string_view, const ClassSpec*> classes;
+  for (const auto& c : snap.classes) {
+    if (c.name.empty()) return invalid("classes: a class has an empty name");
+    if (!classes.emplace(c.name, &c).second)
+      return make_error(Errc::duplicate, "classes: class '" + c.name + "' is defined twice");
+    if (c.pool.empty()) return invalid("class '" + c.name + "': pool is required");
+    if (!pools.count(c.pool))
+      return make_error(Errc::unknown_name, "class '" + c.name + "': pool '" + c.pool + "' is not a pool");
+    if (c.weight == 0) return invalid("class '" + c.name + "': weight must be at least 1");
+    if (c.weight > 1'000'000) return invalid("class '" + c.name + "': weight must be at most 1000000");
+    if (c.prediction_fudge.count() < 0) return invalid("class '" + c.name + "': prediction_fudge must not be negative");
+    if (c.allotment.values.any_negative()) return invalid("class '" + c.name + "': allotment must not be negative");
+    std::set<std::string_view> seen;
+    for (const auto& [user, limits] : c.user_allotments) {
+      if (user.empty()) return invalid("class '" + c.name + "': user_allotment names an empty user");
+      if (!seen.insert(user).second)
+        return make_error(Errc::duplicate, "class '" + c.name + "': user_allotment for '" + user + "' given twice");
+      if (limits.values.any_negative())
+        return invalid("class '" + c.name + "': user_allotment for '" + user + "' must not be negative");
+    }
+  }
+  if (!snap.settings.default_class.empty() && !classes.count(snap.settings.default_class))
+    return make_error(Errc::unknown_name,
+                      "settings: default_class '" + snap.settings.default_class + "' is not a class");
+
+  std::set<std::string_view> users;
+  for (const auto& u : snap.users) {
+    if (u.name.empty()) return invalid("users: a user has an empty name");
+    if (!users.insert(u.name).second) return make_error(Errc::duplicate, "users: user '" + u.name + "' is defined twice");
+    if (u.allotment && u.allotment->values.any_negative())
+      return invalid("user '" + u.name + "': allotment must not be negative");
+  }
+
+  std::map<NodeId, const NodeInfo*> nodes;
+  for (const auto& n : snap.nodes) {
+    std::string what = "node " + std::to_string(n.id.value);
+    if (!nodes.emplace(n.id, &n).second) return make_error(Errc::duplicate, what + " is defined twice");
+    if (n.pool.empty()) return invalid(what + ": pool is required");
+    if (!pools.count(n.pool)) return make_error(Errc::unknown_name, what + ": pool '" + n.pool + "' is not a pool");
+    if (n.capacity.any_negative()) return invalid(what + ": capacity must not be negative");
+    if (n.free && !n.free->fits_in(n.capacity)) return invalid(what + ": free exceeds capacity");
+    for (const auto& l : n.labels)
+      if (l.empty()) return invalid(what + ": empty label");
+  }
+
+  std::set<JobId> job_ids;
+  for (const auto& j : snap.jobs) {
+    std::string what = job_name(j);
+    if (!job_ids.insert(j.id).second) return make_error(Errc::duplicate, what + " is defined twice");
+    if (j.user.empty()) return invalid(what + ": user is required");
+    const std::string& cls_name = j.job_class.empty() ? snap.settings.default_class : j.job_class;
+    if (cls_name.empty()) return invalid(what + ": class is required (no settings.default_class)");
+    auto cls = classes.find(cls_name);
+    if (cls == classes.end()) return make_error(Errc::unknown_name, what + ": class '" + cls_name + "' is not a class");
+    if (!j.pool.empty() && j.pool != cls->second->pool)
+      return invalid(what + ": pool '" + j.pool + "' differs from the pool '" + cls->second->pool + "' of class '" +
+                     cls_name + "' (a class is bound to one pool)");
+    if (j.per_task.any_negative()) return invalid(what + ": per_task must not be negative");
+    if (j.per_task.is_zero()) return invalid(what + ": per_task must request some resource");
+    if (j.pending > 10'000'000) return invalid(what + ": pending must be at most 10000000");
+    if (cls->second->policy == ClassPolicy::reserve && j.per_task[dim::memory] <= 0)
+      return invalid(what + ": class '" + cls_name +
+                     "' has policy reserve, which matches machines by memory; per_task must give memory");
+    if (cls->second->policy == ClassPolicy::reserve && j.pending + j.allocations.size() > 1)
+      return invalid(what + ": class '" + cls_name +
+                     "' has policy reserve, which takes exactly one machine per job; the job asks for " +
+                     std::to_string(j.pending + j.allocations.size()));
+    for (const auto& c : j.constraints)
+      if (auto s = validate_label_selector(c); !s) return make_error(s.error().code, what + ": " + s.error().message);
+    if (j.prediction && (j.prediction->time_per_item.count() < 0 || j.prediction->init_time.count() < 0))
+      return invalid(what + ": prediction times must not be negative");
+    std::set<TaskIndex> indexes;
+    for (const auto& a : j.allocations) {
+      std::string awhat = what + " allocation " + std::to_string(a.index);
+      if (!indexes.insert(a.index).second) return make_error(Errc::duplicate, awhat + " is listed twice");
+      if (!nodes.count(a.node))
+        return make_error(Errc::unknown_name, awhat + ": node " + std::to_string(a.node.value) + " is not a node");
+      if (a.start > snap.now) return invalid(awhat + ": start is after now");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace claimsched::core::policy

@@ -1,0 +1,253 @@
+#pragma once
+
+// The input of the fair-share and preemption policy: one immutable snapshot of
+// a partition (pool tree, classes, users, nodes, jobs with their running
+// allocations, the settings, `now`) plus the small memory the policy carries
+// from one cycle to the next (PolicyState). Everything here is plain data; the
+// policy itself is a pure function of (Snapshot, PolicyState), see policy.hpp.
+//
+// Names follow the two source documents: YTsaurus's preemption settings keep
+// their YTsaurus names and defaults (taken from YTsaurus's pool-tree config,
+// since the preemption page gives none); DUCC's class attributes keep DUCC's
+// names (deploy/POLICY.md lists every field with its default).
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/ids.hpp"
+#include "core/node.hpp"
+#include "core/resources.hpp"
+
+namespace claimsched::core::policy {
+
+using namespace std::chrono_literals;
+
+/// Upper bounds on some dimensions; dimensions not set are unlimited. Used for
+/// pool resource_limits, allotments and non_preemptible_resource_usage_threshold,
+/// where "gpu=0" (a limit of zero) differs from "no limit on gpu".
+struct Limits {
+  Resources values;
+  /// Bit d set: dimension d is limited.
+  uint8_t set_mask = 0;
+
+  bool empty() const { return set_mask == 0; }
+  bool has(DimensionId d) const { return (set_mask >> d) & 1U; }
+  void set(DimensionId d, int64_t v) {
+    values.set(d, v);
+    set_mask = static_cast<uint8_t>(set_mask | (1U << d));
+  }
+  /// True if `usage` is within every set dimension (always true when empty).
+  bool allows(const Resources& usage) const;
+  /// YTsaurus's StrictlyDominates(limits, usage): non-empty and every set
+  /// dimension is strictly above `usage`.
+  bool strictly_above(const Resources& usage) const;
+  /// "cpu=4,gpu=0"; empty string when empty.
+  std::string to_string() const;
+  /// Parses "cpu=4,memory=16Gi,gpu=0": the dimensions named are set, even at 0.
+  static Expected<Limits> parse(std::string_view text);
+
+  friend bool operator==(const Limits&, const Limits&) = default;
+};
+
+enum class ClassPolicy : uint8_t {
+  /// Weighted fair share; every allocation is preemptible (DUCC FAIR_SHARE).
+  fair_share = 0,
+  /// Non-preemptible, one allocation per request, capped by allotment; may be
+  /// evicted but never preempted (DUCC FIXED_SHARE).
+  fixed_share,
+  /// One whole machine whose memory matches the request within one quantum;
+  /// never preempted, never promoted to a bigger machine (DUCC RESERVE).
+  reserve,
+};
+
+std::string_view to_string(ClassPolicy p);
+Expected<ClassPolicy> parse_class_policy(std::string_view s);
+
+/// YTsaurus's preemption settings, with YTsaurus's defaults.
+struct PreemptionSettings {
+  /// Below fair share this long: starving.
+  Duration fair_share_starvation_timeout = 30s;
+  /// Below fair share this long (and aggressive starvation enabled): aggressively starving.
+  Duration fair_share_aggressive_starvation_timeout = 120s;
+  /// below_fair_share when usage share < fair share * tolerance (dominant resource).
+  double fair_share_starvation_tolerance = 0.8;
+  bool enable_aggressive_starvation = false;
+  /// A job below its fair share inherits the starvation of its pool or an ancestor.
+  bool enable_pool_starvation = true;
+  /// Allocations whose start-time prefix reaches fair share * this are preemptible.
+  double preemption_satisfaction_threshold = 1.0;
+  /// ... and those whose prefix reaches fair share * this are aggressively
+  /// preemptible; must not exceed preemption_satisfaction_threshold.
+  double aggressive_preemption_satisfaction_threshold = 0.2;
+  /// A job's allocations are non-preemptible while the usage before them is
+  /// strictly below this (so a job using less is never preempted). Empty: off.
+  Limits non_preemptible_resource_usage_threshold;
+  /// Preemptive stages run on a node at most once per this.
+  Duration preemptive_scheduling_backoff = 5s;
+  /// An interruptible victim gets this long to finish before it is killed.
+  Duration allocation_preemption_timeout = 10s;
+
+  Status validate() const;
+};
+
+struct PolicySettings {
+  PreemptionSettings preemption;
+  /// DUCC's share quantum for memory, in bytes: a task's memory is rounded up
+  /// to a multiple, a node's memory down. 0: memory is counted exactly.
+  int64_t quantum = 0;
+  /// DUCC defragmentation: a job that cannot get even one task because space
+  /// is fragmented preempts a few tasks of jobs above their fair share.
+  bool defragmentation = true;
+  /// DUCC's ducc.rm.global_allotment: per user, over all non-preemptible
+  /// classes together. Empty: unlimited. users[].allotment overrides it.
+  Limits global_allotment;
+  /// The class of a job that names none. Empty: such a job is an error.
+  std::string default_class;
+
+  Status validate() const;
+};
+
+/// Pool options that override the tree-wide preemption settings (YTsaurus
+/// allows some settings per pool). Inherited by subpools.
+struct PoolOverrides {
+  std::optional<Duration> fair_share_starvation_timeout;
+  std::optional<Duration> fair_share_aggressive_starvation_timeout;
+  std::optional<double> fair_share_starvation_tolerance;
+  std::optional<bool> enable_aggressive_starvation;
+
+  friend bool operator==(const PoolOverrides&, const PoolOverrides&) = default;
+};
+
+/// A node pool (DUCC nodepool): a set of nodes, a node of the tree.
+struct PoolSpec {
+  std::string name;
+  /// Empty for a root. Several roots are allowed; they never share anything.
+  std::string parent;
+  /// YTsaurus resource_limits: the usage of all work bound to this pool and its
+  /// subpools stays within these; violations are preempted.
+  Limits resource_limits;
+  PoolOverrides overrides;
+};
+
+/// A scheduling class (DUCC).
+struct ClassSpec {
+  std::string name;
+  /// Higher is evaluated first (same convention as core::ClassConfig).
+  int32_t priority = 0;
+  /// Weighted fair share among fair_share classes of the same priority and pool.
+  uint32_t weight = 1;
+  ClassPolicy policy = ClassPolicy::fair_share;
+  /// The pool the class is bound to.
+  std::string pool;
+  /// fixed_share / reserve: what one user may hold in this class. Empty: unlimited.
+  Limits allotment;
+  /// Per-user overrides of `allotment`, sorted by user name.
+  std::vector<std::pair<std::string, Limits>> user_allotments;
+  /// DUCC initialization cap: at most this many tasks until one task of the job
+  /// has passed initialization. 0: no cap.
+  uint32_t initialization_cap = 0;
+  /// DUCC expand-by-doubling: grow a job to at most twice its running tasks per cycle.
+  bool expand_by_doubling = false;
+  /// DUCC prediction: do not grow a job beyond what its observed rate needs to finish.
+  bool prediction = false;
+  /// DUCC prediction fudge: how far past the initialization time to look.
+  Duration prediction_fudge = 0s;
+};
+
+struct UserSpec {
+  std::string name;
+  /// Overrides PolicySettings::global_allotment for this user.
+  std::optional<Limits> allotment;
+};
+
+struct NodeInfo {
+  NodeId id;
+  std::string name;
+  std::string pool;
+  Resources capacity;
+  /// What the node reports as free (may be negative when over its resources).
+  /// Absent: capacity minus the allocations of the snapshot on it.
+  std::optional<Resources> free;
+  NodeState state = NodeState::up;
+  std::vector<std::string> labels;
+};
+
+/// One running task of a job on a node.
+struct AllocationInfo {
+  TaskIndex index = 0;
+  NodeId node;
+  /// When its (last) task started; allocations are classified in this order.
+  TimePoint start{0};
+  /// The task supports interruption: a preempted one gets a signal and
+  /// allocation_preemption_timeout to finish.
+  bool interruptible = false;
+  /// The task has passed initialization (DUCC).
+  bool initialized = false;
+};
+
+/// What DUCC's prediction needs to know about a job, as observed by its agents.
+struct PredictionInfo {
+  /// Work items (or tasks) not done yet.
+  uint64_t remaining_work = 0;
+  /// Mean time one allocation takes for one item; zero: not known yet.
+  Duration time_per_item{0};
+  /// Mean initialization time of the job's tasks.
+  Duration init_time{0};
+};
+
+struct JobInfo {
+  JobId id;
+  std::string name;
+  std::string user;
+  /// Empty: PolicySettings::default_class.
+  std::string job_class;
+  /// Empty: the class's pool. If given it must be the class's pool.
+  std::string pool;
+  Resources per_task;
+  /// Tasks not running yet.
+  uint32_t pending = 0;
+  std::vector<AllocationInfo> allocations;
+  /// false: never preempted even in a fair_share class (evictions only), and
+  /// never a squatter.
+  bool preemptible = true;
+  TimePoint submit_time{0};
+  std::vector<std::string> constraints;
+  /// Some task of the job has passed initialization at some point (DUCC). An
+  /// initialized allocation also counts.
+  bool initialized = false;
+  std::optional<PredictionInfo> prediction;
+};
+
+struct Snapshot {
+  TimePoint now{0};
+  PolicySettings settings;
+  std::vector<PoolSpec> pools;
+  std::vector<ClassSpec> classes;
+  std::vector<UserSpec> users;
+  std::vector<NodeInfo> nodes;
+  std::vector<JobInfo> jobs;
+};
+
+/// What the policy remembers between cycles: when each job and pool went below
+/// its fair share (the starvation timers) and when each node last ran a
+/// preemptive stage (the backoff). Sorted by key; run_cycle returns the next one.
+struct PolicyState {
+  std::vector<std::pair<JobId, TimePoint>> job_below_fair_share_since;
+  std::vector<std::pair<std::string, TimePoint>> pool_below_fair_share_since;
+  std::vector<std::pair<NodeId, TimePoint>> node_last_preemptive_scheduling;
+
+  friend bool operator==(const PolicyState&, const PolicyState&) = default;
+};
+
+/// Checks everything that can be checked about the snapshot on its own: names
+/// resolve, ids are unique, the pool tree has no cycle, numbers are in range.
+/// The error names the offending entity and field.
+Status validate(const Snapshot& snapshot);
+
+}  // namespace claimsched::core::policy

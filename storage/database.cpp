@@ -1,0 +1,580 @@
+#include "storage/database.hpp"
+
+#include <rocksdb/db.h>
+#include <rocksdb/env.h>
+#include <rocksdb/options.h>
+#include <rocksdb/utilities/checkpoint.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <deque>
+#include <future>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "storage/keys.hpp"
+
+namespace claimsched::storage {
+
+using core::Errc;
+using core::Error;
+using core::Expected;
+using core::Status;
+
+namespace {
+
+/// The oldest and newest on-disk format this code reads (StoreIdentity.format_version).
+constexpr uint32_t kFormatVersion = 1;
+
+/// rocksdb::WriteBatch's header: 8-byte sequence, 4-byte little-endian count.
+constexpr size_t kBatchHeader = 12;
+
+std::string_view sv(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
+rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+
+std::string join(const std::vector<std::string>& names) {
+  std::string out;
+  for (const auto& n : names) {
+    if (!out.empty()) out += ", ";
+    out += n;
+  }
+  return out;
+}
+
+}  // namespace
+
+bool batch_header(std::string_view rep, uint64_t& sequence, uint32_t& count) {
+  if (rep.size() < kBatchHeader) return false;
+  sequence = 0;
+  count = 0;
+  for (int i = 7; i >= 0; --i) sequence = (sequence << 8) | static_cast<unsigned char>(rep[i]);
+  for (int i = 3; i >= 0; --i) count = (count << 8) | static_cast<unsigned char>(rep[8 + i]);
+  return true;
+}
+
+rocksdb::WriteBatch concatenate_batches(std::span<const std::string_view> reps) {
+  size_t bytes = kBatchHeader;
+  for (auto r : reps) bytes += r.size() > kBatchHeader ? r.size() - kBatchHeader : 0;
+  std::string rep;
+  rep.reserve(bytes);
+  rep.append(kBatchHeader, '\0');
+  uint32_t count = 0;
+  for (auto r : reps) {
+    uint64_t seq = 0;
+    uint32_t n = 0;
+    if (!batch_header(r, seq, n)) continue;
+    count += n;
+    rep.append(r.substr(kBatchHeader));
+  }
+  for (int i = 0; i < 4; ++i) rep[8 + i] = static_cast<char>((count >> (8 * i)) & 0xFF);
+  return rocksdb::WriteBatch{std::move(rep)};
+}
+
+Error from_rocksdb(const rocksdb::Status& s, std::string_view action, std::string_view path) {
+  std::string msg{action};
+  msg += ' ';
+  msg += path;
+  msg += ": ";
+  msg += s.ToString();
+  if (s.IsNoSpace() || s.subcode() == rocksdb::Status::kNoSpace) msg += " (the disk is full)";
+  return Error{s.IsCorruption() ? Errc::corrupt : Errc::io_error, std::move(msg)};
+}
+
+// -- options ------------------------------------------------------------------
+
+std::string_view to_string(SyncMode m) {
+  switch (m) {
+    case SyncMode::always:
+      return "always";
+    case SyncMode::batch:
+      return "batch";
+    case SyncMode::none:
+      return "none";
+  }
+  return "unknown";
+}
+
+Expected<SyncMode> parse_sync_mode(std::string_view text) {
+  if (text == "always") return SyncMode::always;
+  if (text == "batch") return SyncMode::batch;
+  if (text == "none") return SyncMode::none;
+  return core::make_error(Errc::parse_error, "sync mode '" + std::string{text} +
+                                                 "': expected always, batch or none");
+}
+
+Status StoreOptions::validate() const {
+  if (max_burst_bytes == 0)
+    return core::make_error(Errc::invalid_argument, "storage max_burst_bytes: must be > 0");
+  if (write_buffer_size < (size_t{64} << 10))
+    return core::make_error(Errc::invalid_argument,
+                            "storage write_buffer_size: must be at least 64 KiB");
+  return Status::ok();
+}
+
+// -- the writer thread --------------------------------------------------------
+
+/// Group commit: submitters queue batches; one thread takes everything queued
+/// (up to max_burst_bytes), writes it as one RocksDB write (or, under
+/// SyncMode::always, one synced write per batch) and then fires the callbacks
+/// in queue order. While it waits for the disk, new batches pile up and form
+/// the next burst: the busier the store, the larger the bursts, with no timer.
+class Database::Writer {
+ public:
+  Writer(rocksdb::DB* db, std::string path, const StoreOptions& options)
+      : db_(db), path_(std::move(path)), options_(options) {
+    thread_ = std::thread([this] { run(); });
+  }
+
+  ~Writer() { stop(); }
+
+  void submit(rocksdb::WriteBatch batch, DurableCallback cb) {
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      if (!stopping_) {
+        queue_.push_back(Item{std::move(batch), std::move(cb)});
+        ++queued_;
+        if (waiting_) cv_.notify_one();
+        return;
+      }
+    }
+    cb(core::make_error(Errc::wrong_state, "store " + path_ + " is closed"));
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      stopping_ = true;
+      cv_.notify_one();
+    }
+    std::lock_guard<std::mutex> guard{join_mutex_};
+    if (thread_.joinable()) thread_.join();
+  }
+
+  WriterStats stats() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    WriterStats s = stats_;
+    s.queued_batches = queued_;
+    return s;
+  }
+
+  std::optional<Error> failure() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    return failed_;
+  }
+
+ private:
+  struct Item {
+    rocksdb::WriteBatch batch;
+    DurableCallback cb;
+  };
+
+  void run() {
+    std::vector<Item> burst;
+    for (;;) {
+      burst.clear();
+      {
+        std::unique_lock<std::mutex> lock{mutex_};
+        waiting_ = true;
+        cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+        waiting_ = false;
+        if (queue_.empty()) return;  // stopping and drained
+        size_t bytes = 0;
+        while (!queue_.empty() &&
+               (burst.empty() || bytes + queue_.front().batch.GetDataSize() <= options_.max_burst_bytes)) {
+          bytes += queue_.front().batch.GetDataSize();
+          burst.push_back(std::move(queue_.front()));
+          queue_.pop_front();
+        }
+        queued_ -= burst.size();
+      }
+      if (options_.sync == SyncMode::always) {
+        for (auto& item : burst) {
+          std::vector<Item> one;
+          one.push_back(std::move(item));
+          write(one);
+        }
+      } else {
+        write(burst);
+      }
+    }
+  }
+
+  /// Writes `items` as one RocksDB write and fires their callbacks.
+  void write(std::vector<Item>& items) {
+    const bool sync = options_.sync != SyncMode::none;
+    size_t records = 0;
+    size_t bytes = 0;
+    for (const auto& item : items) {
+      records += item.batch.Count();
+      bytes += item.batch.GetDataSize() - kBatchHeader;
+    }
+    auto started = std::chrono::steady_clock::now();
+    Status st = check_not_failed();
+    if (st) {
+      rocksdb::WriteOptions wo;
+      wo.sync = sync;
+      rocksdb::Status s;
+      if (items.size() == 1) {
+        s = db_->Write(wo, &items.front().batch);
+      } else {
+        rocksdb::WriteBatch merged = merge(items);
+        s = db_->Write(wo, &merged);
+      }
+      if (!s.ok()) {
+        st = from_rocksdb(s, "writing to", path_);
+        std::lock_guard<std::mutex> guard{mutex_};
+        if (!failed_) failed_ = st.error();
+      }
+    }
+    auto took = std::chrono::steady_clock::now() - started;
+    CommitInfo info;
+    if (st && records > 0) {
+      info.last_sequence = db_->GetLatestSequenceNumber();
+      info.first_sequence = info.last_sequence - records + 1;
+    }
+    info.batches = items.size();
+    info.records = records;
+    info.bytes = bytes;
+    info.synced = sync;
+    info.write_time = std::chrono::duration_cast<std::chrono::nanoseconds>(took);
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      ++stats_.writes;
+      if (sync) ++stats_.syncs;
+      stats_.batches += items.size();
+      stats_.records += records;
+      stats_.bytes += bytes;
+      stats_.write_time += info.write_time;
+      stats_.max_batches_per_write = std::max<uint64_t>(stats_.max_batches_per_write, items.size());
+      if (!st) ++stats_.failed_writes;
+    }
+    if (st && options_.on_commit) options_.on_commit(info);
+    for (auto& item : items) item.cb(st);
+  }
+
+  /// One write batch holding every item's changes in order.
+  static rocksdb::WriteBatch merge(const std::vector<Item>& items) {
+    std::vector<std::string_view> reps;
+    reps.reserve(items.size());
+    for (const auto& item : items) reps.emplace_back(item.batch.Data());
+    return concatenate_batches(reps);
+  }
+
+  /// After a failed write the store takes no more writes: RocksDB 7.8
+  /// latches a failed write-ahead-log write (its WritableFileWriter keeps the
+  /// error; DB::Resume() does not clear it, facebook/rocksdb#11643), and the
+  /// outcome of the failed write is unknown (it may or may not be in the
+  /// log). Later batches fail at once, naming the first failure; reopening
+  /// the store (a process restart) recovers every acknowledged write.
+  Status check_not_failed() const {
+    std::lock_guard<std::mutex> guard{mutex_};
+    if (!failed_) return Status::ok();
+    return core::make_error(Errc::io_error, "store " + path_ +
+                                                " takes no more writes after a failed write (" +
+                                                failed_->message +
+                                                "); reopen it once the cause is fixed");
+  }
+
+  rocksdb::DB* db_;
+  std::string path_;
+  StoreOptions options_;
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<Item> queue_;
+  uint64_t queued_ = 0;
+  bool waiting_ = false;
+  bool stopping_ = false;
+  std::optional<Error> failed_;
+  WriterStats stats_;
+  std::mutex join_mutex_;
+  std::thread thread_;
+};
+
+// -- open ---------------------------------------------------------------------
+
+Expected<std::unique_ptr<Database>> Database::open(const std::string& path, const Layout& layout,
+                                                   const messages::StoreIdentity& identity,
+                                                   const StoreOptions& options) {
+  if (auto st = options.validate(); !st) return st.error();
+  if (path.empty()) return core::make_error(Errc::invalid_argument, "storage directory: empty path");
+  const std::string what{messages::to_string(layout.kind)};
+
+  rocksdb::Options ro;
+  ro.env = options.env != nullptr ? options.env : rocksdb::Env::Default();
+  ro.create_if_missing = false;
+  ro.create_missing_column_families = false;
+  ro.WAL_ttl_seconds = options.wal_ttl_seconds;
+  ro.WAL_size_limit_MB = options.wal_size_limit_mb;
+  ro.max_background_jobs = 2;
+  ro.bytes_per_sync = 1 << 20;
+  ro.keep_log_file_num = 4;
+  rocksdb::ColumnFamilyOptions cfo;
+  cfo.write_buffer_size = options.write_buffer_size;
+
+  std::vector<std::string> wanted{rocksdb::kDefaultColumnFamilyName};
+  for (auto name : layout.column_families) wanted.emplace_back(name);
+
+  // A new database, or an existing one with exactly our column families?
+  rocksdb::Status exists = ro.env->FileExists(path + "/CURRENT");
+  bool is_new = exists.IsNotFound();
+  if (!exists.ok() && !is_new) return from_rocksdb(exists, "looking for a database in", path);
+  if (is_new) {
+    if (options.read_only)
+      return core::make_error(Errc::io_error, "no database in " + path + " (opened read-only)");
+    if (!options.create_if_missing)
+      return core::make_error(Errc::io_error, "no database in " + path);
+    ro.create_if_missing = true;
+    ro.create_missing_column_families = true;
+  } else {
+    std::vector<std::string> found;
+    rocksdb::Status s = rocksdb::DB::ListColumnFamilies(ro, path, &found);
+    if (!s.ok()) return from_rocksdb(s, "listing the column families of", path);
+    if (std::set<std::string>(found.begin(), found.end()) !=
+        std::set<std::string>(wanted.begin(), wanted.end())) {
+      // Someone else's database: say whose if it has our identity record.
+      std::string owner;
+      if (std::find(found.begin(), found.end(), std::string{keys::cf::kMeta}) != found.end()) {
+        std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+        for (const auto& n : found) descs.emplace_back(n, cfo);
+        std::vector<rocksdb::ColumnFamilyHandle*> hs;
+        rocksdb::DB* raw = nullptr;
+        if (rocksdb::DB::OpenForReadOnly(ro, path, descs, &hs, &raw).ok()) {
+          std::unique_ptr<rocksdb::DB> other{raw};
+          size_t meta = static_cast<size_t>(
+              std::find(found.begin(), found.end(), std::string{keys::cf::kMeta}) - found.begin());
+          std::string value;
+          messages::StoreIdentity id;
+          if (other->Get(rocksdb::ReadOptions{}, hs[meta], slice(keys::kIdentity), &value).ok() &&
+              messages::decode(value, id))
+            owner = std::string{messages::to_string(id.kind)} + " of " + id.describe();
+          for (auto* h : hs) other->DestroyColumnFamilyHandle(h);
+        }
+      }
+      if (owner.empty()) owner = "a database with column families [" + join(found) + "]";
+      return core::make_error(Errc::invalid_argument, path + " holds " + owner + ", not the " +
+                                                          what + " of " + identity.describe());
+    }
+  }
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+  for (const auto& n : wanted) descs.emplace_back(n, cfo);
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = options.read_only
+                          ? rocksdb::DB::OpenForReadOnly(ro, path, descs, &hs, &raw)
+                          : rocksdb::DB::Open(ro, path, descs, &hs, &raw);
+  if (!s.ok()) return from_rocksdb(s, is_new ? "creating a database in" : "opening", path);
+
+  std::unique_ptr<Database> db{new Database};
+  db->path_ = path;
+  db->options_ = options;
+  db->db_.reset(raw);
+  db->default_handle_ = hs[0];
+  db->names_.assign(wanted.begin() + 1, wanted.end());
+  db->handles_.assign(hs.begin() + 1, hs.end());
+  db->meta_ = *db->cf_index(keys::cf::kMeta);
+  if (auto st = db->check_identity(identity); !st) return st.error();
+  if (!options.read_only) db->writer_ = std::make_unique<Writer>(raw, path, options);
+  return db;
+}
+
+Status Database::check_identity(const messages::StoreIdentity& expected) {
+  auto current = get(meta_, keys::kIdentity);
+  if (!current) return current.error();
+  const std::string what{messages::to_string(expected.kind)};
+  if (!current->has_value()) {
+    if (options_.read_only || db_->GetLatestSequenceNumber() != 0)
+      return record_error(meta_, keys::kIdentity,
+                          "missing: " + path_ + " holds data but no identity record");
+    // A new database: its identity is its first record, synced.
+    messages::StoreIdentity id = expected;
+    id.format_version = kFormatVersion;
+    rocksdb::WriteOptions wo;
+    wo.sync = true;
+    rocksdb::Status s =
+        db_->Put(wo, handles_[meta_], slice(keys::kIdentity), slice(messages::encode(id)));
+    if (!s.ok()) return from_rocksdb(s, "writing the identity of", path_);
+    identity_ = id;
+    return Status::ok();
+  }
+  messages::StoreIdentity found;
+  if (auto st = messages::decode(**current, found); !st)
+    return record_error(meta_, keys::kIdentity, st.error());
+  if (found.format_version > kFormatVersion)
+    return core::make_error(Errc::wrong_state,
+                            path_ + " has format version " + std::to_string(found.format_version) +
+                                "; this build reads up to " + std::to_string(kFormatVersion));
+  bool same = found.kind == expected.kind && found.cluster_id == expected.cluster_id &&
+              (expected.kind == messages::StoreKind::partition ? found.partition == expected.partition
+                                                                : found.host == expected.host);
+  if (!same)
+    return core::make_error(Errc::invalid_argument,
+                            path_ + " belongs to the " + std::string{messages::to_string(found.kind)} +
+                                " of " + found.describe() + ", not the " + what + " of " +
+                                expected.describe());
+  identity_ = found;
+  return Status::ok();
+}
+
+Database::~Database() {
+  close_writer();
+  if (db_) {
+    for (auto* h : handles_) db_->DestroyColumnFamilyHandle(h);
+    if (default_handle_ != nullptr) db_->DestroyColumnFamilyHandle(default_handle_);
+    db_->Close().PermitUncheckedError();
+  }
+}
+
+// -- writes -------------------------------------------------------------------
+
+void Database::submit(rocksdb::WriteBatch batch, DurableCallback on_durable) {
+  if (!writer_) {
+    on_durable(core::make_error(Errc::wrong_state,
+                                "store " + path_ + " was opened read-only: it takes no writes"));
+    return;
+  }
+  writer_->submit(std::move(batch), std::move(on_durable));
+}
+
+Status Database::write(rocksdb::WriteBatch batch) {
+  std::promise<Status> done;
+  auto result = done.get_future();
+  submit(std::move(batch), [&done](Status st) { done.set_value(std::move(st)); });
+  return result.get();
+}
+
+void Database::close_writer() {
+  if (writer_) writer_->stop();
+}
+
+WriterStats Database::writer_stats() const { return writer_ ? writer_->stats() : WriterStats{}; }
+
+std::optional<Error> Database::write_failure() const {
+  return writer_ ? writer_->failure() : std::nullopt;
+}
+
+// -- reads --------------------------------------------------------------------
+
+struct Database::Cursor::Impl {
+  const Database* db = nullptr;
+  size_t cf = 0;
+  std::string upper;
+  rocksdb::Slice upper_slice;
+  std::unique_ptr<rocksdb::Iterator> it;
+  std::string last;
+  bool any = false;
+};
+
+Database::Cursor::Cursor(Cursor&&) noexcept = default;
+Database::Cursor& Database::Cursor::operator=(Cursor&&) noexcept = default;
+Database::Cursor::~Cursor() = default;
+
+bool Database::Cursor::valid() const { return impl_->it->Valid(); }
+std::string_view Database::Cursor::key() const { return sv(impl_->it->key()); }
+std::string_view Database::Cursor::value() const { return sv(impl_->it->value()); }
+
+void Database::Cursor::next() {
+  impl_->last.assign(impl_->it->key().data(), impl_->it->key().size());
+  impl_->any = true;
+  impl_->it->Next();
+}
+
+Status Database::Cursor::status() const {
+  const rocksdb::Status& s = impl_->it->status();
+  if (s.ok()) return Status::ok();
+  // Name where reading stopped: the damage lies after the last good key.
+  const std::string& name = impl_->db->names_[impl_->cf];
+  std::string where =
+      "column family '" + name + "' (after " +
+      (impl_->any ? "key " + keys::describe(name, impl_->last) : std::string{"its start"}) + ") of";
+  return from_rocksdb(s, "reading " + where, impl_->db->path_);
+}
+
+Database::Cursor Database::cursor(size_t cf, std::string_view lower, std::string_view upper) const {
+  Cursor c;
+  c.impl_ = std::make_unique<Cursor::Impl>();
+  auto& impl = *c.impl_;
+  impl.db = this;
+  impl.cf = cf;
+  impl.upper.assign(upper);
+  rocksdb::ReadOptions ro;
+  ro.fill_cache = false;
+  ro.readahead_size = size_t{2} << 20;
+  if (!impl.upper.empty()) {
+    impl.upper_slice = slice(impl.upper);
+    ro.iterate_upper_bound = &impl.upper_slice;
+  }
+  impl.it.reset(db_->NewIterator(ro, handles_[cf]));
+  impl.it->Seek(slice(lower));
+  return c;
+}
+
+Status Database::scan(size_t cf, std::string_view lower, std::string_view upper,
+                      const RecordFn& f) const {
+  Cursor c = cursor(cf, lower, upper);
+  for (; c.valid(); c.next()) {
+    if (auto st = f(c.key(), c.value()); !st) return st;
+  }
+  return c.status();
+}
+
+Expected<std::optional<std::string>> Database::get(size_t cf, std::string_view key) const {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions{}, handles_[cf], slice(key), &value);
+  if (s.IsNotFound()) return std::optional<std::string>{};
+  if (!s.ok())
+    return from_rocksdb(s, "reading " + keys::describe(names_[cf], key) + " of column family '" +
+                               names_[cf] + "' in",
+                        path_);
+  return std::optional<std::string>{std::move(value)};
+}
+
+Error Database::record_error(size_t cf, std::string_view key, const Error& cause) const {
+  return record_error(cf, key, cause.message);
+}
+
+Error Database::record_error(size_t cf, std::string_view key, std::string_view cause) const {
+  std::string msg = "corrupt record in " + path_ + " (column family '" + names_[cf] + "', key " +
+                    keys::describe(names_[cf], key) + "): ";
+  msg += cause;
+  return Error{Errc::corrupt, std::move(msg)};
+}
+
+// -- introspection ------------------------------------------------------------
+
+uint64_t Database::latest_sequence() const { return db_->GetLatestSequenceNumber(); }
+
+std::optional<size_t> Database::cf_index(std::string_view name) const {
+  for (size_t i = 0; i < names_.size(); ++i)
+    if (names_[i] == name) return i;
+  return std::nullopt;
+}
+
+std::optional<size_t> Database::cf_index_by_id(uint32_t id) const {
+  for (size_t i = 0; i < handles_.size(); ++i)
+    if (handles_[i]->GetID() == id) return i;
+  return std::nullopt;
+}
+
+Status Database::flush() {
+  rocksdb::FlushOptions fo;
+  fo.wait = true;
+  std::vector<rocksdb::ColumnFamilyHandle*> all = handles_;
+  rocksdb::Status s = db_->Flush(fo, all);
+  if (!s.ok()) return from_rocksdb(s, "flushing", path_);
+  return Status::ok();
+}
+
+Expected<uint64_t> Database::checkpoint(const std::string& dir) const {
+  rocksdb::Checkpoint* raw = nullptr;
+  rocksdb::Status s = rocksdb::Checkpoint::Create(db_.get(), &raw);
+  if (!s.ok()) return from_rocksdb(s, "preparing a checkpoint of", path_);
+  std::unique_ptr<rocksdb::Checkpoint> cp{raw};
+  uint64_t sequence = 0;
+  s = cp->CreateCheckpoint(dir, 0, &sequence);
+  if (!s.ok()) return from_rocksdb(s, "creating checkpoint " + dir + " of", path_);
+  return sequence;
+}
+
+}  // namespace claimsched::storage

@@ -1,0 +1,252 @@
+#include "storage/node_store.hpp"
+
+#include <rocksdb/db.h>
+
+#include "messages/codec.hpp"
+
+namespace claimsched::storage {
+
+using core::Errc;
+using core::Error;
+using core::Expected;
+using core::Status;
+
+namespace {
+
+rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+
+Status decode_header(const Database& db, std::string_view key, std::string_view value,
+                     core::NodeId& id, StoredNodeHeader& out) {
+  auto parsed = keys::parse_node(key);
+  if (!parsed) return db.record_error(NodeStore::kHeaders, key, "not a node key");
+  id = *parsed;
+  if (auto st = messages::decode(value, out); !st)
+    return db.record_error(NodeStore::kHeaders, key, st.error());
+  if (out.spec.id != id)
+    return db.record_error(NodeStore::kHeaders, key,
+                           "holds node " + std::to_string(out.spec.id.value));
+  return Status::ok();
+}
+
+Status decode_claim(const Database& db, std::string_view key, std::string_view value,
+                    core::NodeId& node, core::LiveClaim& out) {
+  auto parsed = keys::parse_node_claim(key);
+  if (!parsed) return db.record_error(NodeStore::kClaims, key, "not a node claim key");
+  node = parsed->node;
+  if (auto st = messages::decode(value, out); !st)
+    return db.record_error(NodeStore::kClaims, key, st.error());
+  if (out.id != parsed->claim)
+    return db.record_error(NodeStore::kClaims, key, "holds claim " + std::to_string(out.id.value));
+  return Status::ok();
+}
+
+Status decode_allocation(const Database& db, std::string_view key, std::string_view value,
+                         core::NodeId& node, core::Allocation& out) {
+  auto parsed = keys::parse_node_allocation(key);
+  if (!parsed) return db.record_error(NodeStore::kAllocations, key, "not a node allocation key");
+  node = parsed->node;
+  if (auto st = messages::decode(value, out); !st)
+    return db.record_error(NodeStore::kAllocations, key, st.error());
+  if (out.task != parsed->task)
+    return db.record_error(NodeStore::kAllocations, key,
+                           "holds job " + std::to_string(out.task.job.value) + " task " +
+                               std::to_string(out.task.index));
+  return Status::ok();
+}
+
+/// The node id a claim/allocation key starts with, or nullopt if malformed.
+std::optional<core::NodeId> node_of(std::string_view key) {
+  if (key.size() < keys::kNodeKeySize) return std::nullopt;
+  return keys::parse_node(key.substr(0, keys::kNodeKeySize));
+}
+
+}  // namespace
+
+const Database::Layout& NodeStore::layout() {
+  // Order = the Cf enum.
+  static const Database::Layout kLayout{
+      messages::StoreKind::nodes,
+      {keys::cf::kNodeHeaders, keys::cf::kNodeClaims, keys::cf::kNodeAllocations, keys::cf::kMeta}};
+  return kLayout;
+}
+
+Expected<std::unique_ptr<NodeStore>> NodeStore::open(const std::string& dir,
+                                                     const NodeStoreIdentity& identity,
+                                                     const StoreOptions& options) {
+  messages::StoreIdentity id;
+  id.kind = messages::StoreKind::nodes;
+  id.cluster_id = identity.cluster_id;
+  id.host = identity.host;
+  auto db = Database::open(dir, layout(), id, options);
+  if (!db) return db.error();
+  return std::unique_ptr<NodeStore>{new NodeStore{std::move(*db)}};
+}
+
+// -- batches ------------------------------------------------------------------
+
+void NodeStore::Batch::put(Cf cf, std::string_view key, std::string_view value) {
+  batch_.Put(db_->handle(cf), slice(key), slice(value)).PermitUncheckedError();
+}
+
+void NodeStore::Batch::erase_range(Cf cf, core::NodeId node) {
+  batch_.DeleteRange(db_->handle(cf), slice(keys::node_prefix(node)),
+                     slice(keys::node_prefix_end(node)))
+      .PermitUncheckedError();
+}
+
+void NodeStore::Batch::put_header(const StoredNodeHeader& header) {
+  messages::encode_to(header, scratch_);
+  put(kHeaders, keys::node_header(header.spec.id), scratch_);
+}
+
+void NodeStore::Batch::put_claim(core::NodeId node, const core::LiveClaim& claim) {
+  put(kClaims, keys::node_claim(node, claim.id), messages::encode(claim));
+}
+
+void NodeStore::Batch::erase_claim(core::NodeId node, core::ClaimId claim) {
+  batch_.Delete(db_->handle(kClaims), slice(keys::node_claim(node, claim))).PermitUncheckedError();
+}
+
+void NodeStore::Batch::put_allocation(core::NodeId node, const core::Allocation& allocation) {
+  put(kAllocations, keys::node_allocation(node, allocation.task), messages::encode(allocation));
+}
+
+void NodeStore::Batch::erase_allocation(core::NodeId node, core::TaskRef task) {
+  batch_.Delete(db_->handle(kAllocations), slice(keys::node_allocation(node, task)))
+      .PermitUncheckedError();
+}
+
+void NodeStore::Batch::erase_node(core::NodeId node) {
+  batch_.Delete(db_->handle(kHeaders), slice(keys::node_header(node))).PermitUncheckedError();
+  erase_range(kClaims, node);
+  erase_range(kAllocations, node);
+}
+
+void NodeStore::Batch::put_report(const core::NodeReport& report) {
+  const core::NodeId node = report.spec.id;
+  erase_range(kClaims, node);
+  erase_range(kAllocations, node);
+  StoredNodeHeader header;
+  header.spec = report.spec;
+  header.state = report.snapshot.state;
+  header.generation = report.snapshot.generation;
+  header.epochs = report.epochs;
+  put_header(header);
+  for (const auto& c : report.claims) put_claim(node, c);
+  for (const auto& a : report.allocations) put_allocation(node, a);
+}
+
+void NodeStore::submit(Batch batch, DurableCallback on_durable) {
+  db_->submit(std::move(batch.batch_), std::move(on_durable));
+}
+
+Status NodeStore::write(Batch batch) { return db_->write(std::move(batch.batch_)); }
+
+// -- loading ------------------------------------------------------------------
+
+Status NodeStore::load_range(std::string_view lower, std::string_view upper,
+                             const std::function<Status(LoadedNode&&)>& f) const {
+  // A merge join of the three column families, all keyed by node id first.
+  auto headers = db_->cursor(kHeaders, lower, upper);
+  auto claims = db_->cursor(kClaims, lower, upper);
+  auto allocations = db_->cursor(kAllocations, lower, upper);
+
+  auto orphan = [&](size_t cf, std::string_view key) {
+    return db_->record_error(cf, key, "no node_headers record for its node");
+  };
+  // Appends the records of `cf` that belong to `node`; a key of an earlier
+  // node that has no header is an orphan.
+  auto take = [&](Database::Cursor& c, size_t cf, core::NodeId node, auto&& decode_one) -> Status {
+    for (; c.valid(); c.next()) {
+      auto owner = node_of(c.key());
+      if (!owner)
+        return db_->record_error(cf, c.key(), "malformed key");
+      if (*owner > node) break;
+      if (*owner < node) return orphan(cf, c.key());
+      if (auto st = decode_one(c.key(), c.value()); !st) return st;
+    }
+    return c.status();
+  };
+
+  for (; headers.valid(); headers.next()) {
+    LoadedNode loaded;
+    core::NodeId id;
+    if (auto st = decode_header(*db_, headers.key(), headers.value(), id, loaded.header); !st)
+      return st;
+    core::NodeId owner;
+    auto st = take(claims, kClaims, id, [&](std::string_view k, std::string_view v) -> Status {
+      core::LiveClaim c;
+      if (auto s2 = decode_claim(*db_, k, v, owner, c); !s2) return s2;
+      loaded.claims.push_back(std::move(c));
+      return Status::ok();
+    });
+    if (!st) return st;
+    st = take(allocations, kAllocations, id, [&](std::string_view k, std::string_view v) -> Status {
+      core::Allocation a;
+      if (auto s2 = decode_allocation(*db_, k, v, owner, a); !s2) return s2;
+      loaded.allocations.push_back(std::move(a));
+      return Status::ok();
+    });
+    if (!st) return st;
+    if (auto s3 = f(std::move(loaded)); !s3) return s3;
+  }
+  if (auto st = headers.status(); !st) return st;
+  if (claims.valid()) return orphan(kClaims, claims.key());
+  if (auto st = claims.status(); !st) return st;
+  if (allocations.valid()) return orphan(kAllocations, allocations.key());
+  return allocations.status();
+}
+
+Status NodeStore::load(const std::function<Status(LoadedNode&&)>& f) const {
+  return load_range({}, {}, f);
+}
+
+Expected<std::optional<LoadedNode>> NodeStore::load_node(core::NodeId node) const {
+  std::optional<LoadedNode> out;
+  auto lower = keys::node_prefix(node);
+  auto upper = keys::node_prefix_end(node);
+  auto st = load_range(lower, upper, [&](LoadedNode&& n) {
+    out = std::move(n);
+    return Status::ok();
+  });
+  if (!st) return st.error();
+  return out;
+}
+
+Status canonical_node_record(const Database& db, size_t cf, std::string_view key,
+                             std::string_view value, std::string& canonical) {
+  core::NodeId node;
+  switch (cf) {
+    case NodeStore::kHeaders: {
+      StoredNodeHeader h;
+      if (auto st = decode_header(db, key, value, node, h); !st) return st;
+      canonical = messages::encode(h);
+      return Status::ok();
+    }
+    case NodeStore::kClaims: {
+      core::LiveClaim c;
+      if (auto st = decode_claim(db, key, value, node, c); !st) return st;
+      canonical = messages::encode(c);
+      return Status::ok();
+    }
+    case NodeStore::kAllocations: {
+      core::Allocation a;
+      if (auto st = decode_allocation(db, key, value, node, a); !st) return st;
+      canonical = messages::encode(a);
+      return Status::ok();
+    }
+    case NodeStore::kMeta: {
+      if (key == keys::kIdentity) {
+        messages::StoreIdentity id;
+        if (auto st = messages::decode(value, id); !st) return db.record_error(cf, key, st.error());
+        canonical = messages::encode(id);
+        return Status::ok();
+      }
+      return db.record_error(cf, key, "unknown meta record");
+    }
+    default:
+      return db.record_error(cf, key, "unknown column family");
+  }
+}
+
+}  // namespace claimsched::storage

@@ -1,0 +1,130 @@
+#pragma once
+
+// Node-side durability (DESIGN.md, "Persistence and streams"; issue 5 item 2):
+// ONE store per process, shared by every node actor the process hosts (one
+// agent's node, or all 10k-100k nodes of `claimsched sim`); never one
+// database per node.
+//
+// | column family    | key                     | value                      |
+// |------------------|-------------------------|----------------------------|
+// | node_headers     | node id                 | messages::StoredNodeHeader |
+// | node_claims      | node id, claim id       | LiveClaim (claimsched.proto) |
+// | node_allocations | node id, job, task idx  | Allocation (claimsched.proto) |
+// | meta             | "identity"              | StoreIdentity (cluster, host) |
+//
+// A node actor writes, in ONE batch per ledger operation, the records that
+// operation changed plus its header (the generation moved): e.g. an accepted
+// claim = put_claim + put_header; a confirm = erase_claim + put_allocation
+// per task + put_header. Replying to the scheduler only after that batch is
+// durable makes "the node said yes" survive a crash of the node's process.
+//
+// Time points in LiveClaim::expires and Allocation times are stored as given:
+// a restarted process must interpret them against the same origin, so persist
+// them relative to a wall-clock origin (e.g. system_clock since the Unix
+// epoch), not a process-local steady clock.
+//
+// Thread safety as PartitionStore: submit/write/load from any thread; a Batch
+// belongs to one thread at a time.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "messages/record_codec.hpp"
+#include "storage/database.hpp"
+#include "storage/keys.hpp"
+
+namespace claimsched::storage {
+
+using messages::StoredNodeHeader;
+
+/// Whom a node store belongs to: the cluster and the host (agent name, or
+/// "sim" for the all-in-one process).
+struct NodeStoreIdentity {
+  std::string cluster_id;
+  std::string host;
+};
+
+/// Everything stored for one node, as loaded on start.
+struct LoadedNode {
+  StoredNodeHeader header;
+  /// In claim id order.
+  std::vector<core::LiveClaim> claims;
+  /// In (job, task index) order.
+  std::vector<core::Allocation> allocations;
+
+  friend bool operator==(const LoadedNode&, const LoadedNode&) = default;
+};
+
+class NodeStore {
+ public:
+  enum Cf : size_t { kHeaders = 0, kClaims, kAllocations, kMeta };
+
+  class Batch {
+   public:
+    /// The node's spec, state, generation and epochs.
+    void put_header(const StoredNodeHeader& header);
+    void put_claim(core::NodeId node, const core::LiveClaim& claim);
+    void erase_claim(core::NodeId node, core::ClaimId claim);
+    void put_allocation(core::NodeId node, const core::Allocation& allocation);
+    void erase_allocation(core::NodeId node, core::TaskRef task);
+    /// Removes everything stored for the node.
+    void erase_node(core::NodeId node);
+    /// Replaces everything stored for the node by `report` (header from its
+    /// spec, snapshot state and generation, and epochs): registration, or a
+    /// periodic full snapshot.
+    void put_report(const core::NodeReport& report);
+
+    size_t records() const { return batch_.Count(); }
+    bool empty() const { return batch_.Count() == 0; }
+    size_t bytes() const { return batch_.GetDataSize(); }
+
+   private:
+    friend class NodeStore;
+    explicit Batch(const Database* db) : db_(db) {}
+    void put(Cf cf, std::string_view key, std::string_view value);
+    void erase_range(Cf cf, core::NodeId node);
+    const Database* db_;
+    rocksdb::WriteBatch batch_;
+    std::string scratch_;
+  };
+
+  /// Opens or creates the process's node store in `dir` (errors as
+  /// PartitionStore::open; another host's or cluster's store is refused).
+  static core::Expected<std::unique_ptr<NodeStore>> open(const std::string& dir,
+                                                         const NodeStoreIdentity& identity,
+                                                         const StoreOptions& options = {});
+
+  Batch batch() const { return Batch{db_.get()}; }
+  void submit(Batch batch, DurableCallback on_durable);
+  core::Status write(Batch batch);
+
+  /// Calls `f` for every stored node in id order, with its claims and
+  /// allocations. A claim or allocation without a header, a record that does
+  /// not decode or does not match its key is Errc::corrupt naming the
+  /// directory, column family and key; loading stops there.
+  core::Status load(const std::function<core::Status(LoadedNode&&)>& f) const;
+  /// One node, or nullopt if nothing is stored for it.
+  core::Expected<std::optional<LoadedNode>> load_node(core::NodeId node) const;
+
+  Database& database() { return *db_; }
+  const Database& database() const { return *db_; }
+  const std::string& path() const { return db_->path(); }
+  WriterStats writer_stats() const { return db_->writer_stats(); }
+
+  static const Database::Layout& layout();
+
+ private:
+  explicit NodeStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  core::Status load_range(std::string_view lower, std::string_view upper,
+                          const std::function<core::Status(LoadedNode&&)>& f) const;
+  std::unique_ptr<Database> db_;
+};
+
+/// As canonical_partition_record, for a node store's column families.
+core::Status canonical_node_record(const Database& db, size_t cf, std::string_view key,
+                                   std::string_view value, std::string& canonical);
+
+}  // namespace claimsched::storage

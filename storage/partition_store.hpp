@@ -1,0 +1,176 @@
+#pragma once
+
+// One scheduler partition's durable state (DESIGN.md, "Persistence and
+// streams"): one RocksDB database per partition, a column family per record
+// kind, Protobuf values (messages/records.proto), big-endian keys
+// (storage/keys.hpp).
+//
+// | column family | key            | value                 | written when                   |
+// |---------------|----------------|-----------------------|--------------------------------|
+// | jobs          | job id         | messages::StoredJob   | accepted, cancelled, finished  |
+// | tasks         | job, task idx  | messages::StoredTask  | placed (claimed), confirmed, each later state |
+// | nodes         | node id        | messages::StoredNode  | registered, state changes      |
+// | meta          | "identity"     | StoreIdentity         | created                        |
+// | meta          | "epoch"        | counter               | the owner's epoch changes      |
+// | meta          | "applied_sequence" | counter           | caller-defined (see Batch)     |
+//
+// Typical use by the scheduler actor:
+//   auto b = store.batch();
+//   b.put_job({spec, JobStatus::active, now});
+//   store.submit(std::move(b), [=](core::Status st) { /* post a message */ });
+// and on restart: PartitionStore::open(...), then recover(visitor).
+//
+// Thread safety: submit/write from any thread; reads from any thread; a Batch
+// belongs to one thread at a time. See Database for the error contract.
+
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+#include "messages/record_codec.hpp"
+#include "storage/database.hpp"
+#include "storage/keys.hpp"
+
+namespace claimsched::storage {
+
+using messages::JobStatus;
+using messages::StoredJob;
+using messages::StoredNode;
+using messages::StoredTask;
+
+/// Whom a partition database belongs to; open() refuses any other.
+struct PartitionIdentity {
+  std::string cluster_id;
+  core::PartitionId partition;
+};
+
+/// The partition's `meta` records.
+struct PartitionMeta {
+  std::string cluster_id;
+  core::PartitionId partition;
+  /// The last epoch the owner recorded (0 = never).
+  core::Epoch epoch = 0;
+  /// The last value set with Batch::set_applied_sequence (0 = never).
+  uint64_t applied_sequence = 0;
+
+  friend bool operator==(const PartitionMeta&, const PartitionMeta&) = default;
+};
+
+/// What recover() calls, in this order: meta once, then every node, every
+/// job, every task, each in key (= id) order. A callback returning an error
+/// stops recovery with that error. Unset callbacks skip that kind.
+struct RecoveryVisitor {
+  std::function<core::Status(const PartitionMeta&)> meta;
+  std::function<core::Status(const StoredNode&)> node;
+  std::function<core::Status(const StoredJob&)> job;
+  std::function<core::Status(core::JobId, core::TaskIndex, const StoredTask&)> task;
+};
+
+/// Record counts by kind (from a full scan).
+struct RecordCounts {
+  uint64_t jobs = 0;
+  uint64_t tasks = 0;
+  uint64_t nodes = 0;
+};
+
+class PartitionStore {
+ public:
+  /// Column family indices in the Database.
+  enum Cf : size_t { kJobs = 0, kTasks, kNodes, kMeta };
+
+  /// A group of changes written atomically (one RocksDB WriteBatch). Values
+  /// are encoded when added, on the caller's thread. Later changes to the
+  /// same key win.
+  class Batch {
+   public:
+    void put_job(const StoredJob& job);
+    /// Removes the job and every task record of it (a range delete).
+    void erase_job(core::JobId job);
+    void put_task(core::JobId job, core::TaskIndex index, const StoredTask& task);
+    /// The same record for several tasks of one job (a claim's tasks).
+    void put_tasks(core::JobId job, std::span<const core::TaskIndex> indices,
+                   const StoredTask& task);
+    void erase_task(core::JobId job, core::TaskIndex index);
+    void put_node(const StoredNode& node);
+    void erase_node(core::NodeId node);
+    void set_epoch(core::Epoch epoch);
+    /// A sequence number of the caller's choosing (for example the highest
+    /// client request or upstream event consumed), recovered in meta.
+    void set_applied_sequence(uint64_t sequence);
+
+    /// Key changes in the batch.
+    size_t records() const { return batch_.Count(); }
+    bool empty() const { return batch_.Count() == 0; }
+    size_t bytes() const { return batch_.GetDataSize(); }
+
+   private:
+    friend class PartitionStore;
+    explicit Batch(const Database* db) : db_(db) {}
+    void put(Cf cf, std::string_view key, std::string_view value);
+    const Database* db_;
+    rocksdb::WriteBatch batch_;
+    std::string scratch_;
+  };
+
+  /// Opens or creates the partition's database in `dir`. Errors: the
+  /// directory holds another cluster's or partition's data (naming both),
+  /// is not a partition store, is unreadable or unwritable (io_error naming
+  /// the path), or its identity record is corrupt.
+  static core::Expected<std::unique_ptr<PartitionStore>> open(const std::string& dir,
+                                                              const PartitionIdentity& identity,
+                                                              const StoreOptions& options = {});
+
+  Batch batch() const { return Batch{db_.get()}; }
+  /// See Database::submit: `on_durable` fires once, on the writer thread,
+  /// after the batch is durable under the sync mode (or failed); batches are
+  /// durable, and callbacks fire, in submission order.
+  void submit(Batch batch, DurableCallback on_durable);
+  /// submit() and wait (tests, tools). Not from inside a DurableCallback.
+  core::Status write(Batch batch);
+
+  // -- recovery reads ----------------------------------------------------------
+  // Every record read is decoded and checked against its key; the first one
+  // that fails stops the read with Errc::corrupt naming the directory, the
+  // column family and the key. Nothing is skipped.
+
+  core::Status recover(const RecoveryVisitor& visitor) const;
+  core::Expected<PartitionMeta> read_meta() const;
+  core::Status for_each_node(const std::function<core::Status(const StoredNode&)>& f) const;
+  core::Status for_each_job(const std::function<core::Status(const StoredJob&)>& f) const;
+  core::Status for_each_task(
+      const std::function<core::Status(core::JobId, core::TaskIndex, const StoredTask&)>& f) const;
+  /// The task records of one job, in index order.
+  core::Status for_each_task_of(
+      core::JobId job,
+      const std::function<core::Status(core::TaskIndex, const StoredTask&)>& f) const;
+  core::Expected<std::optional<StoredJob>> get_job(core::JobId id) const;
+  core::Expected<std::optional<StoredTask>> get_task(core::JobId job, core::TaskIndex index) const;
+  core::Expected<std::optional<StoredNode>> get_node(core::NodeId id) const;
+  /// Counts every record (decoding each): a full consistency pass.
+  core::Expected<RecordCounts> count() const;
+
+  // -- the database ------------------------------------------------------------
+
+  /// For the change log, checkpoints, the replica applier and tests.
+  Database& database() { return *db_; }
+  const Database& database() const { return *db_; }
+  const std::string& path() const { return db_->path(); }
+  uint64_t latest_sequence() const { return db_->latest_sequence(); }
+  WriterStats writer_stats() const { return db_->writer_stats(); }
+
+  static const Database::Layout& layout();
+
+ private:
+  explicit PartitionStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  std::unique_ptr<Database> db_;
+};
+
+/// Decodes one record of a partition store's column family `cf` and checks it
+/// against its key; re-encodes it canonically into `canonical` (for logical
+/// comparison). Used by recovery and compare_stores.
+core::Status canonical_partition_record(const Database& db, size_t cf, std::string_view key,
+                                        std::string_view value, std::string& canonical);
+
+}  // namespace claimsched::storage

@@ -1,0 +1,235 @@
+// storage/node_store: one store per process holds every hosted node's
+// header, live claims and allocations; all of it comes back, in node id
+// order, after a reopen; bad records and foreign directories are errors.
+
+#include "storage/node_store.hpp"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <rocksdb/db.h>
+
+#include <map>
+
+#include "messages/codec.hpp"
+#include "storage/partition_store.hpp"
+#include "tests/storage/storage_test_util.hpp"
+
+namespace claimsched::storage {
+namespace {
+
+using namespace testing;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+
+NodeStoreIdentity host_a() { return {"c1", "host-a"}; }
+
+core::LiveClaim live_claim(uint64_t id, uint64_t job, std::vector<core::TaskIndex> tasks) {
+  core::LiveClaim c;
+  c.id = core::ClaimId{id};
+  c.partition = core::PartitionId{2};
+  c.expires = core::TimePoint{std::chrono::seconds(1'700'000'000)};
+  c.job = core::JobId{job};
+  c.per_task = core::Resources::cpu_memory(100, 1 << 20);
+  c.tasks = std::move(tasks);
+  return c;
+}
+
+core::Allocation allocation(uint64_t job, core::TaskIndex index, uint64_t claim) {
+  core::Allocation a;
+  a.task = core::TaskRef{core::JobId{job}, index};
+  a.partition = core::PartitionId{2};
+  a.running = index % 2 == 0;
+  a.resources = core::Resources::cpu_memory(100, 1 << 20);
+  a.confirmed_at = core::TimePoint{std::chrono::seconds(1'700'000'001)};
+  a.claim_id = core::ClaimId{claim};
+  return a;
+}
+
+StoredNodeHeader header(uint32_t node, core::Generation g) {
+  StoredNodeHeader h;
+  h.spec = node_spec(node);
+  h.generation = g;
+  h.epochs = {{core::PartitionId{2}, 5}, {core::PartitionId{3}, 1}};
+  return h;
+}
+
+std::map<uint32_t, LoadedNode> load_all(const NodeStore& store) {
+  std::map<uint32_t, LoadedNode> out;
+  uint32_t previous = 0;
+  bool first = true;
+  auto st = store.load([&](LoadedNode&& n) {
+    uint32_t id = n.header.spec.id.value;
+    EXPECT_TRUE(first || id > previous) << "nodes not in id order";
+    first = false;
+    previous = id;
+    out.emplace(id, std::move(n));
+    return core::Status::ok();
+  });
+  EXPECT_TRUE(st) << st.error().to_string();
+  return out;
+}
+
+TEST(NodeStore, EveryHostedNodeReloadsWithItsClaimsAndAllocations) {
+  TempDir tmp;
+  std::map<uint32_t, LoadedNode> expected;
+  {
+    auto store = NodeStore::open(tmp.path(), host_a());
+    ASSERT_TRUE(store) << store.error().to_string();
+    // 300 nodes through one store, a ledger's worth of operations each.
+    for (uint32_t n = 300; n >= 1; --n) {
+      LoadedNode e;
+      e.header = header(n, 0);
+      auto b = (*store)->batch();
+      b.put_header(e.header);
+      ASSERT_OK((*store)->write(std::move(b)));
+      // claim accepted
+      auto c1 = live_claim(n * 10 + 1, n, {0, 1, 2});
+      auto c2 = live_claim(n * 10 + 2, n + 1000, {4});
+      e.header.generation = 2;
+      b = (*store)->batch();
+      b.put_claim(core::NodeId{n}, c1);
+      b.put_claim(core::NodeId{n}, c2);
+      b.put_header(e.header);
+      ASSERT_OK((*store)->write(std::move(b)));
+      // c1 confirmed: claim gone, allocations in
+      e.header.generation = 3;
+      b = (*store)->batch();
+      b.erase_claim(core::NodeId{n}, c1.id);
+      for (auto t : c1.tasks) {
+        e.allocations.push_back(allocation(n, t, c1.id.value));
+        b.put_allocation(core::NodeId{n}, e.allocations.back());
+      }
+      b.put_header(e.header);
+      ASSERT_OK((*store)->write(std::move(b)));
+      // task 1 finished
+      e.header.generation = 4;
+      b = (*store)->batch();
+      b.erase_allocation(core::NodeId{n}, core::TaskRef{core::JobId{n}, 1});
+      e.allocations.erase(e.allocations.begin() + 1);
+      b.put_header(e.header);
+      ASSERT_OK((*store)->write(std::move(b)));
+      e.claims = {c2};
+      expected.emplace(n, std::move(e));
+    }
+  }
+  auto store = NodeStore::open(tmp.path(), host_a());
+  ASSERT_TRUE(store) << store.error().to_string();
+  auto loaded = load_all(**store);
+  ASSERT_EQ(loaded.size(), expected.size());
+  for (const auto& [id, e] : expected) EXPECT_EQ(loaded.at(id), e) << "node " << id;
+
+  auto one = (*store)->load_node(core::NodeId{17});
+  ASSERT_TRUE(one);
+  ASSERT_TRUE(one->has_value());
+  EXPECT_EQ(**one, expected.at(17));
+  auto none = (*store)->load_node(core::NodeId{301});
+  ASSERT_TRUE(none);
+  EXPECT_FALSE(none->has_value());
+}
+
+TEST(NodeStore, PutReportReplacesAndEraseNodeRemovesEverything) {
+  TempDir tmp;
+  auto store = NodeStore::open(tmp.path(), host_a());
+  ASSERT_TRUE(store);
+  auto b = (*store)->batch();
+  b.put_header(header(1, 1));
+  b.put_claim(core::NodeId{1}, live_claim(11, 1, {0}));
+  b.put_allocation(core::NodeId{1}, allocation(1, 5, 10));
+  b.put_header(header(2, 1));
+  b.put_claim(core::NodeId{2}, live_claim(21, 2, {0}));
+  ASSERT_OK((*store)->write(std::move(b)));
+
+  core::NodeReport r;
+  r.spec = node_spec(1);
+  r.snapshot.node = core::NodeId{1};
+  r.snapshot.generation = 9;
+  r.snapshot.state = core::NodeState::draining;
+  r.epochs = {{core::PartitionId{7}, 3}};
+  r.claims = {live_claim(12, 1, {1, 2})};
+  r.allocations = {allocation(1, 6, 12), allocation(1, 7, 12)};
+  b = (*store)->batch();
+  b.put_report(r);
+  b.erase_node(core::NodeId{2});
+  ASSERT_OK((*store)->write(std::move(b)));
+
+  auto loaded = load_all(**store);
+  ASSERT_EQ(loaded.size(), 1u);
+  const auto& n = loaded.at(1);
+  EXPECT_EQ(n.header.generation, 9u);
+  EXPECT_EQ(n.header.state, core::NodeState::draining);
+  EXPECT_EQ(n.header.epochs, r.epochs);
+  EXPECT_EQ(n.claims, r.claims);
+  EXPECT_EQ(n.allocations, r.allocations);
+}
+
+TEST(NodeStore, AClaimWithoutItsNodeIsCorruptNotSkipped) {
+  TempDir tmp;
+  {
+    auto store = NodeStore::open(tmp.path(), host_a());
+    ASSERT_TRUE(store);
+    auto b = (*store)->batch();
+    b.put_header(header(1, 1));
+    b.put_header(header(3, 1));
+    b.put_claim(core::NodeId{2}, live_claim(5, 1, {0}));  // node 2 has no header
+    ASSERT_OK((*store)->write(std::move(b)));
+  }
+  auto store = NodeStore::open(tmp.path(), host_a());
+  ASSERT_TRUE(store);
+  auto st = (*store)->load([](LoadedNode&&) { return core::Status::ok(); });
+  ASSERT_FALSE(st);
+  EXPECT_EQ(st.error().code, core::Errc::corrupt);
+  EXPECT_THAT(st.error().message,
+              AllOf(HasSubstr(tmp.path()), HasSubstr("column family 'node_claims'"),
+                    HasSubstr("node 2 claim 5"), HasSubstr("no node_headers record")));
+}
+
+TEST(NodeStore, AnAllocationUnderTheWrongKeyIsCorrupt) {
+  TempDir tmp;
+  {
+    auto store = NodeStore::open(tmp.path(), host_a());
+    ASSERT_TRUE(store);
+    auto b = (*store)->batch();
+    b.put_header(header(1, 1));
+    ASSERT_OK((*store)->write(std::move(b)));
+  }
+  {
+    rocksdb::Options o;
+    std::vector<std::string> names;
+    ASSERT_TRUE(rocksdb::DB::ListColumnFamilies(o, tmp.path(), &names).ok());
+    std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+    for (const auto& n : names) descs.emplace_back(n, rocksdb::ColumnFamilyOptions{});
+    std::vector<rocksdb::ColumnFamilyHandle*> hs;
+    rocksdb::DB* raw = nullptr;
+    ASSERT_TRUE(rocksdb::DB::Open(o, tmp.path(), descs, &hs, &raw).ok());
+    size_t i = 0;
+    while (names[i] != "node_allocations") ++i;
+    auto key = keys::node_allocation(core::NodeId{1}, {core::JobId{8}, 3});
+    std::string value = messages::encode(allocation(8, 4, 1));
+    EXPECT_TRUE(raw->Put({}, hs[i], rocksdb::Slice{key.view().data(), key.view().size()}, value).ok());
+    for (auto* h : hs) raw->DestroyColumnFamilyHandle(h);
+    delete raw;
+  }
+  auto store = NodeStore::open(tmp.path(), host_a());
+  ASSERT_TRUE(store);
+  auto st = (*store)->load([](LoadedNode&&) { return core::Status::ok(); });
+  ASSERT_FALSE(st);
+  EXPECT_THAT(st.error().message, AllOf(HasSubstr("column family 'node_allocations'"),
+                                        HasSubstr("node 1 job 8 task 3"),
+                                        HasSubstr("holds job 8 task 4")));
+}
+
+TEST(NodeStore, AnotherHostsStoreOrAPartitionStoreIsRefused) {
+  TempDir tmp;
+  { ASSERT_TRUE(NodeStore::open(tmp / "n", host_a())); }
+  auto other = NodeStore::open(tmp / "n", NodeStoreIdentity{"c1", "host-b"});
+  ASSERT_FALSE(other);
+  EXPECT_THAT(other.error().message,
+              AllOf(HasSubstr("cluster 'c1' host 'host-a'"), HasSubstr("cluster 'c1' host 'host-b'")));
+  { ASSERT_TRUE(PartitionStore::open(tmp / "p", partition_id(4))); }
+  auto wrong = NodeStore::open(tmp / "p", host_a());
+  ASSERT_FALSE(wrong);
+  EXPECT_THAT(wrong.error().message, HasSubstr("partition store of cluster 'c1' partition 4"));
+}
+
+}  // namespace
+}  // namespace claimsched::storage
