@@ -6,6 +6,8 @@
 #include <rocksdb/utilities/checkpoint.h>
 
 #include <algorithm>
+#include <cstdarg>
+#include <cstdio>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -41,6 +43,52 @@ std::string join(const std::vector<std::string>& names) {
   }
   return out;
 }
+
+/// RocksDB's info log, sent to a sink instead of a LOG file on the data disk
+/// (see StoreOptions::log).
+class SinkLogger : public rocksdb::Logger {
+ public:
+  SinkLogger(std::string path, RocksLogSink sink, RocksLogLevel level)
+      : rocksdb::Logger(static_cast<rocksdb::InfoLogLevel>(level)),
+        path_(std::move(path)),
+        sink_(std::move(sink)) {}
+
+  void Logv(const char* format, va_list ap) override {
+    Logv(rocksdb::InfoLogLevel::INFO_LEVEL, format, ap);
+  }
+
+  void Logv(const rocksdb::InfoLogLevel level, const char* format, va_list ap) override {
+    // Header lines (version, options dump at every open) count as info.
+    auto effective = level >= rocksdb::InfoLogLevel::HEADER_LEVEL ? rocksdb::InfoLogLevel::INFO_LEVEL
+                                                                 : level;
+    if (effective < GetInfoLogLevel()) return;
+    char small[512];
+    va_list copy;
+    va_copy(copy, ap);
+    int n = std::vsnprintf(small, sizeof small, format, copy);
+    va_end(copy);
+    if (n < 0) return;
+    std::string line;
+    if (static_cast<size_t>(n) < sizeof small) {
+      line.assign(small, static_cast<size_t>(n));
+    } else {
+      line.resize(static_cast<size_t>(n) + 1);
+      std::vsnprintf(line.data(), line.size(), format, ap);
+      line.resize(static_cast<size_t>(n));
+    }
+    auto lvl = static_cast<RocksLogLevel>(std::min<int>(level, rocksdb::InfoLogLevel::HEADER_LEVEL));
+    if (sink_) {
+      sink_(lvl, path_, line);
+    } else {
+      std::fprintf(stderr, "rocksdb %s: %.*s\n", path_.c_str(), static_cast<int>(line.size()),
+                   line.data());
+    }
+  }
+
+ private:
+  std::string path_;
+  RocksLogSink sink_;
+};
 
 }  // namespace
 
@@ -308,7 +356,7 @@ Expected<std::unique_ptr<Database>> Database::open(const std::string& path, cons
   ro.WAL_size_limit_MB = options.wal_size_limit_mb;
   ro.max_background_jobs = 2;
   ro.bytes_per_sync = 1 << 20;
-  ro.keep_log_file_num = 4;
+  ro.info_log = std::make_shared<SinkLogger>(path, options.log, options.log_level);
   rocksdb::ColumnFamilyOptions cfo;
   cfo.write_buffer_size = options.write_buffer_size;
 
@@ -326,6 +374,10 @@ Expected<std::unique_ptr<Database>> Database::open(const std::string& path, cons
       return core::make_error(Errc::io_error, "no database in " + path);
     ro.create_if_missing = true;
     ro.create_missing_column_families = true;
+    // Create the directory first: RocksDB would log an error for the missing
+    // directory at every creation, and this names a file in the way clearly.
+    if (rocksdb::Status s = ro.env->CreateDirIfMissing(path); !s.ok())
+      return from_rocksdb(s, "creating the database directory", path);
   } else {
     std::vector<std::string> found;
     rocksdb::Status s = rocksdb::DB::ListColumnFamilies(ro, path, &found);

@@ -41,6 +41,15 @@ core::Expected<SyncMode> parse_sync_mode(std::string_view text);
 /// on the same store (no write() from inside it): post a message and return.
 using DurableCallback = std::function<void(core::Status)>;
 
+/// Severity of a RocksDB diagnostic line (rocksdb::InfoLogLevel).
+enum class RocksLogLevel : uint8_t { debug = 0, info, warn, error, fatal, header };
+
+/// Receives RocksDB's own diagnostics (what it would write to its LOG file):
+/// the level, the store's directory and the line. Called on RocksDB's and the
+/// writer's threads; must be thread-safe and must not throw.
+using RocksLogSink =
+    std::function<void(RocksLogLevel level, std::string_view path, std::string_view line)>;
+
 /// One RocksDB write of the writer thread (a merged burst, or one batch under
 /// SyncMode::always), reported after it is durable.
 struct CommitInfo {
@@ -78,6 +87,13 @@ struct StoreOptions {
   /// a fault-injecting one (RocksDB's Env, as in its own fault tests). Not
   /// owned: it must outlive the store.
   rocksdb::Env* env = nullptr;
+  /// RocksDB's diagnostics go here instead of a LOG file in the database
+  /// directory: Debian's RocksDB 7.8 keeps its assertions, and its file
+  /// logger aborts the process on the first line after a failed write to a
+  /// full disk. Null: lines at `log_level` and above go to stderr. The
+  /// actor layer should forward them to spdlog.
+  RocksLogSink log;
+  RocksLogLevel log_level = RocksLogLevel::warn;
   /// Called on the writer thread after every durable write, before that
   /// write's callbacks: replication-lag and fsync metrics. Must not throw.
   std::function<void(const CommitInfo&)> on_commit;

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <random>
 
 #include "storage/node_store.hpp"
@@ -337,6 +338,28 @@ TEST(PartitionStore, ANodeStoreOrForeignDatabaseIsRefused) {
   s = PartitionStore::open(tmp / "plain", partition_id());
   ASSERT_FALSE(s);
   EXPECT_THAT(s.error().message, HasSubstr("column families [default]"));
+}
+
+TEST(PartitionStore, RocksDbDiagnosticsGoToTheSinkNotToALogFileOnTheDataDisk) {
+  TempDir tmp;
+  std::mutex m;
+  std::vector<std::string> lines;
+  StoreOptions o;
+  o.log_level = RocksLogLevel::info;
+  o.log = [&](RocksLogLevel, std::string_view path, std::string_view line) {
+    std::lock_guard<std::mutex> g{m};
+    EXPECT_EQ(path, tmp.path());
+    lines.emplace_back(line);
+  };
+  {
+    auto store = open_ok(tmp.path(), partition_id(), o);
+    ASSERT_TRUE(store);
+    fill(*store, 1, 2, 2);
+  }
+  std::lock_guard<std::mutex> g{m};
+  EXPECT_FALSE(lines.empty());
+  for (const auto& e : fs::directory_iterator(tmp.path()))
+    EXPECT_FALSE(e.path().filename().string().starts_with("LOG")) << e.path();
 }
 
 // -- unwritable and full disks ------------------------------------------------

@@ -128,10 +128,8 @@ TEST(Replication, ReplicaEqualsPrimaryRecordByRecordAfterARunUnderLoad) {
   EXPECT_EQ(sequence_lag(primary->latest_sequence(), applier.applied_sequence()), 0u);
   EXPECT_GT(rounds, 1u);
   EXPECT_GT(max_lag, 0u) << "the replica never lagged: the test did not overlap writes and reads";
-  // The cursor tails the live log instead of rescanning it for every read;
-  // it reopens when the log switches to a new file.
-  EXPECT_LT(log.iterator_opens() * 4, rounds);
-  EXPECT_GT(primary->database().rocksdb()->GetLatestSequenceNumber(), 0u);
+  // Log switches during the run made the cursor reopen, and it still kept up.
+  EXPECT_LE(log.iterator_opens(), rounds);
   std::printf("[          ] replica followed in %llu rounds with %llu log iterator opens, max lag "
               "%llu sequence numbers\n",
               static_cast<unsigned long long>(rounds),
@@ -142,6 +140,32 @@ TEST(Replication, ReplicaEqualsPrimaryRecordByRecordAfterARunUnderLoad) {
   auto counts = replica->count();
   ASSERT_TRUE(counts) << counts.error().to_string();
   EXPECT_EQ(counts->jobs, primary->count()->jobs);
+}
+
+TEST(Replication, TheCursorTailsTheLiveLogWithoutReopening) {
+  TempDir tmp;
+  auto primary = open_ok(tmp / "primary");
+  ASSERT_TRUE(primary);
+  auto seq = primary->database().checkpoint(tmp / "replica");
+  ASSERT_TRUE(seq);
+  auto replica = open_ok(tmp / "replica");
+  ASSERT_TRUE(replica);
+  ReplicaApplier applier{replica->database()};
+  ChangeLog log{primary->database(), applier.applied_sequence() + 1};
+  for (uint64_t j = 1; j <= 50; ++j) {
+    fill(*primary, j, 1, 5);
+    ASSERT_TRUE(follow_once(log, applier));
+    ASSERT_EQ(applier.applied_sequence(), primary->latest_sequence());
+  }
+  // One open for 50 reads: each read continued where the last one stopped.
+  EXPECT_EQ(log.iterator_opens(), 1u);
+  // A log switch (memtable flush) makes it reopen once, and it goes on.
+  ASSERT_OK(primary->database().flush());
+  fill(*primary, 100, 1, 5);
+  ASSERT_TRUE(follow_once(log, applier));
+  EXPECT_EQ(applier.applied_sequence(), primary->latest_sequence());
+  EXPECT_EQ(log.iterator_opens(), 2u);
+  expect_equal(primary->database(), replica->database());
 }
 
 TEST(Replication, ALateReplicaWhoseLogIsGoneBootstrapsFromACheckpointAndCatchesUp) {
