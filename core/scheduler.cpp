@@ -16,6 +16,21 @@ std::string describe_reject(ClaimOutcome o, const NodeView& node) {
   return why;
 }
 
+// Frees the confirmed tasks of an aborted gang's claim. It names the claim so
+// that the reply can be matched to it (the node finds no live claim by that
+// id and frees the tasks), and is resent until answered.
+ReleaseRequest release_of_confirmed(const SchedulerConfig& config, const ClaimRequest& claim) {
+  ReleaseRequest r;
+  r.partition = config.partition;
+  r.epoch = config.epoch;
+  r.node = claim.node;
+  r.claim_id = claim.claim_id;
+  r.job = claim.job;
+  r.tasks = claim.tasks;
+  r.reason = TaskState::cancelled;
+  return r;
+}
+
 }  // namespace
 
 Status SchedulerConfig::validate() const {
@@ -259,6 +274,12 @@ bool Scheduler::place_some(JobRecord& j, TimePoint now, Outbox& out) {
 }
 
 bool Scheduler::place_gang(JobRecord& j, TimePoint now, Outbox& out) {
+  // An aborted attempt's confirmed tasks are still being released: the gang
+  // is placed again, whole, when the last release is answered.
+  if (j.count_in(TaskState::claimed) > 0) {
+    dequeue(j);
+    return false;
+  }
   // Plan every task before claiming any: the view's in-flight accounting
   // keeps later decisions of the plan from reusing room taken by earlier ones.
   uint32_t wanted = j.pending();
@@ -388,8 +409,7 @@ void Scheduler::on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& o
         r.epoch = config_.epoch;
         r.node = reply.snapshot.node;
         r.claim_id = reply.claim_id;
-        view_.add_change_in_flight(*n);  // its reply takes it off again
-        out.releases.push_back(std::move(r));
+        out.releases.push_back(std::move(r));  // fire and forget: unanswered, it expires
       }
     }
     return;
@@ -481,24 +501,30 @@ void Scheduler::gang_reply(uint64_t gang_id, TimePoint now, Outbox& out) {
   for (auto id : g.claims) {
     auto it = in_flight_.find(id);
     InFlightClaim& c = it->second;
+    if (c.confirmed) {
+      // Allocated on the node: its tasks come back only when the node says
+      // they are freed (else they could be allocated twice), and the release
+      // is resent until it is answered. The entry stays, out of the gang.
+      view_.add_change_in_flight(c.node);
+      out.releases.push_back(release_of_confirmed(config_, c.request));
+      c.gang = 0;
+      c.sent_at = now;
+      continue;
+    }
     for (auto t : c.request.tasks)
-      if (j.tasks[t].state == TaskState::claimed) back.push_back(t);  // not those that ran
-    if (!c.confirmed && c.request.claim_id.value == 0) {
+      if (j.tasks[t].state == TaskState::claimed) back.push_back(t);
+    if (c.request.claim_id.value == 0) {
       in_flight_.erase(it);  // its claim expired on the node: nothing held there
       continue;
     }
+    // Only claimed: the claim is never confirmed now, so the tasks are free
+    // to go elsewhere at once. Fire and forget: if lost, the claim expires.
     ReleaseRequest r;
     r.partition = config_.partition;
     r.epoch = config_.epoch;
     r.node = c.request.node;
     r.job = c.request.job;
-    if (c.confirmed) {
-      r.tasks = c.request.tasks;
-      r.reason = TaskState::cancelled;
-    } else {
-      r.claim_id = c.request.claim_id;
-    }
-    view_.add_change_in_flight(c.node);
+    r.claim_id = c.request.claim_id;
     out.releases.push_back(std::move(r));
     in_flight_.erase(it);
   }
@@ -553,12 +579,26 @@ void Scheduler::on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbo
   return_to_queue(j, tasks, true, "claim expired before it was confirmed", now);
 }
 
-void Scheduler::on_release_reply(const ReleaseReply& reply, TimePoint /*now*/, Outbox& out) {
+void Scheduler::on_release_reply(const ReleaseReply& reply, TimePoint now, Outbox& out) {
   auto n = view_.find_node(reply.snapshot.node);
   if (!n) return;
   if (reply.stale_epoch) on_fenced();
-  view_.remove_change_in_flight(*n);
+  auto it = reply.claim_id.value == 0 ? in_flight_.end() : in_flight_.find(reply.claim_id);
+  bool releasing = it != in_flight_.end() && it->second.gang == 0 && it->second.confirmed &&
+                   it->second.node == *n;
   observe_generation(*n, reply.snapshot, reply.released > 0, out);
+  // Only tracked releases count as changes in flight: a fire-and-forget one
+  // that is lost must not leave the node "busy" for good (strict CAS).
+  if (!releasing) return;
+  view_.remove_change_in_flight(*n);
+  // An aborted gang's confirmed tasks are free now: back to the queue.
+  InFlightClaim c = std::move(it->second);
+  in_flight_.erase(it);
+  JobRecord& j = jobs_.at(c.request.job);
+  std::vector<TaskIndex> back;
+  for (auto t : c.request.tasks)
+    if (j.tasks[t].state == TaskState::claimed) back.push_back(t);
+  return_to_queue(j, back, false, "gang aborted", now);
 }
 
 void Scheduler::on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out) {
@@ -589,6 +629,7 @@ void Scheduler::on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out
       const auto& tasks = c.request.tasks;
       if (std::find(tasks.begin(), tasks.end(), ev.task.index) == tasks.end()) continue;
       if (!c.confirming && !c.confirmed) continue;
+      if (c.gang == 0 && c.confirmed) continue;  // being released: its reply decides
       if (c.gang == 0) {
         view_.remove_change_in_flight(c.node);
         mark_running(j, c, now);
@@ -622,6 +663,12 @@ void Scheduler::on_tick(TimePoint now, Outbox& out) {
   std::vector<ClaimId> expired;
   for (auto& [id, c] : in_flight_) {
     if (now - c.sent_at < config_.reply_timeout) continue;
+    if (c.gang == 0 && c.confirmed) {
+      // An aborted gang's release, unanswered: releasing is idempotent.
+      c.sent_at = now;
+      out.releases.push_back(release_of_confirmed(config_, c.request));
+      continue;
+    }
     if (c.confirming) {
       // Confirms are idempotent on the node: ask again.
       ConfirmRequest r;

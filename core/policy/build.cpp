@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 #include "core/policy/engine.hpp"
 #include "core/policy/util.hpp"
@@ -165,7 +166,8 @@ Expected<Model> build_model(const Snapshot& snap) {
   std::vector<const ClassSpec*> class_specs;
   for (const auto& c : snap.classes) class_specs.push_back(&c);
   std::sort(class_specs.begin(), class_specs.end(), [](auto* a, auto* b) { return a->name < b->name; });
-  std::map<std::string_view, uint32_t> class_index;
+  // Lookups only (nothing iterates it), so hashing is safe for determinism.
+  std::unordered_map<std::string_view, uint32_t> class_index;
   m.classes.resize(class_specs.size());
   for (uint32_t i = 0; i < class_specs.size(); ++i) {
     m.classes[i].spec = class_specs[i];
@@ -178,20 +180,22 @@ Expected<Model> build_model(const Snapshot& snap) {
       return m.classes[a].spec->priority > m.classes[b].spec->priority;
     });
 
-  // Users: those configured and those that own jobs, by name.
+  // Users: those configured and those that own jobs, by name. Distinct names
+  // are found by hashing (lookups only), then sorted.
+  std::unordered_map<std::string_view, uint32_t> user_index;
   std::vector<std::string_view> user_names;
-  for (const auto& u : snap.users) user_names.push_back(u.name);
-  for (const auto& j : snap.jobs) user_names.push_back(j.user);
+  for (const auto& u : snap.users)
+    if (user_index.emplace(u.name, 0).second) user_names.push_back(u.name);
+  for (const auto& j : snap.jobs)
+    if (user_index.emplace(j.user, 0).second) user_names.push_back(j.user);
   std::sort(user_names.begin(), user_names.end());
-  user_names.erase(std::unique(user_names.begin(), user_names.end()), user_names.end());
   m.users.resize(user_names.size());
   for (uint32_t i = 0; i < user_names.size(); ++i) {
     m.users[i].name = user_names[i];
     m.users[i].allotment = &settings.global_allotment;
+    user_index[user_names[i]] = i;
   }
-  auto user_of = [&](std::string_view name) {
-    return static_cast<uint32_t>(std::lower_bound(user_names.begin(), user_names.end(), name) - user_names.begin());
-  };
+  auto user_of = [&](std::string_view name) { return user_index.at(name); };
   for (const auto& u : snap.users)
     if (u.allotment) m.users[user_of(u.name)].allotment = &*u.allotment;
 
@@ -209,6 +213,7 @@ Expected<Model> build_model(const Snapshot& snap) {
     Resources cap = round_node(n.info->capacity, quantum);
     // The part of a node's memory below one quantum is never usable.
     n.free = n.info->free ? *n.info->free - (n.info->capacity - cap) : cap;
+    n.reports_free = n.info->free.has_value();
     auto& pool = m.pools[n.pool];
     pool.nodes.push_back(i);
     if (n.schedulable) {
@@ -216,7 +221,14 @@ Expected<Model> build_model(const Snapshot& snap) {
       pool.own_shapes.push_back(cap);
     }
   }
+  // Node ids are usually dense: a table, else a binary search.
+  std::vector<uint32_t> node_table;
+  if (!node_specs.empty() && node_specs.back()->id.value < 4 * node_specs.size() + 1024) {
+    node_table.assign(node_specs.back()->id.value + 1, kNone);
+    for (uint32_t i = 0; i < node_specs.size(); ++i) node_table[node_specs[i]->id.value] = i;
+  }
   auto node_of = [&](NodeId id) {
+    if (!node_table.empty()) return node_table[id.value];
     return static_cast<uint32_t>(
         std::lower_bound(node_specs.begin(), node_specs.end(), id, [](auto* n, NodeId v) { return n->id < v; }) -
         node_specs.begin());
@@ -242,6 +254,7 @@ Expected<Model> build_model(const Snapshot& snap) {
     std::sort(job_specs.begin(), job_specs.end(), by_id);
   m.jobs.resize(job_specs.size());
   size_t alloc_count = 0;
+  uint16_t job_dims = 0;
   for (const auto* j : job_specs) alloc_count += j->allocations.size();
   m.allocs.reserve(alloc_count);
   for (uint32_t i = 0; i < job_specs.size(); ++i) {
@@ -256,6 +269,7 @@ Expected<Model> build_model(const Snapshot& snap) {
     j.per_task = round_task(j.info->per_task, quantum);
     j.pending = j.info->pending;
     j.initialized = j.info->initialized;
+    j.alloc_begin = static_cast<uint32_t>(m.allocs.size());
     for (const auto& a : j.info->allocations) {
       ModelAlloc ma;
       ma.job = i;
@@ -272,16 +286,16 @@ Expected<Model> build_model(const Snapshot& snap) {
         ++j.running;
         if (a.initialized) j.initialized = true;
       }
-      j.allocs.push_back(static_cast<uint32_t>(m.allocs.size()));
       m.allocs.push_back(ma);
     }
-    std::sort(j.allocs.begin(), j.allocs.end(), [&](uint32_t a, uint32_t b) {
-      const auto& x = *m.allocs[a].info;
-      const auto& y = *m.allocs[b].info;
-      return x.start != y.start ? x.start < y.start : x.index < y.index;
+    j.alloc_end = static_cast<uint32_t>(m.allocs.size());
+    std::sort(m.allocs.begin() + j.alloc_begin, m.allocs.end(), [](const ModelAlloc& x, const ModelAlloc& y) {
+      return x.info->start != y.info->start ? x.info->start < y.info->start : x.info->index < y.info->index;
     });
     if (j.reserve_node != kNone) j.per_task = round_node(m.nodes[j.reserve_node].info->capacity, quantum);
     j.cap = ducc_cap(j, cls, j.cap_reason);
+    for (DimensionId d = 0; d < kMaxDimensions; ++d)
+      if (j.per_task[d] > 0) job_dims = static_cast<uint16_t>(job_dims | (1U << d));
 
     // Can any node the job may use hold one task?
     const auto& pool = m.pools[j.pool];
@@ -307,11 +321,16 @@ Expected<Model> build_model(const Snapshot& snap) {
       j.unresolvable_reason = "pool '" + pool.spec->name + "' lacks a resource the job asks for";
     }
   }
+  m.np_user_usage.assign(m.users.size(), Resources{});
   for (auto& a : m.allocs)
     if (!a.lost) {
       auto& node = m.nodes[a.node];
+      const auto& job = m.jobs[a.job];
       node.allocs.push_back(static_cast<uint32_t>(&a - m.allocs.data()));
-      if (!node.info->free) node.free -= a.res;
+      if (!node.reports_free) node.free -= a.res;
+      if (!job.preemptible) node.has_non_preemptible = true;
+      if (job.policy == ClassPolicy::reserve) node.reserved = true;
+      if (job.policy != ClassPolicy::fair_share && !a.outside) m.np_user_usage[job.user] += a.res;
     }
 
   // (class, user) groups, ordered by class then user then job id: two stable
@@ -327,15 +346,18 @@ Expected<Model> build_model(const Snapshot& snap) {
     for (size_t c = 1; c < ccount.size(); ++c) ccount[c] += ccount[c - 1];
     for (uint32_t i : by_user) order[ccount[m.jobs[i].cls]++] = i;
   }
-  for (uint32_t i : order) {
+  for (uint32_t pos = 0; pos < order.size(); ++pos) {
+    uint32_t i = order[pos];
     auto& j = m.jobs[i];
     if (m.groups.empty() || m.groups.back().cls != j.cls || m.groups.back().user != j.user) {
-      m.groups.push_back(ModelGroup{j.cls, j.user, {}});
+      m.groups.push_back(ModelGroup{j.cls, j.user, {}, pos, pos});
       m.classes[j.cls].groups.push_back(static_cast<uint32_t>(m.groups.size() - 1));
     }
     j.group = static_cast<uint32_t>(m.groups.size() - 1);
     m.groups.back().jobs.push_back(i);
+    m.groups.back().packed_end = pos + 1;
   }
+  m.packed_job = std::move(order);
 
   // Dimensions in use.
   Resources any;
@@ -343,11 +365,32 @@ Expected<Model> build_model(const Snapshot& snap) {
   uint16_t used = 0;
   for (DimensionId d = 0; d < kMaxDimensions; ++d)
     if (any[d] > 0) used = static_cast<uint16_t>(used | (1U << d));
-  for (const auto& j : m.jobs)
-    for (DimensionId d = 0; d < kMaxDimensions; ++d)
-      if (j.per_task[d] > 0) used = static_cast<uint16_t>(used | (1U << d));
+  used = static_cast<uint16_t>(used | job_dims);
   for (DimensionId d = 0; d < kMaxDimensions; ++d)
     if ((used >> d) & 1U) m.dims.push_back(d);
+
+  const size_t nd = m.dims.size();
+  m.packed_r.resize(m.jobs.size() * nd);
+  m.packed_delta.resize(m.jobs.size());
+  m.packed_demand.resize(m.jobs.size());
+  m.np_group_usage.assign(m.groups.size(), Resources{});
+  for (uint32_t i = 0; i < m.jobs.size(); ++i) {
+    auto& j = m.jobs[i];
+    j.usage = static_cast<Share>(std::min<i128>(static_cast<i128>(j.running) * j.delta, INT64_MAX));
+    j.demand = j.unresolvable ? 0 : static_cast<Share>(std::min<i128>(static_cast<i128>(j.cap) * j.delta, kShareOne));
+  }
+  for (uint32_t pos = 0; pos < m.packed_job.size(); ++pos) {
+    uint32_t i = m.packed_job[pos];
+    auto& j = m.jobs[i];
+    m.packed_delta[pos] = j.delta;
+    m.packed_demand[pos] = j.policy == ClassPolicy::fair_share ? j.demand : 0;
+    for (size_t k = 0; k < nd; ++k) m.packed_r[pos * nd + k] = j.per_task[m.dims[k]];
+    if (j.policy != ClassPolicy::fair_share) {
+      m.np_jobs.push_back(i);
+      for (uint32_t a : j.allocs())
+        if (!m.allocs[a].lost && !m.allocs[a].outside) m.np_group_usage[j.group] += m.allocs[a].res;
+    }
+  }
   return m;
 }
 

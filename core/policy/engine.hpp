@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <ranges>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -70,6 +71,9 @@ struct ModelGroup {
   uint32_t user = 0;
   /// Job indices by id.
   std::vector<uint32_t> jobs;
+  /// Its jobs' positions in the packed arrays (see Model).
+  uint32_t packed_begin = 0;
+  uint32_t packed_end = 0;
 };
 
 struct ModelUser {
@@ -87,8 +91,12 @@ struct ModelNode {
   bool alive = false;
   /// Capacity minus the accounted allocations on it, or what the node reported.
   Resources free;
+  bool reports_free = false;
   /// Allocations on it (alive nodes only).
   std::vector<uint32_t> allocs;
+  /// Runs non-preemptible work / a reserve.
+  bool has_non_preemptible = false;
+  bool reserved = false;
 };
 
 struct ModelAlloc {
@@ -126,10 +134,13 @@ struct ModelJob {
   /// No node the job may use could ever hold one task.
   bool unresolvable = false;
   std::string unresolvable_reason;
-  /// Allocation indices, by (start, index).
-  std::vector<uint32_t> allocs;
-  // How-much phase.
+  /// Its allocations are model.allocs[alloc_begin, alloc_end), by (start, index).
+  uint32_t alloc_begin = 0;
+  uint32_t alloc_end = 0;
+  auto allocs() const { return std::views::iota(alloc_begin, alloc_end); }
+  /// Capped demand (cap tasks), clamped to the whole pool.
   Share demand = 0;
+  /// The how-much phase's result (a copy of Model::fair made by compute_statuses).
   Share fair = 0;
   /// Non-preemptible: the pending request was granted (fits room and allotments).
   bool granted = false;
@@ -159,6 +170,21 @@ struct Model {
   std::vector<ModelJob> jobs;
   /// Dimensions any node or job uses, ascending.
   std::vector<DimensionId> dims;
+  /// The how-much phase's output, by job.
+  std::vector<Share> fair;
+  /// What the fair-share solver reads of every job, packed in (class, user,
+  /// id) order so that it streams: the job index, per-task resources in
+  /// `dims` (dims.size() values per job), task share, demand (0 for
+  /// non-preemptible policies and unresolvable jobs).
+  std::vector<uint32_t> packed_job;
+  std::vector<int64_t> packed_r;
+  std::vector<Share> packed_delta;
+  std::vector<Share> packed_demand;
+  /// Jobs of fixed_share and reserve classes.
+  std::vector<uint32_t> np_jobs;
+  /// What non-preemptible work holds already, per user and per (class, user) group.
+  std::vector<Resources> np_user_usage;
+  std::vector<Resources> np_group_usage;
   Share tolerance_default = 0;
   Share preemption_threshold = 0;
   Share aggressive_threshold = 0;

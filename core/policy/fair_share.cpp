@@ -15,11 +15,14 @@
 //      filling: a common level rises until some resource runs out; the jobs that
 //      use it stop there and the level keeps rising for the others.
 //
-// Shares are int64 fixed point (kShareOne = the pool's subtree). The level at
-// which a resource runs out is found on a continuous model in double (fixed
-// order of evaluation, so deterministic) with a 1e-9 safety margin; the shares
-// themselves are then computed exactly, rounded down at every level, so equal
-// entities get exactly equal shares and nothing exceeds the room.
+// Shares are int64 fixed point (kShareOne = the pool's subtree); rooms are
+// exact integer resource vectors. The level at which a resource runs out is
+// searched on a continuous model in double (evaluated in a fixed order, so
+// deterministic); the shares at that level are then computed exactly, rounded
+// down at every level (equal entities get exactly equal shares), and checked
+// against the room exactly: the sum over jobs of share * per_task / task_share
+// is taken as integer parts plus fractions, and may not exceed the room by
+// more than a millionth of a unit.
 
 #include <algorithm>
 #include <array>
@@ -35,38 +38,53 @@ namespace {
 
 using Vec = std::array<double, kMaxDimensions>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
-/// The room is used up to (1 - kMargin) in the continuous search.
-constexpr double kMargin = 1e-9;
+/// "No limit" in an integer room.
+constexpr int64_t kUnlimited = std::numeric_limits<int64_t>::max() / 4;
 
-Vec to_vec(const Resources& r, const std::vector<DimensionId>& dims) {
-  Vec v{};
-  for (size_t k = 0; k < dims.size(); ++k) v[k] = static_cast<double>(r[dims[k]]);
-  return v;
-}
-
-bool vec_fits(const Resources& need, const Vec& room, const std::vector<DimensionId>& dims) {
-  for (size_t k = 0; k < dims.size(); ++k) {
-    double want = static_cast<double>(need[dims[k]]);
-    if (want > 0 && want > room[k] * (1 + 1e-12)) return false;
-  }
-  return true;
+/// floor(a * r / d) and the fraction left, exactly (a, r >= 0, d > 0), given
+/// dir = r / d and inv = 1 / d: the double estimate is corrected in integers.
+inline int64_t floor_mul_div(int64_t a, int64_t r, int64_t d, double dir, double inv, double& frac) {
+  i128 num = static_cast<i128>(a) * r;
+  int64_t q = static_cast<int64_t>(static_cast<double>(a) * dir);
+  while (static_cast<i128>(q) * d > num) --q;
+  while (static_cast<i128>(q + 1) * d <= num) ++q;
+  frac = static_cast<double>(static_cast<int64_t>(num - static_cast<i128>(q) * d)) * inv;
+  return q;
 }
 
 /// Progressive filling over one tier of fair_share classes of one pool.
 class TierSolver {
  public:
+  /// Reads the model's packed arrays (the jobs themselves are big and the
+  /// solver visits them in class order, not id order); writes Model::fair.
   TierSolver(Model& m, const std::vector<uint32_t>& classes) : m_(m), nd_(m.dims.size()) {
+    size_t expect = 0;
+    for (uint32_t c : classes)
+      for (uint32_t g : m.classes[c].groups) expect += m.groups[g].jobs.size();
+    jobs_.reserve(expect);
+    D_.reserve(expect);
+    delta_.reserve(expect);
+    inv_delta_.reserve(expect);
+    r_.reserve(expect * nd_);
+    dir_.reserve(expect * nd_);
     for (uint32_t c : classes) {
       uint32_t first_user = static_cast<uint32_t>(user_job_begin_.size());
       for (uint32_t g : m.classes[c].groups) {
         uint32_t first_job = static_cast<uint32_t>(jobs_.size());
-        for (uint32_t j : m.groups[g].jobs) {
-          const auto& job = m.jobs[j];
-          if (job.demand <= 0) continue;
-          jobs_.push_back(j);
-          D_.push_back(job.demand);
-          for (size_t k = 0; k < nd_; ++k)
-            dir_.push_back(static_cast<double>(job.per_task[m.dims[k]]) / static_cast<double>(job.delta));
+        const auto& group = m.groups[g];
+        for (uint32_t pos = group.packed_begin; pos < group.packed_end; ++pos) {
+          Share demand = m.packed_demand[pos];
+          if (demand <= 0) continue;
+          jobs_.push_back(m.packed_job[pos]);
+          D_.push_back(demand);
+          Share delta = m.packed_delta[pos];
+          delta_.push_back(delta);
+          inv_delta_.push_back(1.0 / static_cast<double>(delta));
+          for (size_t k = 0; k < nd_; ++k) {
+            int64_t r = m.packed_r[pos * nd_ + k];
+            r_.push_back(r);
+            dir_.push_back(static_cast<double>(r) / static_cast<double>(delta));
+          }
         }
         if (jobs_.size() == first_job) continue;
         user_job_begin_.push_back(first_job);
@@ -80,46 +98,53 @@ class TierSolver {
     alloc_.assign(jobs_.size(), 0);
   }
 
-  /// Fills ModelJob::fair of the tier's jobs within `room`; returns what they take.
-  Vec solve(const Vec& room) {
-    for (size_t k = 0; k < nd_; ++k) room_[k] = std::max(0.0, room[k]) * (1 - kMargin);
-    Vec taken{};
-    if (jobs_.empty()) return taken;
+  /// Fills ModelJob::fair of the tier's jobs within `room`; returns what they
+  /// take (rounded up to whole units).
+  Resources solve(const Resources& room) {
+    room_exact_ = room;
+    for (size_t k = 0; k < nd_; ++k) room_[k] = static_cast<double>(std::max<int64_t>(0, room[m_.dims[k]]));
+    if (jobs_.empty()) return Resources{};
     int64_t lo = 0;
     for (size_t round = 0; round <= nd_ + 1; ++round) {
       prepare();
       int64_t total = total_;
-      if (total <= lo) {
+      if (total <= lo || (excess(eval(total)) <= 0 && exact_fits(total))) {
         allocate(total);
         break;
       }
-      Vec at_total = eval(total);
-      if (excess(at_total) <= 0) {
-        allocate(total);
-        break;
+      int64_t s = search(lo, total);
+      // The continuous search is a guide; the exact check decides.
+      for (int64_t step = 1; s > lo && !exact_fits(s); step *= 2) s = std::max(lo, s - step);
+      // The resources (nearly) used up just above s bind; the jobs that use them stop.
+      Vec above = eval(std::min(total, s + std::max<int64_t>(1, s >> 20)));
+      std::array<bool, kMaxDimensions> binding{};
+      bool any = false;
+      for (size_t k = 0; k < nd_; ++k) {
+        binding[k] = above[k] > room_[k] * (1 - 1e-9);
+        any = any || binding[k];
       }
-      int64_t hi = total;
-      int64_t s = search(lo, hi, at_total);
-      allocate(s);
-      // The resources that ran out just above s bind; the jobs that use them stop.
-      Vec above = eval(hi);
-      bool changed = false;
+      if (!(allocated_ && allocated_s_ == s)) allocate(s);
+      bool changed = false, growing = false;
       for (size_t p = 0; p < jobs_.size(); ++p) {
         if (alloc_[p] >= D_[p]) continue;
-        for (size_t k = 0; k < nd_; ++k)
-          if (dir_[p * nd_ + k] > 0 && above[k] > room_[k]) {
-            D_[p] = alloc_[p];
-            changed = true;
-            break;
-          }
+        bool stop = !any;
+        for (size_t k = 0; k < nd_ && !stop; ++k) stop = binding[k] && dir_[p * nd_ + k] > 0;
+        if (stop) {
+          D_[p] = alloc_[p];
+          changed = true;
+        } else {
+          growing = true;
+        }
       }
       lo = s;
-      if (!changed) break;
+      // Done when nobody can grow any more (no need to sort again).
+      if (!changed || !growing) break;
     }
-    for (size_t p = 0; p < jobs_.size(); ++p) {
-      m_.jobs[jobs_[p]].fair = alloc_[p];
-      for (size_t k = 0; k < nd_; ++k) taken[k] += static_cast<double>(alloc_[p]) * dir_[p * nd_ + k];
-    }
+    Resources taken;
+    if (!sums_valid_) sum_exact(sum_whole_, sum_frac_);
+    for (size_t k = 0; k < nd_; ++k)
+      taken.set(m_.dims[k], sum_whole_[k] + static_cast<int64_t>(std::ceil(std::max(0.0, sum_frac_[k] - 1e-6))));
+    for (size_t p = 0; p < jobs_.size(); ++p) m_.fair[jobs_[p]] = alloc_[p];
     return taken;
   }
 
@@ -127,6 +152,7 @@ class TierSolver {
   /// Sorts users' jobs by demand, classes' users by demand, classes by
   /// demand/weight, with prefix sums for the evaluations.
   void prepare() {
+    allocated_ = false;
     size_t nu = user_job_begin_.size();
     size_t nc = class_user_begin_.size();
     // Jobs within a user by D (ties: position, i.e. job id).
@@ -259,23 +285,53 @@ class TierSolver {
     return out;
   }
 
-  /// > 0 when `v` does not fit the room: the largest relative excess.
+  /// > 0 when `v` does not fit the room (with a hair of slack: the exact
+  /// check decides): the largest relative excess.
   double excess(const Vec& v) const {
     double worst = -kInf;
-    for (size_t k = 0; k < nd_; ++k) worst = std::max(worst, (v[k] - room_[k]) / std::max(room_[k], 1.0));
+    for (size_t k = 0; k < nd_; ++k)
+      worst = std::max(worst, (v[k] - room_[k] * (1 + 1e-12) - 1e-9) / std::max(room_[k], 1.0));
     return worst;
+  }
+
+  /// The exact resources of the current shares: whole units and fractions.
+  void sum_exact(std::array<int64_t, kMaxDimensions>& whole, std::array<double, kMaxDimensions>& frac) const {
+    for (size_t k = 0; k < nd_; ++k) {
+      int64_t w = 0;
+      double fr = 0;
+      for (size_t p = 0; p < jobs_.size(); ++p) {
+        int64_t r = r_[p * nd_ + k];
+        if (alloc_[p] <= 0 || r <= 0) continue;
+        double f = 0;
+        w += floor_mul_div(alloc_[p], r, delta_[p], dir_[p * nd_ + k], inv_delta_[p], f);
+        fr += f;
+      }
+      whole[k] = w;
+      frac[k] = fr;
+    }
+  }
+
+  /// Do the exact shares at budget s fit the room?
+  bool exact_fits(int64_t s) {
+    allocate(s);
+    sum_exact(sum_whole_, sum_frac_);
+    sums_valid_ = true;
+    for (size_t k = 0; k < nd_; ++k) {
+      int64_t room = room_exact_[m_.dims[k]];
+      if (sum_whole_[k] > room || static_cast<double>(room - sum_whole_[k]) + 1e-6 < sum_frac_[k]) return false;
+    }
+    return true;
   }
 
   /// The largest s in [lo, hi) whose evaluation fits (Illinois-style regula
   /// falsi on the piecewise-linear excess, with a bisection every 4th step).
-  int64_t search(int64_t lo, int64_t hi, const Vec& at_hi) const {
+  int64_t search(int64_t lo, int64_t hi) const {
     double glo = excess(eval(lo));
-    if (glo > 0) return lo;  // cannot happen: lo fitted before
-    double ghi = excess(at_hi);
+    double ghi = excess(eval(hi));
+    if (glo > 0 || ghi <= 0) return lo;  // cannot happen: lo fits, hi does not
     int side = 0;
     for (int iter = 0; iter < 200; ++iter) {
-      int64_t tol = std::max<int64_t>(1, hi >> 32);
-      if (hi - lo <= tol) break;
+      if (hi - lo <= 1) break;
       int64_t s;
       if (iter % 4 == 3 || !(ghi > glo)) {
         s = lo + (hi - lo) / 2;
@@ -302,6 +358,9 @@ class TierSolver {
 
   /// Exact shares at budget s, rounded down at every level.
   void allocate(int64_t s) {
+    allocated_ = true;
+    allocated_s_ = s;
+    sums_valid_ = false;
     size_t nc = cperm_.size();
     int64_t W = PW_[nc];
     size_t k = 0;
@@ -345,10 +404,20 @@ class TierSolver {
 
   Model& m_;
   size_t nd_;
+  // The current allocation (valid until prepare() re-sorts) and its exact sums.
+  bool allocated_ = false;
+  int64_t allocated_s_ = 0;
+  bool sums_valid_ = false;
+  std::array<int64_t, kMaxDimensions> sum_whole_{};
+  std::array<double, kMaxDimensions> sum_frac_{};
   Vec room_{};
+  Resources room_exact_;
   // Jobs grouped by user, users by class (construction order).
   std::vector<uint32_t> jobs_;
   std::vector<int64_t> D_;
+  std::vector<Share> delta_;
+  std::vector<double> inv_delta_;
+  std::vector<int64_t> r_;
   std::vector<double> dir_;
   std::vector<int64_t> alloc_;
   std::vector<uint32_t> user_job_begin_, user_job_end_;
@@ -361,82 +430,83 @@ class TierSolver {
   int64_t total_ = 0;
 };
 
-std::string limits_text(const Vec& v, const std::vector<DimensionId>& dims) {
-  Resources r;
-  for (size_t k = 0; k < dims.size(); ++k)
-    r.set(dims[k], v[k] >= 9e18 ? std::numeric_limits<int64_t>::max() : static_cast<int64_t>(std::max(0.0, v[k])));
-  return r.to_string();
+/// Room left, with unlimited dimensions shown as such.
+std::string room_text(const Resources& r) {
+  std::string out;
+  for (DimensionId d = 0; d < kMaxDimensions; ++d) {
+    if (r[d] == 0) continue;
+    if (!out.empty()) out += ',';
+    out += std::string(DimensionRegistry::name(d)) + "=" + (r[d] >= kUnlimited ? "unlimited" : format_quantity(d, r[d]));
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+Resources clamp_sub(const Resources& a, const Resources& b) {
+  Resources out;
+  for (DimensionId d = 0; d < kMaxDimensions; ++d) out.set(d, std::max<int64_t>(0, a[d] - b[d]));
+  return out;
 }
 
 }  // namespace
 
 void compute_fair_shares(Model& m) {
-  const auto& dims = m.dims;
-  const size_t nd = dims.size();
   const int64_t quantum = m.snapshot->settings.quantum;
-  std::vector<Vec> leftover(m.pools.size(), Vec{});
-  std::vector<Vec> committed(m.pools.size(), Vec{});
+  std::vector<Resources> leftover(m.pools.size());
+  std::vector<Resources> committed(m.pools.size());
 
   // What non-preemptible work already holds counts against allotments.
-  std::vector<Resources> np_user(m.users.size()), np_group(m.groups.size());
+  std::vector<Resources> np_user = m.np_user_usage;
+  std::vector<Resources> np_group = m.np_group_usage;
   std::vector<char> node_taken(m.nodes.size(), 0);
   std::vector<char> node_has_np(m.nodes.size(), 0);
-  for (const auto& a : m.allocs) {
-    const auto& job = m.jobs[a.job];
-    if (a.lost) continue;
-    if (!job.preemptible) node_has_np[a.node] = 1;
-    if (job.policy == ClassPolicy::reserve) node_taken[a.node] = 1;
-    if (job.policy == ClassPolicy::fair_share || a.outside) continue;
-    np_user[job.user] += a.res;
-    np_group[job.group] += a.res;
+  for (size_t n = 0; n < m.nodes.size(); ++n) {
+    node_taken[n] = m.nodes[n].reserved;
+    node_has_np[n] = m.nodes[n].has_non_preemptible;
   }
-
-  for (auto& j : m.jobs) {
-    j.fair = 0;
+  m.fair.assign(m.jobs.size(), 0);
+  for (uint32_t ji : m.np_jobs) {
+    auto& j = m.jobs[ji];
     j.granted = false;
     j.grant_reason.clear();
-    j.usage = static_cast<Share>(std::min<i128>(static_cast<i128>(j.running) * j.delta, std::numeric_limits<int64_t>::max()));
-    j.demand = j.unresolvable ? 0 : static_cast<Share>(std::min<i128>(static_cast<i128>(j.cap) * j.delta, kShareOne));
+    if (j.policy == ClassPolicy::reserve && j.running == 0) {
+      // A reserve gets its machine below; until then it asks for its request.
+      j.reserve_node = kNone;
+      Resources request = j.info->per_task;
+      if (quantum > 0) request.set(dim::memory, ceil_div(request[dim::memory], quantum) * quantum);
+      j.per_task = request;
+      j.delta = dominant_share_ceil(request, m.pools[j.pool].scope_capacity);
+    }
   }
 
-  auto add_committed = [&](uint32_t pool, const Vec& v) {
-    for (uint32_t p = pool; p != kNone; p = m.pools[p].parent)
-      for (size_t k = 0; k < nd; ++k) committed[p][k] += v[k];
+  auto add_committed = [&](uint32_t pool, const Resources& v) {
+    for (uint32_t p = pool; p != kNone; p = m.pools[p].parent) committed[p] += v;
   };
   auto limit_room = [&](uint32_t pool) {
-    Vec room;
-    room.fill(kInf);
+    Resources room;
+    for (DimensionId d = 0; d < kMaxDimensions; ++d) room.set(d, kUnlimited);
     for (uint32_t p = pool; p != kNone; p = m.pools[p].parent) {
       const auto& limits = m.pools[p].spec->resource_limits;
-      for (size_t k = 0; k < nd; ++k)
-        if (limits.has(dims[k]))
-          room[k] = std::min(room[k], static_cast<double>(limits.values[dims[k]]) - committed[p][k]);
+      for (DimensionId d = 0; d < kMaxDimensions; ++d)
+        if (limits.has(d)) room.set(d, std::max<int64_t>(0, std::min(room[d], limits.values[d] - committed[p][d])));
     }
     return room;
   };
 
   for (uint32_t p : m.postorder) {
     auto& pool = m.pools[p];
-    Vec own = to_vec(pool.own_capacity, dims);
     // Running non-preemptible work cannot be moved: it is taken first.
-    Vec np_running{};
+    Resources np_running;
     for (const auto& cls_index : pool.classes) {
       const auto& cls = m.classes[cls_index];
       if (cls.spec->policy == ClassPolicy::fair_share) continue;
       for (uint32_t g : cls.groups)
         for (uint32_t ji : m.groups[g].jobs)
-          for (uint32_t a : m.jobs[ji].allocs)
-            if (!m.allocs[a].lost && !m.allocs[a].outside) {
-              Vec r = to_vec(m.allocs[a].res, dims);
-              for (size_t k = 0; k < nd; ++k) np_running[k] += r[k];
-            }
+          for (uint32_t a : m.jobs[ji].allocs())
+            if (!m.allocs[a].lost && !m.allocs[a].outside) np_running += m.allocs[a].res;
     }
-    Vec own_room{}, room{};
-    for (size_t k = 0; k < nd; ++k) {
-      own_room[k] = std::max(0.0, own[k] - np_running[k]);
-      room[k] = own_room[k];
-      for (uint32_t c : pool.children) room[k] += leftover[c][k];
-    }
+    Resources own_room = clamp_sub(pool.own_capacity, np_running);
+    Resources room = own_room;
+    for (uint32_t c : pool.children) room += leftover[c];
     add_committed(p, np_running);
 
     for (size_t t = 0; t < pool.classes.size();) {
@@ -463,11 +533,11 @@ void compute_fair_shares(Model& m) {
       for (uint32_t ji : requests) {
         auto& job = m.jobs[ji];
         const auto& cls = *m.classes[job.cls].spec;
-        job.fair = job.usage;
+        m.fair[ji] = job.usage;
         if (job.unresolvable || job.pending == 0) continue;
         Resources need = job.per_task.times(job.pending);
         if (cls.policy == ClassPolicy::reserve) {
-          // A free machine of the requested size, preferring one nothing runs on.
+          // A machine of the requested size, preferring one nothing runs on.
           uint32_t best = kNone;
           for (uint32_t n : pool.nodes) {
             const auto& node = m.nodes[n];
@@ -487,18 +557,18 @@ void compute_fair_shares(Model& m) {
           job.delta = dominant_share_ceil(need, pool.scope_capacity);
           job.reserve_node = best;
         }
-        Vec lroom = limit_room(p);
+        Resources lroom = limit_room(p);
         std::string why;
         const Limits& user_limit = *m.users[job.user].allotment;
         const Limits* class_limit = &cls.allotment;
         for (const auto& [name, limits] : cls.user_allotments)
           if (name == m.users[job.user].name) class_limit = &limits;
-        if (!vec_fits(need, own_room, dims)) {
-          why = "pool '" + pool.spec->name + "' has " + limits_text(own_room, dims) +
+        if (!need.fits_in(own_room)) {
+          why = "pool '" + pool.spec->name + "' has " + room_text(own_room) +
                 " left for non-preemptible work at priority " + std::to_string(priority) + ", the request needs " +
                 need.to_string();
-        } else if (!vec_fits(need, lroom, dims)) {
-          why = "the resource_limits of pool '" + pool.spec->name + "' or a parent leave " + limits_text(lroom, dims) +
+        } else if (!need.fits_in(lroom)) {
+          why = "the resource_limits of pool '" + pool.spec->name + "' or a parent leave " + room_text(lroom) +
                 ", the request needs " + need.to_string();
         } else if (!user_limit.allows(np_user[job.user] + need)) {
           why = "user '" + std::string(m.users[job.user].name) + "' would exceed the allotment " +
@@ -515,28 +585,21 @@ void compute_fair_shares(Model& m) {
         }
         job.granted = true;
         if (cls.policy == ClassPolicy::reserve) node_taken[job.reserve_node] = 1;
-        job.fair = static_cast<Share>(std::min<i128>(static_cast<i128>(job.running + job.pending) * job.delta,
-                                                     std::numeric_limits<int64_t>::max()));
+        m.fair[ji] = static_cast<Share>(std::min<i128>(static_cast<i128>(job.running + job.pending) * job.delta,
+                                                       std::numeric_limits<int64_t>::max()));
         np_user[job.user] += need;
         np_group[job.group] += need;
-        Vec v = to_vec(need, dims);
-        for (size_t k = 0; k < nd; ++k) {
-          own_room[k] = std::max(0.0, own_room[k] - v[k]);
-          room[k] = std::max(0.0, room[k] - v[k]);
-        }
-        add_committed(p, v);
+        own_room = clamp_sub(own_room, need);
+        room = clamp_sub(room, need);
+        add_committed(p, need);
       }
       // 2. fair_share classes of the tier.
       if (!fair_classes.empty()) {
-        Vec lroom = limit_room(p);
-        Vec avail{};
-        for (size_t k = 0; k < nd; ++k) avail[k] = std::min(room[k], lroom[k]);
+        Resources lroom = limit_room(p);
         TierSolver solver(m, fair_classes);
-        Vec taken = solver.solve(avail);
-        for (size_t k = 0; k < nd; ++k) {
-          room[k] = std::max(0.0, room[k] - taken[k]);
-          own_room[k] = std::max(0.0, own_room[k] - taken[k]);
-        }
+        Resources taken = solver.solve(room.min(lroom));
+        room = clamp_sub(room, taken);
+        own_room = clamp_sub(own_room, taken);
         add_committed(p, taken);
       }
       t = end;

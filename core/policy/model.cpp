@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <unordered_map>
 
 namespace claimsched::core::policy {
 
@@ -158,7 +159,8 @@ Status validate(const Snapshot& snap) {
     }
   }
 
-  std::map<std::string_view, const ClassSpec*> classes;
+  // Lookups only (nothing iterates these maps), so hashing is safe for determinism.
+  std::unordered_map<std::string_view, const ClassSpec*> classes;
   for (const auto& c : snap.classes) {
     if (c.name.empty()) return invalid("classes: a class has an empty name");
     if (!classes.emplace(c.name, &c).second)
@@ -191,10 +193,13 @@ Status validate(const Snapshot& snap) {
       return invalid("user '" + u.name + "': allotment must not be negative");
   }
 
-  std::map<NodeId, const NodeInfo*> nodes;
+  std::unordered_map<uint32_t, const NodeInfo*> nodes;
+  for (const auto& n : snap.nodes) {
+    if (!nodes.emplace(n.id.value, &n).second)
+      return make_error(Errc::duplicate, "node " + std::to_string(n.id.value) + " is defined twice");
+  }
   for (const auto& n : snap.nodes) {
     std::string what = "node " + std::to_string(n.id.value);
-    if (!nodes.emplace(n.id, &n).second) return make_error(Errc::duplicate, what + " is defined twice");
     if (n.pool.empty()) return invalid(what + ": pool is required");
     if (!pools.count(n.pool)) return make_error(Errc::unknown_name, what + ": pool '" + n.pool + "' is not a pool");
     if (n.capacity.any_negative()) return invalid(what + ": capacity must not be negative");
@@ -203,39 +208,56 @@ Status validate(const Snapshot& snap) {
       if (l.empty()) return invalid(what + ": empty label");
   }
 
-  std::set<JobId> job_ids;
+  {
+    std::vector<JobId> ids;
+    ids.reserve(snap.jobs.size());
+    for (const auto& j : snap.jobs) ids.push_back(j.id);
+    std::sort(ids.begin(), ids.end());
+    for (size_t i = 1; i < ids.size(); ++i)
+      if (ids[i] == ids[i - 1])
+        return make_error(Errc::duplicate, "job " + std::to_string(ids[i].value) + " is defined twice");
+  }
   for (const auto& j : snap.jobs) {
-    std::string what = job_name(j);
-    if (!job_ids.insert(j.id).second) return make_error(Errc::duplicate, what + " is defined twice");
-    if (j.user.empty()) return invalid(what + ": user is required");
+    // Names are built only for errors: this loop runs for every job.
+    auto what = [&] { return job_name(j); };
+    if (j.user.empty()) return invalid(what() + ": user is required");
     const std::string& cls_name = j.job_class.empty() ? snap.settings.default_class : j.job_class;
-    if (cls_name.empty()) return invalid(what + ": class is required (no settings.default_class)");
+    if (cls_name.empty()) return invalid(what() + ": class is required (no settings.default_class)");
     auto cls = classes.find(cls_name);
-    if (cls == classes.end()) return make_error(Errc::unknown_name, what + ": class '" + cls_name + "' is not a class");
+    if (cls == classes.end()) return make_error(Errc::unknown_name, what() + ": class '" + cls_name + "' is not a class");
     if (!j.pool.empty() && j.pool != cls->second->pool)
-      return invalid(what + ": pool '" + j.pool + "' differs from the pool '" + cls->second->pool + "' of class '" +
+      return invalid(what() + ": pool '" + j.pool + "' differs from the pool '" + cls->second->pool + "' of class '" +
                      cls_name + "' (a class is bound to one pool)");
-    if (j.per_task.any_negative()) return invalid(what + ": per_task must not be negative");
-    if (j.per_task.is_zero()) return invalid(what + ": per_task must request some resource");
-    if (j.pending > 10'000'000) return invalid(what + ": pending must be at most 10000000");
+    if (j.per_task.any_negative()) return invalid(what() + ": per_task must not be negative");
+    if (j.per_task.is_zero()) return invalid(what() + ": per_task must request some resource");
+    if (j.pending > 10'000'000) return invalid(what() + ": pending must be at most 10000000");
     if (cls->second->policy == ClassPolicy::reserve && j.per_task[dim::memory] <= 0)
-      return invalid(what + ": class '" + cls_name +
+      return invalid(what() + ": class '" + cls_name +
                      "' has policy reserve, which matches machines by memory; per_task must give memory");
     if (cls->second->policy == ClassPolicy::reserve && j.pending + j.allocations.size() > 1)
-      return invalid(what + ": class '" + cls_name +
+      return invalid(what() + ": class '" + cls_name +
                      "' has policy reserve, which takes exactly one machine per job; the job asks for " +
                      std::to_string(j.pending + j.allocations.size()));
     for (const auto& c : j.constraints)
-      if (auto s = validate_label_selector(c); !s) return make_error(s.error().code, what + ": " + s.error().message);
+      if (auto s = validate_label_selector(c); !s) return make_error(s.error().code, what() + ": " + s.error().message);
     if (j.prediction && (j.prediction->time_per_item.count() < 0 || j.prediction->init_time.count() < 0))
-      return invalid(what + ": prediction times must not be negative");
-    std::set<TaskIndex> indexes;
-    for (const auto& a : j.allocations) {
-      std::string awhat = what + " allocation " + std::to_string(a.index);
-      if (!indexes.insert(a.index).second) return make_error(Errc::duplicate, awhat + " is listed twice");
-      if (!nodes.count(a.node))
-        return make_error(Errc::unknown_name, awhat + ": node " + std::to_string(a.node.value) + " is not a node");
-      if (a.start > snap.now) return invalid(awhat + ": start is after now");
+      return invalid(what() + ": prediction times must not be negative");
+    for (size_t i = 0; i < j.allocations.size(); ++i) {
+      const auto& a = j.allocations[i];
+      auto awhat = [&] { return what() + " allocation " + std::to_string(a.index); };
+      for (size_t k = 0; k < i && j.allocations.size() <= 64; ++k)
+        if (j.allocations[k].index == a.index) return make_error(Errc::duplicate, awhat() + " is listed twice");
+      if (!nodes.count(a.node.value))
+        return make_error(Errc::unknown_name, awhat() + ": node " + std::to_string(a.node.value) + " is not a node");
+      if (a.start > snap.now) return invalid(awhat() + ": start is after now");
+    }
+    if (j.allocations.size() > 64) {
+      std::vector<TaskIndex> idx;
+      for (const auto& a : j.allocations) idx.push_back(a.index);
+      std::sort(idx.begin(), idx.end());
+      for (size_t i = 1; i < idx.size(); ++i)
+        if (idx[i] == idx[i - 1])
+          return make_error(Errc::duplicate, what() + " allocation " + std::to_string(idx[i]) + " is listed twice");
     }
   }
   return Status::ok();

@@ -21,8 +21,10 @@ namespace claimsched::core::policy {
 /// A fraction of a pool's capacity in fixed point: kShareOne is the whole pool.
 /// Every share is relative to the capacity of the pool subtree the entity's
 /// work may use (for a job or class: the subtree of the class's pool).
+/// kShareOne = lcm(1..16) * 10^6, so halves, thirds, ... sixteenths and
+/// decimal fractions of a pool are exact.
 using Share = int64_t;
-inline constexpr Share kShareOne = 1'000'000'000'000;
+inline constexpr Share kShareOne = 720'720'000'000;
 
 inline double share_to_double(Share s) { return static_cast<double>(s) / static_cast<double>(kShareOne); }
 

@@ -36,7 +36,9 @@ void compute_statuses(Model& m, const PolicyState& state, PolicyState& next) {
   next.job_below_fair_share_since.clear();
   next.pool_below_fair_share_since.clear();
 
-  for (auto& j : m.jobs) {
+  for (size_t i = 0; i < m.jobs.size(); ++i) {
+    auto& j = m.jobs[i];
+    j.fair = i < m.fair.size() ? m.fair[i] : 0;
     const auto& pool = m.pools[j.pool];
     j.scheduling = below(j.usage, j.fair, pool.tolerance) ? SchedulingStatus::below_fair_share : SchedulingStatus::normal;
     j.own_starvation = StarvationStatus::non_starving;
@@ -55,7 +57,7 @@ void compute_statuses(Model& m, const PolicyState& state, PolicyState& next) {
     auto& p = m.pools[j.pool];
     p.demand_vec += j.per_task.times(j.running + j.pending);
     p.fair_vec += fair_share_vector(j);
-    for (uint32_t a : j.allocs)
+    for (uint32_t a : j.allocs())
       if (!m.allocs[a].lost) p.usage_vec += m.allocs[a].res;
   }
   for (uint32_t pi : m.postorder) {
@@ -66,10 +68,7 @@ void compute_statuses(Model& m, const PolicyState& state, PolicyState& next) {
       m.pools[p.parent].usage_vec += p.usage_vec;
     }
   }
-  std::vector<uint32_t> by_name(m.pools.size());
-  for (uint32_t i = 0; i < by_name.size(); ++i) by_name[i] = i;  // pools are indexed by name
-  for (uint32_t pi : by_name) {
-    auto& p = m.pools[pi];
+  for (auto& p : m.pools) {  // by name
     p.demand_share = dominant_share_floor(p.demand_vec, p.scope_capacity);
     p.fair_share = dominant_share_floor(p.fair_vec, p.scope_capacity);
     p.usage_share = dominant_share_floor(p.usage_vec, p.scope_capacity);
@@ -98,7 +97,7 @@ void compute_statuses(Model& m, const PolicyState& state, PolicyState& next) {
     uint32_t k = 0;
     Share aggressive_bound = scale(j.fair, m.aggressive_threshold);
     Share preemptible_bound = scale(j.fair, m.preemption_threshold);
-    for (uint32_t a : j.allocs) {
+    for (uint32_t a : j.allocs()) {
       auto& alloc = m.allocs[a];
       if (alloc.lost) continue;
       if (!j.preemptible) {

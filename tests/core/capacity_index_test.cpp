@@ -1,13 +1,14 @@
 // The capacity index (segment tree over available resources): hand-made cases,
 // then a seeded comparison against a linear scan, which it must match exactly.
 
+#include "core/capacity_index.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <optional>
 #include <vector>
 
-#include "core/capacity_index.hpp"
 #include "core/random.hpp"
 #include "tests/core/builders.hpp"
 
@@ -114,7 +115,7 @@ struct Linear {
   std::vector<Resources> slots;
 
   std::optional<size_t> find_first(const Resources& request, size_t from, size_t to,
-                                    const std::function<bool(size_t)>& accept) const {
+                                   const std::function<bool(size_t)>& accept) const {
     for (size_t s = from; s < std::min(to, slots.size()); ++s)
       if (request.fits_in(slots[s]) && accept(s)) return s;
     return std::nullopt;

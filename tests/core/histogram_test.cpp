@@ -1,6 +1,8 @@
 // The latency histogram: quantiles within the promised relative error on
 // known distributions, merging, and the edges of the value range.
 
+#include "core/histogram.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,7 +10,6 @@
 #include <numbers>
 #include <vector>
 
-#include "core/histogram.hpp"
 #include "core/random.hpp"
 
 namespace claimsched::core {
@@ -81,7 +82,8 @@ TEST(Histogram, QuantilesOfSkewedDistributions) {
     double u1 = std::max(rng.unit(), 1e-12), u2 = rng.unit();
     double normal = std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
     auto l = static_cast<uint64_t>(std::exp(13 + 2 * normal));
-    uint64_t b = rng.chance(0.9) ? 50'000 + rng.below(10'000) : 3'000'000'000 + rng.below(1'000'000);
+    uint64_t b =
+        rng.chance(0.9) ? 50'000 + rng.below(10'000) : 3'000'000'000 + rng.below(1'000'000);
     exponential.push_back(e);
     lognormal.push_back(l);
     bimodal.push_back(b);

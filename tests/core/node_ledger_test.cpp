@@ -2,6 +2,8 @@
 // protocol") states it, then a randomized check of its accounting and of the
 // "one generation per change" contract against a model.
 
+#include "core/node_ledger.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -9,7 +11,6 @@
 #include <set>
 #include <tuple>
 
-#include "core/node_ledger.hpp"
 #include "core/random.hpp"
 #include "tests/core/builders.hpp"
 
@@ -155,8 +156,9 @@ TEST_F(NodeLedgerTest, StrictCasRejectsAnyOtherGenerationWithSnapshot) {
   EXPECT_EQ(claim(ClaimBuilder().id(3).tasks({1}).expect(2).build()).outcome,
             ClaimOutcome::conflict);
   // Retried with the snapshot's generation, it is accepted.
-  EXPECT_EQ(claim(ClaimBuilder().id(4).tasks({1}).expect(reply.snapshot.generation).build()).outcome,
-            ClaimOutcome::accepted);
+  EXPECT_EQ(
+      claim(ClaimBuilder().id(4).tasks({1}).expect(reply.snapshot.generation).build()).outcome,
+      ClaimOutcome::accepted);
   EXPECT_EQ(ledger.generation(), 2u);
 }
 
@@ -211,7 +213,8 @@ TEST_F(NodeLedgerTest, EveryRejectCarriesTheCurrentSnapshot) {
   std::vector<std::pair<ClaimOutcome, ClaimRequest>> rejects{
       {ClaimOutcome::stale_epoch, ClaimBuilder().id(2).epoch(2).tasks({5}).build()},
       {ClaimOutcome::conflict, ClaimBuilder().id(3).epoch(3).tasks({5}).expect(0).build()},
-      {ClaimOutcome::insufficient, ClaimBuilder().id(4).epoch(3).tasks({5}).per_task("cpu=3").build()},
+      {ClaimOutcome::insufficient,
+       ClaimBuilder().id(4).epoch(3).tasks({5}).per_task("cpu=3").build()},
       {ClaimOutcome::invalid, ClaimBuilder().id(5).epoch(3).tasks({0}).build()},  // task 0 held
       {ClaimOutcome::invalid, ClaimBuilder().id(6).epoch(3).node(2).tasks({5}).build()},
   };
@@ -665,7 +668,8 @@ Observable observe(const NodeLedger& l) {
   Observable o;
   o.state = l.state();
   for (const auto& c : l.claims())
-    o.claims.emplace_back(c.id.value, c.partition.value, c.job.value, c.tasks, c.per_task[dim::cpu]);
+    o.claims.emplace_back(c.id.value, c.partition.value, c.job.value, c.tasks,
+                          c.per_task[dim::cpu]);
   for (const auto& a : l.allocations())
     o.allocations.emplace_back(a.task.job.value, a.task.index, a.partition.value, a.running,
                                a.resources[dim::cpu]);
@@ -735,7 +739,8 @@ TEST(NodeLedgerRandomized, AccountingFenceAndOneGenerationPerChange) {
             for (uint64_t n = 1 + rng.below(3); n > 0; --n)
               c.tasks.push_back(static_cast<TaskIndex>(rng.below(8)));
             if (rng.chance(0.2)) c.expected_generation = l.generation() - rng.below(2);
-            c.simulated_runtime = rng.chance(0.5) ? ms(static_cast<int64_t>(rng.below(300))) : Duration{0};
+            c.simulated_runtime =
+                rng.chance(0.5) ? ms(static_cast<int64_t>(rng.below(300))) : Duration{0};
             sent.push_back(c);
           }
           Epoch fence = highest_sent[c.partition.value];
@@ -765,7 +770,8 @@ TEST(NodeLedgerRandomized, AccountingFenceAndOneGenerationPerChange) {
         case 4: {
           if (sent.empty()) break;
           const auto& c = sent[rng.below(sent.size())];
-          ReleaseRequest r = rng.chance(0.5) ? testing::release_claim(c) : testing::release_tasks(c);
+          ReleaseRequest r =
+              rng.chance(0.5) ? testing::release_claim(c) : testing::release_tasks(c);
           Epoch fence = highest_sent[r.partition.value];
           auto reply = l.release(r, now);
           highest_sent[r.partition.value] = std::max(fence, r.epoch);

@@ -1,10 +1,11 @@
 // Placement (filters then scorers) and the cluster view it reads.
 
+#include "core/placement.hpp"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
-#include "core/placement.hpp"
 #include "core/random.hpp"
 #include "tests/core/builders.hpp"
 
@@ -263,10 +264,10 @@ TEST_F(PlacementTest, NodesThatAreNotUpAreUnschedulableNotUnresolvable) {
 class ScorerTest : public PlacementTest {
  protected:
   void SetUp() override {
-    node(1, "cpu=8", "");        // 8 free
-    node(2, "cpu=8", "cpu=7");   // 1 free
-    node(3, "cpu=8", "cpu=6");   // 2 free
-    node(4, "cpu=8", "cpu=5");   // 3 free
+    node(1, "cpu=8", "");       // 8 free
+    node(2, "cpu=8", "cpu=7");  // 1 free
+    node(3, "cpu=8", "cpu=6");  // 2 free
+    node(4, "cpu=8", "cpu=5");  // 3 free
   }
 };
 
@@ -374,12 +375,12 @@ TEST(PlacementVsBruteForce, FirstFitAndEmptiestMatchAScan) {
         if (rng.chance(0.4)) b.label(l);
       if (rng.chance(0.3)) b.max_starting(1 + static_cast<uint32_t>(rng.below(3)));
       NodeSpec spec = b.build();
-      NodeSnapshot s = fresh_snapshot(
-          spec,
-          Resources::cpu_memory(static_cast<int64_t>(rng.below(9)) * 1000,
-                                static_cast<int64_t>(rng.below(9)) << 30),
-          rng.chance(0.85) ? NodeState::up : NodeState::draining,
-          static_cast<uint32_t>(rng.below(3)));
+      NodeSnapshot s =
+          fresh_snapshot(spec,
+                         Resources::cpu_memory(static_cast<int64_t>(rng.below(9)) * 1000,
+                                               static_cast<int64_t>(rng.below(9)) << 30),
+                         rng.chance(0.85) ? NodeState::up : NodeState::draining,
+                         static_cast<uint32_t>(rng.below(3)));
       view.add_node(spec, pool, s);
     }
     for (int q = 0; q < 200; ++q) {
@@ -413,8 +414,8 @@ TEST(PlacementVsBruteForce, FirstFitAndEmptiestMatchAScan) {
       DimensionId d = r.per_task.dominant_dimension(view.pool(pool).total_capacity);
       std::optional<NodeIndex> emptiest;
       for (NodeIndex i = 0; i < n; ++i)
-        if (feasible(i) && (!emptiest || view.node(i).available()[d] >
-                                             view.node(*emptiest).available()[d]))
+        if (feasible(i) &&
+            (!emptiest || view.node(i).available()[d] > view.node(*emptiest).available()[d]))
           emptiest = i;
       PlacementPolicy spread;
       spread.scorers = {{ScorerKind::spread, 1.0}};

@@ -14,8 +14,9 @@
 //
 // Reproduce one seed: CLAIMSCHED_PROPERTY_SEED=<seed> ./core_tests
 // --gtest_filter='ClaimProtocolProperty.*'; add CLAIMSCHED_PROPERTY_TRACE=1 to
-// print the last messages before a failure. CLAIMSCHED_PROPERTY_SCALE=<n>
-// runs n times as many seeds.
+// print the last messages before a failure (CLAIMSCHED_PROPERTY_TRACE_FILE=
+// <path> writes all of them). CLAIMSCHED_PROPERTY_SCALE=<n> runs n times as
+// many seeds, CLAIMSCHED_PROPERTY_STEPS=<n> n steps per seed.
 
 #include <gtest/gtest.h>
 
@@ -73,7 +74,6 @@ class World {
       touched_schedulers_.clear();
       all_touched_ = false;
       one_step();
-      debug_watch();
       if (auto p = check_step(); !p.empty()) return failure(p);
       if (step_ % 256 == 255)
         if (auto p = cluster_.check_all(); !p.empty()) return failure(p);
@@ -82,15 +82,13 @@ class World {
     return "";
   }
 
-  const SimCluster& cluster() const { return cluster_; }
-  uint64_t reexecutions() const { return reexecutions_; }
+  uint64_t gang_reruns() const { return gang_reruns_; }
 
  private:
   LedgerConfig ledger_config() {
     LedgerConfig c;
     c.claim_ttl = std::chrono::milliseconds(200 + rng_.below(1800));
     c.start_delay = rng_.chance(0.3) ? std::chrono::milliseconds(10 + rng_.below(40)) : Duration{0};
-    ttl_ = c.claim_ttl;
     return c;
   }
 
@@ -114,9 +112,9 @@ class World {
       c.epoch = 1;
       c.scheduler_index = p - 1;
       uint64_t which = rng_.below(4);
-      c.pools = which == 0 ? std::vector<std::string>{"b"}
-                           : which == 1 ? std::vector<std::string>{"a", "b"}
-                                        : std::vector<std::string>{"a"};
+      c.pools = which == 0   ? std::vector<std::string>{"b"}
+                : which == 1 ? std::vector<std::string>{"a", "b"}
+                             : std::vector<std::string>{"a"};
       c.max_claims_in_flight = 1 + static_cast<uint32_t>(rng_.below(16));
       c.max_tasks_per_claim = 1 + static_cast<uint32_t>(rng_.below(8));
       c.max_claim_attempts = 1 + static_cast<uint32_t>(rng_.below(4));
@@ -161,13 +159,14 @@ class World {
       touched_nodes_.push_back(c.node);
       auto m = cluster_.take_to_node(c.scheduler, c.node);
       if (!m) return;
-      // Requests are lost or repeated (a retransmission) now and then; a
-      // release is never repeated: nothing in the system resends one.
-      bool resendable = std::holds_alternative<ClaimRequest>(*m) ||
-                        std::holds_alternative<ConfirmRequest>(*m);
+      // Requests are lost now and then, and claims and confirms repeated (a
+      // retransmission). Releases are not repeated out of order: the
+      // scheduler resends its own, behind them on the same FIFO channel.
+      bool resendable =
+          std::holds_alternative<ClaimRequest>(*m) || std::holds_alternative<ConfirmRequest>(*m);
       if (rng_.chance(profile_.drop)) {
-        remember("lost s" + std::to_string(c.scheduler) + "->n" + std::to_string(c.node + 1) +
-                 " " + testing::describe(*m));
+        remember("lost s" + std::to_string(c.scheduler) + "->n" + std::to_string(c.node + 1) + " " +
+                 testing::describe(*m));
         return;
       }
       cluster_.node_receive(c.scheduler, c.node, *m);
@@ -178,8 +177,8 @@ class World {
     touched_schedulers_.push_back(c.scheduler);
     auto m = cluster_.take_to_scheduler(c.node, c.scheduler);
     if (!m) return;
-    // Deltas are never lost here: a lost delta loses its events for good
-    // (see the report); replies are lost and repeated.
+    // Replies are lost and repeated; deltas are not: a lost delta loses its
+    // events (task_finished) for good, and a full snapshot does not carry them.
     bool is_reply = !std::holds_alternative<NodeDelta>(*m);
     if (is_reply && rng_.chance(profile_.drop)) {
       remember("lost n" + std::to_string(c.node + 1) + "->s" + std::to_string(c.scheduler) + " " +
@@ -234,15 +233,12 @@ class World {
     if (rng_.chance(0.1)) b.constraint("ssd");
     if (rng_.chance(0.05)) b.constraint("!ssd");
     if (rng_.chance(0.1)) b.job_class("urgent");
-    b.runtime(rng_.chance(0.1) ? Duration{0}
-                               : std::chrono::milliseconds(20 + rng_.below(1500)));
+    b.runtime(rng_.chance(0.1) ? Duration{0} : std::chrono::milliseconds(20 + rng_.below(1500)));
     b.submitted(cluster_.now());
     JobSpec job = b.build();
-    owner_of_job_[job.id] = s;
     if (job.gang) gangs_.insert(job.id);
-    remember("submit job " + std::to_string(job.id.value) + " x" + std::to_string(job.count) +
-             " " + job.per_task.to_string() + (job.gang ? " gang" : "") + " to s" +
-             std::to_string(s));
+    remember("submit job " + std::to_string(job.id.value) + " x" + std::to_string(job.count) + " " +
+             job.per_task.to_string() + (job.gang ? " gang" : "") + " to s" + std::to_string(s));
     auto st = cluster_.submit(s, std::move(job));
     if (!st) extra_problem_ = "submit refused: " + st.error().to_string();
     touched_schedulers_.push_back(s);
@@ -292,13 +288,19 @@ class World {
     // jobs are retried, backoffs end, confirms are resent) sends nothing.
     bool quiet = false;
     int quiet_rounds = 0;
-    for (int round = 0; round < 400 && quiet_rounds < 2; ++round) {
+    for (int round = 0; round < 1000 && quiet_rounds < 2; ++round) {
       cluster_.advance_by(std::chrono::milliseconds(97));
       // Messages cost no virtual time: a storm at one instant is a livelock.
-      size_t delivered = cluster_.run(100'000);
-      if (delivered == 100'000)
-        return "livelock: 100000 messages at t=" +
-               std::to_string(cluster_.now().count() / 1'000'000) + "ms without time passing";
+      // Random order, as in the run: a fixed one starves some schedulers.
+      // (The bound grows with the backlog: every job may place once.)
+      const size_t bound = 100'000 + 1'000 * static_cast<size_t>(next_job_);
+      size_t delivered = 0;
+      while (!cluster_.busy().empty() && delivered < bound)
+        delivered += cluster_.deliver(cluster_.busy()[rng_.below(cluster_.busy().size())]);
+      if (delivered == bound)
+        return "livelock: " + std::to_string(bound) +
+               " messages at t=" + std::to_string(cluster_.now().count() / 1'000'000) +
+               "ms without time passing";
       if (auto p = cluster_.check_all(); !p.empty()) return p;
       quiet = delivered == 0;
       // (A fenced scheduler schedules nothing more: its backoffs never end.)
@@ -319,7 +321,8 @@ class World {
                  std::to_string(sched.backing_off_jobs()) + " jobs backing off;";
       }
       for (size_t n = 0; n < cluster_.node_count(); ++n)
-        if (!cluster_.ledger(n).claims().empty()) why += " node " + std::to_string(n + 1) + " holds claims;";
+        if (!cluster_.ledger(n).claims().empty())
+          why += " node " + std::to_string(n + 1) + " holds claims;";
       return why;
     }
 
@@ -339,10 +342,10 @@ class World {
           bool running = j.tasks[i].state == TaskState::running;
           std::string name = "task " + std::to_string(t.job.value) + "." + std::to_string(i);
           if (running && it == on_nodes.end())
-            problem = "scheduler " + std::to_string(s) + " thinks " + name +
-                      " runs but no node holds it";
-          else if (running && sched.view().node(j.tasks[i].node_plus_one - 1).id.value !=
-                                  it->second.first + 1)
+            problem =
+                "scheduler " + std::to_string(s) + " thinks " + name + " runs but no node holds it";
+          else if (running &&
+                   sched.view().node(j.tasks[i].node_plus_one - 1).id.value != it->second.first + 1)
             problem = "scheduler " + std::to_string(s) + " thinks " + name + " runs on node " +
                       std::to_string(sched.view().node(j.tasks[i].node_plus_one - 1).id.value) +
                       ", it is on node " + std::to_string(it->second.first + 1);
@@ -360,19 +363,9 @@ class World {
       if (!gangs_.contains(task.job))
         return "task " + std::to_string(task.job.value) + "." + std::to_string(task.index) +
                " was confirmed " + std::to_string(times) + " times";
-      reexecutions_ += times - 1;
+      gang_reruns_ += times - 1;
     }
-    if (profile_.drop == 0 && profile_.duplicate == 0) {
-      auto p = check_converged();
-      if (!p.empty() && std::getenv("DEBUG_WAKEUP")) {
-        for (int i = 0; i < 5; ++i) {
-          cluster_.advance_by(std::chrono::seconds(1));
-          cluster_.run();
-        }
-        std::fprintf(stderr, "after 5 more seconds: %s\n", check_converged().c_str());
-      }
-      return p;
-    }
+    if (profile_.drop == 0 && profile_.duplicate == 0) return check_converged();
     return "";
   }
 
@@ -415,16 +408,6 @@ class World {
             fit = std::min(fit, sched.config().max_tasks_per_claim);
           room += fit;
         }
-        if (room >= (j.spec.gang ? j.pending() : 1) && std::getenv("DEBUG_WAKEUP")) {
-          for (NodeIndex i : pool.nodes) {
-            const NodeView& v = view.node(i);
-            std::fprintf(stderr, "node %u state %d g%lu free %s starting %u max %u changes %u labels %zu fit %u\n",
-                         v.id.value, int(v.state), (unsigned long)v.generation, v.reported_free.to_string().c_str(),
-                         v.reported_starting, v.max_starting, v.in_flight_changes, v.labels.size(),
-                         tasks_that_fit(v, j.spec.per_task, j.pending()));
-          }
-          std::fprintf(stderr, "job parked %d queued %d pending %u backoff %zu parked_jobs %zu constraints %zu\n", j.parked, j.queued, j.pending(), sched.backing_off_jobs(), sched.parked_jobs(), j.spec.constraints.size());
-        }
         if (room >= (j.spec.gang ? j.pending() : 1))
           problem = who + "job " + std::to_string(j.spec.id.value) + " waits with " +
                     std::to_string(j.pending()) + " pending tasks but room for " +
@@ -435,29 +418,9 @@ class World {
     return "";
   }
 
-  void debug_watch() {
-    static const char* job = std::getenv("DEBUG_JOB");
-    static const char* sch = std::getenv("DEBUG_SCHED");
-    if (!job || !sch) return;
-    size_t s = std::strtoull(sch, nullptr, 10);
-    if (s >= cluster_.scheduler_count()) return;
-    const Scheduler& sched = cluster_.scheduler(s);
-    const JobRecord* j = sched.job(JobId{std::strtoull(job, nullptr, 10)});
-    if (!j) return;
-    std::string state = "parked=" + std::to_string(j->parked) + " queued=" + std::to_string(j->queued) +
-                        " pending=" + std::to_string(j->pending()) + " parked_jobs=" +
-                        std::to_string(sched.parked_jobs()) + " queue=" + std::to_string(sched.queued_jobs()) +
-                        " inflight=" + std::to_string(sched.claims_in_flight()) + " explain=" + sched.explain(j->spec.id);
-    if (state != last_watch_) {
-      remember("WATCH " + state);
-      last_watch_ = state;
-    }
-  }
-  std::string last_watch_;
-
   void remember(std::string line) {
-    line = "[" + std::to_string(step_) + " t=" + std::to_string(cluster_.now().count() / 1'000'000) +
-           "] " + line;
+    line = "[" + std::to_string(step_) +
+           " t=" + std::to_string(cluster_.now().count() / 1'000'000) + "] " + line;
     if (trace_file_) std::fprintf(trace_file_, "%s\n", line.c_str());
     recent_.push_back(std::move(line));
     if (recent_.size() > 40) recent_.pop_front();
@@ -476,10 +439,8 @@ class World {
   uint64_t seed_;
   Profile profile_;
   Rng rng_;
-  Duration ttl_{0};
   SimCluster cluster_;
   std::vector<size_t> owner_;  // partition index -> current owner's scheduler slot
-  std::map<JobId, size_t> owner_of_job_;
   std::set<JobId> gangs_;
   uint64_t next_job_ = 1;
   int step_ = 0;
@@ -488,7 +449,7 @@ class World {
   bool all_touched_ = false;
   std::string extra_problem_;
   std::deque<std::string> recent_;
-  uint64_t reexecutions_ = 0;
+  uint64_t gang_reruns_ = 0;
   std::FILE* trace_file_ = nullptr;
 
  public:
@@ -499,22 +460,23 @@ class World {
   void trace_to(const char* path) { trace_file_ = std::fopen(path, "w"); }
 };
 
-void run_seeds(const Profile& profile, uint64_t first_seed, uint64_t seeds) {
+void run_seeds(Profile profile, uint64_t first_seed, uint64_t seeds) {
+  if (auto steps = env_u64("CLAIMSCHED_PROPERTY_STEPS")) profile.steps = static_cast<int>(*steps);
   if (auto only = env_u64("CLAIMSCHED_PROPERTY_SEED")) {
     first_seed = *only;
     seeds = 1;
   } else if (auto scale = env_u64("CLAIMSCHED_PROPERTY_SCALE")) {
     seeds *= *scale;
   }
-  uint64_t reexecutions = 0;
+  uint64_t gang_reruns = 0;
   for (uint64_t seed = first_seed; seed < first_seed + seeds; ++seed) {
     World world(seed, profile);
     if (const char* path = std::getenv("CLAIMSCHED_PROPERTY_TRACE_FILE")) world.trace_to(path);
     std::string problem = world.run();
     ASSERT_EQ(problem, "") << problem;
-    reexecutions += world.reexecutions();
+    gang_reruns += world.gang_reruns();
   }
-  ::testing::Test::RecordProperty("reexecutions", static_cast<int>(reexecutions));
+  ::testing::Test::RecordProperty("gang_task_reruns", static_cast<int>(gang_reruns));
 }
 
 TEST(ClaimProtocolProperty, ManySchedulersNoFaults) {

@@ -5,13 +5,14 @@
 // (two of the four free slots); filling the registry up is tested in its own
 // binary (registry_test.cpp) so it can never break the tests here.
 
+#include "core/resources.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
 
 #include "core/random.hpp"
-#include "core/resources.hpp"
 #include "tests/core/builders.hpp"
 
 namespace claimsched::core {
@@ -194,7 +195,8 @@ TEST(ResourcesFormat, QuantityHelpersAreInverse) {
   EXPECT_EQ(format_quantity(dim::memory, 3 * kGi), "3Gi");
   EXPECT_EQ(format_quantity(dim::disk, 1000), "1000");
   EXPECT_EQ(format_quantity(dim::gpu, 4), "4");
-  for (int64_t v : {int64_t{0}, int64_t{1}, int64_t{999}, int64_t{1024}, 10'000'000'000, 5 * kGi + 1}) {
+  for (int64_t v :
+       {int64_t{0}, int64_t{1}, int64_t{999}, int64_t{1024}, 10'000'000'000, 5 * kGi + 1}) {
     for (DimensionId d : {dim::cpu, dim::memory, dim::gpu, dim::disk}) {
       auto back = parse_quantity(d, format_quantity(d, v));
       ASSERT_TRUE(back) << back.error().to_string();

@@ -282,7 +282,7 @@ void SimCluster::route(size_t s, Outbox& out) {
   out.clear();
 }
 
-bool SimCluster::deliver(const Channel& c) {
+bool SimCluster::deliver(Channel c) {
   bool delivered = false;
   if (c.to_node) {
     auto& q = to_node_[c];
@@ -463,7 +463,8 @@ std::string SimCluster::check_ledger(size_t n) const {
     held.push_back(a.task);
   }
   if (!(claimed == l.claimed()))
-    return name + "claimed() " + l.claimed().to_string() + " but claims sum to " + claimed.to_string();
+    return name + "claimed() " + l.claimed().to_string() + " but claims sum to " +
+           claimed.to_string();
   if (!(allocated == l.allocated()))
     return name + "allocated() " + l.allocated().to_string() + " but allocations sum to " +
            allocated.to_string();

@@ -104,7 +104,7 @@ class SimCluster {
   void refresh_busy();
   size_t messages_in_flight() const;
   /// Delivers the oldest message of one channel; false if it was empty.
-  bool deliver(const Channel& c);
+  bool deliver(Channel c);  // by value: it may name an element of busy()
   bool deliver_to_node(size_t s, size_t n) { return deliver({s, n, true}); }
   bool deliver_to_scheduler(size_t n, size_t s) { return deliver({s, n, false}); }
   /// Removes the oldest message of a channel without delivering it (to drop,

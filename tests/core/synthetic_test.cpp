@@ -1,11 +1,11 @@
 // Synthetic clusters and loads: a pure function of the seed, sized as documented.
 
+#include "core/synthetic.hpp"
+
 #include <gtest/gtest.h>
 
 #include <map>
 #include <set>
-
-#include "core/synthetic.hpp"
 
 namespace claimsched::core {
 namespace {
@@ -81,7 +81,8 @@ TEST_F(SyntheticLoadTest, JobsAreAPureFunctionOfSeedAndIndex) {
   c.gang_fraction = 0.3;
   c.runtime = std::chrono::seconds(10);
   SyntheticLoad a(c, capacity), b(c, capacity);
-  for (uint64_t i = 0; i < a.job_count(); ++i) EXPECT_EQ(a.job(i, TimePoint{0}), b.job(i, TimePoint{0}));
+  for (uint64_t i = 0; i < a.job_count(); ++i)
+    EXPECT_EQ(a.job(i, TimePoint{0}), b.job(i, TimePoint{0}));
   // Out of order, on demand: the same job.
   EXPECT_EQ(a.job(57, TimePoint{0}), b.job(57, TimePoint{0}));
   c.seed = 2;

@@ -1,0 +1,54 @@
+#pragma once
+
+// Fair share and preemption: YTsaurus's starvation-driven preemption with
+// DUCC's classes, quanta and node pools (issue 4), as one pure function.
+//
+//   PolicyState state;                         // empty at start
+//   auto r = run_cycle(snapshot, state);       // Expected<CycleResult>
+//   execute r->plan (removals, then placements whose waits_for are gone)
+//   state = r->next_state;                     // carry the timers
+//
+// run_cycle reads nothing but its arguments: `now` is in the snapshot, there is
+// no randomness, ties break on ids, and the same input gives the same output
+// whatever the order of the snapshot's vectors.
+
+#include <string>
+
+#include "core/policy/model.hpp"
+#include "core/policy/result.hpp"
+
+namespace claimsched::core::policy {
+
+/// One cycle: how much (fair shares), statuses and allocation classes, and the
+/// plan of what to place, preempt and evict. Errors are bad snapshots only.
+Expected<CycleResult> run_cycle(const Snapshot& snapshot, const PolicyState& state = {});
+
+/// Tables of pools, classes, users, jobs, allocations and the plan, for people.
+std::string render_text(const CycleResult& result);
+
+/// Why job `id` is pending, or what happens to it this cycle, in words (for
+/// `claimsched explain`). Unknown id: says so.
+std::string explain_job(const CycleResult& result, JobId id);
+
+/// One removal in words: what was removed, why, for whom, and how (for the end
+/// state of a preempted or evicted task).
+std::string describe(const Removal& removal);
+
+struct ApplyOptions {
+  /// New allocations have passed initialization (DUCC).
+  bool initialized = true;
+  /// New allocations support interruption.
+  bool interruptible = false;
+  /// Removed tasks go back to pending (demand unchanged), as a real scheduler
+  /// requeues preempted and evicted tasks.
+  bool requeue_removed = true;
+};
+
+/// The snapshot after `result`'s plan was carried out completely at
+/// snapshot.now (victims gone, placements running from snapshot.now), with
+/// time moved to `next_now`. For simulations and tests; node `free` values are
+/// dropped (recomputed from the allocations).
+Snapshot apply_plan(const Snapshot& snapshot, const CycleResult& result, TimePoint next_now,
+                    const ApplyOptions& options = {});
+
+}  // namespace claimsched::core::policy

@@ -1,0 +1,89 @@
+// The cluster-wide invariant check over node reports.
+
+#include "core/invariants.hpp"
+
+#include <gtest/gtest.h>
+
+#include "core/node_ledger.hpp"
+#include "tests/core/builders.hpp"
+
+namespace claimsched::core {
+namespace {
+
+using testing::ClaimBuilder;
+using testing::NodeBuilder;
+using testing::res;
+
+NodeReport report_of(const NodeLedger& l) {
+  NodeReport r;
+  r.spec = NodeBuilder(l.id().value).capacity(l.capacity().to_string()).build();
+  r.snapshot = l.snapshot();
+  r.claims = l.claims();
+  r.allocations = l.allocations();
+  return r;
+}
+
+class InvariantsTest : public ::testing::Test {
+ protected:
+  InvariantsTest() {
+    auto a = ClaimBuilder().node(1).job(1).task_count(2).build();
+    EXPECT_EQ(n1.claim(a, TimePoint{0}).outcome, ClaimOutcome::accepted);
+    EXPECT_EQ(n1.confirm(testing::confirm_of(a), TimePoint{0}).outcome, ConfirmOutcome::confirmed);
+    auto b = ClaimBuilder().id(2).node(2).job(1).tasks({2}).build();
+    EXPECT_EQ(n2.claim(b, TimePoint{0}).outcome, ClaimOutcome::accepted);
+  }
+  NodeLedger n1{NodeId{1}, res("cpu=4")};
+  NodeLedger n2{NodeId{2}, res("cpu=2")};
+  ClusterTotals totals;
+};
+
+TEST_F(InvariantsTest, AHealthyClusterPassesAndIsSummed) {
+  auto st = check_cluster_invariants({report_of(n1), report_of(n2)}, totals);
+  EXPECT_TRUE(st) << st.error().to_string();
+  EXPECT_EQ(totals.capacity, res("cpu=6"));
+  EXPECT_EQ(totals.allocated, res("cpu=2"));
+  EXPECT_EQ(totals.claimed, res("cpu=1"));
+  EXPECT_EQ(totals.allocations, 2u);
+  EXPECT_EQ(totals.claimed_tasks, 1u);
+  EXPECT_EQ(totals.nodes_over_capacity, 0u);
+  EXPECT_EQ(totals.duplicate_tasks, 0u);
+}
+
+TEST_F(InvariantsTest, ANodeOverCapacityIsNamed) {
+  NodeReport r = report_of(n2);
+  Allocation extra;
+  extra.task = TaskRef{JobId{9}, 0};
+  extra.resources = res("cpu=2");
+  r.allocations.push_back(extra);
+  r.snapshot.free = r.snapshot.capacity - res("cpu=3");
+  auto st = check_cluster_invariants({report_of(n1), r}, totals);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("node node-2 is over capacity"), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(totals.nodes_over_capacity, 1u);
+}
+
+TEST_F(InvariantsTest, ASnapshotThatDisagreesWithTheHoldingsIsReported) {
+  NodeReport r = report_of(n1);
+  r.snapshot.free = r.snapshot.capacity;  // claims to be empty
+  auto st = check_cluster_invariants({r}, totals);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("reports free"), std::string::npos) << st.error().message;
+}
+
+TEST_F(InvariantsTest, ATaskAllocatedOnTwoNodesIsReported) {
+  NodeLedger n3(NodeId{3}, res("cpu=2"));
+  auto twice = ClaimBuilder().id(3).node(3).job(1).tasks({0}).build();  // task 1.0 again
+  ASSERT_EQ(n3.claim(twice, TimePoint{0}).outcome, ClaimOutcome::accepted);
+  ASSERT_EQ(n3.confirm(testing::confirm_of(twice), TimePoint{0}).outcome,
+            ConfirmOutcome::confirmed);
+  auto st = check_cluster_invariants({report_of(n1), report_of(n2), report_of(n3)}, totals);
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("task 1.0 is held more than once"), std::string::npos)
+      << st.error().message;
+  EXPECT_EQ(totals.duplicate_tasks, 1u);
+  EXPECT_EQ(totals.allocations, 3u);  // filled either way
+}
+
+}  // namespace
+}  // namespace claimsched::core
