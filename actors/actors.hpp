@@ -25,6 +25,8 @@ using status_atom = caf::atom_constant<caf::atom("status")>;
 using start_atom = caf::atom_constant<caf::atom("start")>;
 using register_atom = caf::atom_constant<caf::atom("register")>;
 using audit_atom = caf::atom_constant<caf::atom("audit")>;
+using durable_atom = caf::atom_constant<caf::atom("durable")>;
+using jobs_atom = caf::atom_constant<caf::atom("jobs")>;
 
 /// Anyone who follows a node's update stream (schedulers, replicas, views).
 using node_listener_actor = caf::typed_actor<
@@ -70,6 +72,11 @@ struct SchedulerStatus {
   uint64_t pending_tasks = 0;
   uint64_t running_tasks = 0;
   uint64_t jobs_finished = 0;
+  /// Tasks restored on nodes that have not reported since a restart.
+  uint64_t unverified_tasks = 0;
+  uint64_t store_writes = 0;
+  /// Why the partition's store failed (the partition stopped), or empty.
+  std::string store_error;
   bool fenced = false;
   bool started = false;
   /// Empty if every job's task counts add up (checked only for audit_atom:
@@ -89,6 +96,10 @@ using scheduler_actor = claim_client_actor::extend<
     caf::reacts_to<start_atom>,
     /// Internal timer: reply timeouts.
     caf::reacts_to<tick_atom>,
+    /// Internal: a store write is durable (empty string) or failed (why).
+    caf::reacts_to<durable_atom, uint64_t, std::string>,
+    /// The ids of every job the partition holds, in order.
+    caf::replies_to<jobs_atom>::with<std::vector<core::JobId>>,
     /// Counters and queue sizes (cheap: polled while running).
     caf::replies_to<status_atom>::with<SchedulerStatus>,
     /// The same plus the accounting check over every job (at the end of a run).
@@ -104,6 +115,9 @@ struct LoadResult {
   uint64_t submitted = 0;
   uint64_t accepted = 0;
   uint64_t tasks_accepted = 0;
+  /// Jobs a partition already held (a resumed run submits its load again).
+  uint64_t already_present = 0;
+  uint64_t tasks_already_present = 0;
   uint64_t rejected = 0;
   std::string first_error;
 };

@@ -19,19 +19,25 @@ void pump(self_ptr self) {
     ++st.result.submitted;
     self->request(st.router, caf::infinite, std::move(job))
         .then(
-            [=](core::JobId) {
+            [=](core::JobId id) {
               auto& st = self->state;
               --st.outstanding;
               ++st.result.accepted;
               st.result.tasks_accepted += tasks;
+              if (st.on_acknowledged) st.on_acknowledged(id);
               pump(self);
             },
             [=](caf::error& err) {
               auto& st = self->state;
               --st.outstanding;
-              ++st.result.rejected;
-              if (st.result.first_error.empty())
-                st.result.first_error = messages::from_caf_error(err).to_string();
+              auto e = messages::from_caf_error(err);
+              if (e.code == core::Errc::duplicate) {
+                ++st.result.already_present;
+                st.result.tasks_already_present += tasks;
+              } else {
+                ++st.result.rejected;
+                if (st.result.first_error.empty()) st.result.first_error = e.to_string();
+              }
               pump(self);
             });
   }
@@ -47,6 +53,7 @@ load_generator_actor::behavior_type load_generator(self_ptr self, LoadGeneratorC
   self->state.load = std::make_unique<core::SyntheticLoad>(config.load, config.cluster_capacity);
   self->state.router = config.router;
   self->state.window = std::max<uint32_t>(1, config.window);
+  self->state.on_acknowledged = std::move(config.on_acknowledged);
   return {
       [=](start_atom) -> caf::typed_response_promise<LoadResult> {
         auto& st = self->state;

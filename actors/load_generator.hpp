@@ -1,5 +1,7 @@
 #pragma once
 
+#include <functional>
+
 #include "actors/actors.hpp"
 #include "core/synthetic.hpp"
 
@@ -11,6 +13,9 @@ struct LoadGeneratorConfig {
   router_actor router;
   /// Submissions awaiting an answer at most.
   uint32_t window = 256;
+  /// Called with each job a partition acknowledged (not for jobs it already
+  /// held). Runs on the generator's thread.
+  std::function<void(core::JobId)> on_acknowledged;
 };
 
 struct load_generator_state {
@@ -22,6 +27,7 @@ struct load_generator_state {
   uint64_t next = 0;
   uint32_t outstanding = 0;
   LoadResult result;
+  std::function<void(core::JobId)> on_acknowledged;
   caf::typed_response_promise<LoadResult> done;
   bool running = false;
 

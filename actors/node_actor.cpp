@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/clock.hpp"
+#include "actors/node_persistence.hpp"
 
 namespace claimsched::actors {
 
@@ -22,6 +23,29 @@ void publish_change(self_ptr self, const caf::strong_actor_ptr& except) {
   publish(self, delta, except);
 }
 
+/// Persists one operation's changes if the node has a store; `record` adds
+/// the operation's own records.
+template <class F>
+void persist(self_ptr self, F&& record) {
+  if (!self->state.store) return;
+  NodeChanges changes(*self->state.store, self->state.spec, clock_mapping(self));
+  record(changes);
+  changes.commit(self->state.ledger);
+}
+
+/// Whether a request raised its partition's epoch (a new owner fencing the
+/// old one): that must survive a restart, or a restarted node would accept the
+/// old owner's claims again.
+struct EpochWatch {
+  EpochWatch(const core::NodeLedger& ledger, core::PartitionId partition)
+      : ledger_(ledger), partition_(partition), before_(ledger.highest_epoch(partition)) {}
+  bool raised() const { return ledger_.highest_epoch(partition_) != before_; }
+
+  const core::NodeLedger& ledger_;
+  core::PartitionId partition_;
+  core::Epoch before_;
+};
+
 /// Fires due deadlines first, so every message sees an up-to-date ledger and
 /// subscribers see the expiry as its own generation before the reply.
 void fire_due(self_ptr self, core::TimePoint t) {
@@ -29,6 +53,7 @@ void fire_due(self_ptr self, core::TimePoint t) {
   if (ledger.next_deadline() > t) return;
   core::NodeDelta delta;
   if (!ledger.advance(t, delta.events)) return;
+  persist(self, [&](NodeChanges& c) { c.events(ledger, delta.events); });
   delta.snapshot = ledger.snapshot();
   publish(self, delta, nullptr);
 }
@@ -50,6 +75,7 @@ void answer(self_ptr self, Reply reply) {
 core::NodeReport make_report(self_ptr self) {
   core::NodeReport r;
   r.spec = self->state.spec;
+  r.spec.capacity = self->state.ledger.capacity();
   r.snapshot = self->state.ledger.snapshot();
   r.claims = self->state.ledger.claims();
   r.allocations = self->state.ledger.allocations();
@@ -57,12 +83,30 @@ core::NodeReport make_report(self_ptr self) {
   return r;
 }
 
+/// Runs one request against the ledger: due deadlines first, then `op`; the
+/// reply goes to the sender, the change (if any) to the store and to every
+/// other subscriber.
+template <class Op>
+void handle(self_ptr self, Op&& op) {
+  auto t = now(self);
+  fire_due(self, t);
+  auto before = self->state.ledger.generation();
+  auto sender = self->current_sender();
+  op(t);
+  if (self->state.ledger.generation() != before) publish_change(self, sender);
+  arm_timer(self, t);
+}
+
 }  // namespace
 
 node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
                                NodeActorConfig config) {
-  self->state.ledger = core::NodeLedger(config.spec.id, config.spec.capacity, config.ledger);
-  self->state.spec = std::move(config.spec);
+  auto& st = self->state;
+  st.ledger = config.restored ? std::move(*config.restored)
+                              : core::NodeLedger(config.spec.id, config.spec.capacity, config.ledger);
+  st.spec = std::move(config.spec);
+  st.store = std::move(config.store);
+  arm_timer(self, now(self));
   self->set_down_handler([=](const caf::down_msg& msg) {
     auto& subs = self->state.subscribers;
     subs.erase(std::remove_if(subs.begin(), subs.end(),
@@ -71,34 +115,50 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
   });
   return {
       [=](core::ClaimRequest& request) {
-        auto t = now(self);
-        fire_due(self, t);
-        auto before = self->state.ledger.generation();
-        auto reply = self->state.ledger.claim(request, t);
-        auto sender = self->current_sender();
-        answer(self, std::move(reply));
-        if (self->state.ledger.generation() != before) publish_change(self, sender);
-        arm_timer(self, t);
+        handle(self, [&](core::TimePoint t) {
+          EpochWatch epoch(self->state.ledger, request.partition);
+          auto reply = self->state.ledger.claim(request, t);
+          bool fenced_more = epoch.raised();
+          if (reply.outcome == core::ClaimOutcome::accepted || fenced_more)
+            persist(self, [&](NodeChanges& c) {
+              if (fenced_more) c.header_changed();
+              if (reply.outcome != core::ClaimOutcome::accepted) return;
+              for (const auto& claim : self->state.ledger.claims())
+                if (claim.id == request.claim_id && claim.partition == request.partition)
+                  c.claim_added(claim);
+            });
+          answer(self, std::move(reply));
+        });
       },
       [=](core::ConfirmRequest& request) {
-        auto t = now(self);
-        fire_due(self, t);
-        auto before = self->state.ledger.generation();
-        auto reply = self->state.ledger.confirm(request, t);
-        auto sender = self->current_sender();
-        answer(self, std::move(reply));
-        if (self->state.ledger.generation() != before) publish_change(self, sender);
-        arm_timer(self, t);
+        handle(self, [&](core::TimePoint t) {
+          auto before = self->state.ledger.generation();
+          EpochWatch epoch(self->state.ledger, request.partition);
+          auto reply = self->state.ledger.confirm(request, t);
+          if (self->state.ledger.generation() != before || epoch.raised())
+            persist(self, [&](NodeChanges& c) {
+              if (epoch.raised()) c.header_changed();
+              c.claim_removed(request.claim_id);
+              for (const auto& a : self->state.ledger.allocations())
+                if (a.claim_id == request.claim_id && a.partition == request.partition)
+                  c.allocation_set(a);
+            });
+          answer(self, std::move(reply));
+        });
       },
       [=](core::ReleaseRequest& request) {
-        auto t = now(self);
-        fire_due(self, t);
-        auto before = self->state.ledger.generation();
-        auto reply = self->state.ledger.release(request, t);
-        auto sender = self->current_sender();
-        answer(self, std::move(reply));
-        if (self->state.ledger.generation() != before) publish_change(self, sender);
-        arm_timer(self, t);
+        handle(self, [&](core::TimePoint t) {
+          auto before = self->state.ledger.generation();
+          EpochWatch epoch(self->state.ledger, request.partition);
+          auto reply = self->state.ledger.release(request, t);
+          if (self->state.ledger.generation() != before || epoch.raised())
+            persist(self, [&](NodeChanges& c) {
+              if (epoch.raised()) c.header_changed();
+              if (request.claim_id.value != 0) c.claim_removed(request.claim_id);
+              for (auto index : request.tasks) c.allocation_removed(core::TaskRef{request.job, index});
+            });
+          answer(self, std::move(reply));
+        });
       },
       [=](subscribe_atom, node_listener_actor listener) -> core::NodeReport {
         auto t = now(self);
@@ -118,6 +178,8 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
         core::NodeDelta delta;
         delta.full = true;
         delta.snapshot = self->state.ledger.snapshot();
+        delta.events = self->state.ledger.recent_finished();
+        delta.allocations = self->state.ledger.allocations();
         self->send(to, std::move(delta));
       },
       [=](report_atom) -> core::NodeReport {

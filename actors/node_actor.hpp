@@ -1,15 +1,25 @@
 #pragma once
 
+#include <memory>
+#include <optional>
 #include <vector>
 
 #include "actors/actors.hpp"
 #include "core/node_ledger.hpp"
+
+namespace claimsched::storage {
+class NodeStore;
+}
 
 namespace claimsched::actors {
 
 struct NodeActorConfig {
   core::NodeSpec spec;
   core::LedgerConfig ledger;
+  /// The process's node store (shared by all its node actors), or null.
+  std::shared_ptr<storage::NodeStore> store;
+  /// A ledger rebuilt from the store (restore_ledger) to continue from.
+  std::optional<core::NodeLedger> restored;
 };
 
 /// Kept small on purpose: a sim hosts 10k-100k of these (target: 2 KB per
@@ -20,6 +30,7 @@ struct node_state {
   core::NodeSpec spec;
   core::NodeLedger ledger{core::NodeId{}, {}};
   std::vector<node_listener_actor> subscribers;
+  std::shared_ptr<storage::NodeStore> store;
   /// When the pending tick fires (kNever: none pending).
   core::TimePoint timer_at = core::kNever;
 

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/clock.hpp"
+#include "storage/journal.hpp"
 
 namespace claimsched::actors {
 
@@ -16,7 +17,50 @@ node_actor* node_handle(self_ptr self, core::NodeId id) {
   return &self->state.nodes[*n];
 }
 
-/// Runs a scheduling pass (if started) and sends everything the core asked for.
+void send_confirms(self_ptr self, std::vector<core::ConfirmRequest>& confirms) {
+  for (auto& c : confirms)
+    if (auto* n = node_handle(self, c.node)) self->send(*n, std::move(c));
+  confirms.clear();
+}
+
+/// Submits the assembled write if the window allows: its callback comes back
+/// as a durable_atom message; then its confirms and acknowledgements go out.
+void submit_write(self_ptr self) {
+  auto& st = self->state;
+  if (!st.batch || st.writing.size() >= st.max_writes_in_flight) return;
+  if (st.batch->empty() && st.assembling.empty()) return;
+  auto token = st.writes_submitted++;
+  auto me = caf::actor_cast<scheduler_actor>(self);
+  st.store->submit(std::move(*st.batch), [me, token](core::Status status) {
+    caf::anon_send(me, durable_atom::value, token,
+                   status ? std::string() : status.error().to_string());
+  });
+  st.batch.reset();
+  st.writing.push_back(std::move(st.assembling));
+  st.assembling = PendingWrite{};
+}
+
+/// The store failed: nothing more is acknowledged or confirmed (claims expire
+/// on the nodes), and the partition stops placing. Another owner takes over
+/// from what is durable.
+void stop_on_store_failure(self_ptr self, const std::string& why) {
+  auto& st = self->state;
+  if (!st.store_error.empty()) return;
+  st.store_error = why;
+  spdlog::critical("{}: its store failed, the partition stops: {}", st.log_name, why);
+  auto err = messages::to_caf_error(core::make_error(
+      core::Errc::io_error, "partition " + st.log_name + " cannot store jobs: " + why));
+  for (auto& w : st.writing)
+    for (auto& [id, promise] : w.acks) promise.deliver(err);
+  for (auto& [id, promise] : st.assembling.acks) promise.deliver(err);
+  st.writing.clear();
+  st.assembling = PendingWrite{};
+  st.batch.reset();
+  st.started = false;
+}
+
+/// Runs a scheduling pass (if started) and sends what the core asked for.
+/// With a store, confirms wait for the write that holds their placements.
 void flush(self_ptr self, core::TimePoint t) {
   auto& st = self->state;
   if (st.started) st.core->schedule(t, st.outbox);
@@ -27,13 +71,27 @@ void flush(self_ptr self, core::TimePoint t) {
   auto& out = st.outbox;
   for (auto& c : out.claims)
     if (auto* n = node_handle(self, c.node)) self->send(*n, std::move(c));
-  for (auto& c : out.confirms)
-    if (auto* n = node_handle(self, c.node)) self->send(*n, std::move(c));
   for (auto& r : out.releases)
     if (auto* n = node_handle(self, r.node)) self->send(*n, std::move(r));
   for (auto id : out.snapshot_requests)
     if (auto* n = node_handle(self, id)) self->send(*n, snapshot_atom::value);
   st.jobs_finished += out.finished_jobs.size();
+  if (st.store && st.store_error.empty()) {
+    auto journal = st.core->take_journal();
+    if (!journal.empty()) {
+      if (!st.batch) st.batch = st.store->batch();
+      storage::append_journal(journal, st.core->config().epoch, wall_now(), *st.batch);
+    }
+    auto& confirms = st.assembling.confirms;
+    confirms.insert(confirms.end(), std::make_move_iterator(out.confirms.begin()),
+                    std::make_move_iterator(out.confirms.end()));
+    out.confirms.clear();
+    if (st.batch) submit_write(self);
+  } else if (st.store) {
+    out.confirms.clear();
+  } else {
+    send_confirms(self, out.confirms);
+  }
   out.clear();
 }
 
@@ -55,7 +113,10 @@ SchedulerStatus make_status(self_ptr self) {
   s.claims_in_flight = core.claims_in_flight();
   s.pending_tasks = core.pending_tasks();
   s.running_tasks = core.running_tasks();
+  s.unverified_tasks = core.unverified_tasks();
   s.jobs_finished = self->state.jobs_finished;
+  s.store_writes = self->state.writes_completed;
+  s.store_error = self->state.store_error;
   s.fenced = core.fenced();
   s.started = self->state.started;
   s.last_placement = self->state.last_placement;
@@ -66,8 +127,15 @@ SchedulerStatus make_status(self_ptr self) {
 
 scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig config) {
   auto& st = self->state;
-  st.log_name = "scheduler-" + std::to_string(config.scheduler.partition.value);
-  st.core = std::make_unique<core::Scheduler>(config.scheduler);
+  if (config.restored) {
+    st.core = std::move(config.restored);
+  } else {
+    config.scheduler.journal = config.store != nullptr;
+    st.core = std::make_shared<core::Scheduler>(config.scheduler);
+  }
+  st.log_name = "scheduler-" + std::to_string(st.core->config().partition.value);
+  st.store = std::move(config.store);
+  st.max_writes_in_flight = std::max<uint32_t>(1, config.max_writes_in_flight);
   st.started = config.start_immediately;
   st.tick_interval = config.tick_interval;
   st.subscribe_timeout = config.subscribe_timeout;
@@ -97,15 +165,40 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         flush(self, t);
       },
       [=](core::JobSpec& job) -> caf::result<core::JobId> {
+        auto& st = self->state;
+        if (!st.store_error.empty())
+          return messages::to_caf_error(core::make_error(
+              core::Errc::io_error, st.log_name + " cannot store jobs: " + st.store_error));
         auto t = now(self);
         auto id = job.id;
-        if (auto status = self->state.core->submit(std::move(job), t); !status) {
-          spdlog::debug("{}: rejects job {}: {}", self->state.log_name, id.value,
-                        status.error().to_string());
+        if (auto status = st.core->submit(std::move(job), t); !status) {
+          spdlog::debug("{}: rejects job {}: {}", st.log_name, id.value, status.error().to_string());
           return messages::to_caf_error(status.error());
         }
+        if (!st.store) {
+          flush(self, t);
+          return id;
+        }
+        // Acknowledged once the job's record is durable.
+        auto promise = self->make_response_promise<core::JobId>();
+        st.assembling.acks.emplace_back(id, promise);
         flush(self, t);
-        return id;
+        return promise;
+      },
+      [=](durable_atom, uint64_t token, std::string& error) {
+        auto& st = self->state;
+        if (!error.empty()) {
+          stop_on_store_failure(self, error);
+          return;
+        }
+        if (st.writing.empty()) return;  // stopped meanwhile
+        ++st.writes_completed;
+        (void)token;  // writes complete in submission order
+        PendingWrite done = std::move(st.writing.front());
+        st.writing.pop_front();
+        send_confirms(self, done.confirms);
+        for (auto& [id, promise] : done.acks) promise.deliver(id);
+        submit_write(self);
       },
       [=](register_atom, node_actor node) {
         auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -123,7 +216,9 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
                   auto n = *st.core->view().find_node(report.spec.id);
                   if (st.nodes.size() <= n) st.nodes.resize(n + 1);
                   st.nodes[n] = node;
-                  flush(self, now(self));
+                  auto t = now(self);
+                  st.core->reconcile_node(report, t, st.outbox);
+                  flush(self, t);
                 },
                 [=](caf::error& err) {
                   spdlog::error("{}: subscribing to a node failed: {}", self->state.log_name,
@@ -131,7 +226,7 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
                 });
       },
       [=](start_atom) {
-        if (self->state.started) return;
+        if (self->state.started || !self->state.store_error.empty()) return;
         self->state.started = true;
         self->state.core->start(now(self));
         arm_tick(self);
@@ -142,9 +237,14 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         self->state.tick_armed = false;
         self->state.core->on_tick(t, self->state.outbox);
         flush(self, t);
-        arm_tick(self);
+        if (self->state.started) arm_tick(self);
       },
       [=](status_atom) -> SchedulerStatus { return make_status(self); },
+      [=](jobs_atom) -> std::vector<core::JobId> {
+        std::vector<core::JobId> ids;
+        self->state.core->for_each_job([&](const core::JobRecord& j) { ids.push_back(j.spec.id); });
+        return ids;
+      },
       [=](audit_atom) -> SchedulerStatus {
         auto s = make_status(self);
         if (auto st = self->state.core->check_accounting(); !st)

@@ -59,6 +59,11 @@ void add_sim(CLI::App& app, claimsched::apps::SimOptions& o) {
   add_duration(*sim, "--claim-ttl", o.claim_ttl, "Unconfirmed claims expire after this");
   add_duration(*sim, "--timeout", o.timeout, "Fail if the run takes longer (0s = never)");
   sim->add_flag("--quiet", o.quiet, "No progress lines");
+  sim->add_option("--data-dir", o.data_dir, "Keep state in RocksDB under this directory");
+  sim->add_flag("--resume", o.resume, "Continue the run in --data-dir (a killed one, say)");
+  sim->add_option("--sync", o.sync, "With --data-dir: always, batch or none")
+      ->check(CLI::IsMember({"always", "batch", "none"}))
+      ->capture_default_str();
 }
 
 }  // namespace

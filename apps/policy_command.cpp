@@ -1,13 +1,15 @@
 #include "apps/policy_command.hpp"
 
+#include <toml++/toml.h>
+
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <initializer_list>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "core/duration.hpp"
 #include "core/policy/policy.hpp"
@@ -33,12 +35,13 @@ class Reader {
   explicit Reader(std::string_view source) : source_(source) {}
 
   Error error(const toml::node& at, const std::string& path, const std::string& what) const {
-    return core::make_error(Errc::parse_error,
-                            source_ + ":" + std::to_string(at.source().begin.line) + ": " + path + ": " + what);
+    return core::make_error(Errc::parse_error, source_ + ":" + std::to_string(at.source().begin.line) + ": " +
+                                                   path + ": " + what);
   }
 
   /// Unknown keys are typos: refuse them.
-  Status keys(const toml::table& t, const std::string& path, std::initializer_list<std::string_view> allowed) const {
+  Status keys(const toml::table& t, const std::string& path,
+              std::initializer_list<std::string_view> allowed) const {
     for (auto&& [k, v] : t) {
       bool ok = false;
       for (auto a : allowed) ok = ok || k.str() == a;
@@ -62,15 +65,17 @@ class Reader {
     return Status::ok();
   }
 
-  Status integer(const toml::table& t, std::string_view key, const std::string& path, int64_t& out, int64_t lo,
-                 int64_t hi, bool required = false) const {
+  Status integer(const toml::table& t, std::string_view key, const std::string& path, int64_t& out,
+                 int64_t lo, int64_t hi, bool required = false) const {
     const toml::node* n = t.get(key);
     std::string where = join(path, key);
     if (!n) return required ? missing(t, where) : Status::ok();
     if (!n->is_integer()) return error(*n, where, "expected an integer");
     int64_t v = *n->value<int64_t>();
     if (v < lo || v > hi)
-      return error(*n, where, "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
+      return error(
+          *n, where,
+          "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
     out = v;
     return Status::ok();
   }
@@ -153,7 +158,8 @@ class Reader {
     return out;
   }
 
-  Expected<const toml::table*> table(const toml::table& t, std::string_view key, const std::string& path) const {
+  Expected<const toml::table*> table(const toml::table& t, std::string_view key,
+                                     const std::string& path) const {
     const toml::node* n = t.get(key);
     if (!n) return static_cast<const toml::table*>(nullptr);
     if (!n->is_table()) return error(*n, join(path, key), "expected a table");
@@ -163,7 +169,9 @@ class Reader {
   static std::string join(const std::string& path, std::string_view key) {
     return path.empty() ? std::string(key) : path + "." + std::string(key);
   }
-  static std::string item(std::string_view what, size_t i) { return std::string(what) + "[" + std::to_string(i) + "]"; }
+  static std::string item(std::string_view what, size_t i) {
+    return std::string(what) + "[" + std::to_string(i) + "]";
+  }
 
  private:
   Status missing(const toml::table& t, const std::string& where) const {
@@ -173,8 +181,8 @@ class Reader {
   std::string source_;
 };
 
-#define CS_TRY(expr)                 \
-  do {                               \
+#define CS_TRY(expr)                                 \
+  do {                                               \
     if (auto st_ = (expr); !st_) return st_.error(); \
   } while (0)
 
@@ -187,13 +195,16 @@ Status read_preemption(const Reader& r, const toml::table& t, PreemptionSettings
                  "non_preemptible_resource_usage_threshold", "preemptive_scheduling_backoff",
                  "allocation_preemption_timeout"}));
   CS_TRY(r.duration(t, "fair_share_starvation_timeout", path, p.fair_share_starvation_timeout));
-  CS_TRY(r.duration(t, "fair_share_aggressive_starvation_timeout", path, p.fair_share_aggressive_starvation_timeout));
+  CS_TRY(r.duration(t, "fair_share_aggressive_starvation_timeout", path,
+                    p.fair_share_aggressive_starvation_timeout));
   CS_TRY(r.number(t, "fair_share_starvation_tolerance", path, p.fair_share_starvation_tolerance));
   CS_TRY(r.boolean(t, "enable_aggressive_starvation", path, p.enable_aggressive_starvation));
   CS_TRY(r.boolean(t, "enable_pool_starvation", path, p.enable_pool_starvation));
   CS_TRY(r.number(t, "preemption_satisfaction_threshold", path, p.preemption_satisfaction_threshold));
-  CS_TRY(r.number(t, "aggressive_preemption_satisfaction_threshold", path, p.aggressive_preemption_satisfaction_threshold));
-  CS_TRY(r.limits(t, "non_preemptible_resource_usage_threshold", path, p.non_preemptible_resource_usage_threshold));
+  CS_TRY(r.number(t, "aggressive_preemption_satisfaction_threshold", path,
+                  p.aggressive_preemption_satisfaction_threshold));
+  CS_TRY(r.limits(t, "non_preemptible_resource_usage_threshold", path,
+                  p.non_preemptible_resource_usage_threshold));
   CS_TRY(r.duration(t, "preemptive_scheduling_backoff", path, p.preemptive_scheduling_backoff));
   CS_TRY(r.duration(t, "allocation_preemption_timeout", path, p.allocation_preemption_timeout));
   if (auto s = p.validate(); !s) return r.error(t, path, s.error().message);
@@ -267,8 +278,8 @@ Status read_classes(const Reader& r, const toml::table& root, Snapshot& snap) {
     const auto& t = *(*classes)[i];
     std::string path = Reader::item("classes", i);
     CS_TRY(r.keys(t, path,
-                  {"name", "priority", "weight", "policy", "pool", "allotment", "user_allotment", "initialization_cap",
-                   "expand_by_doubling", "prediction", "prediction_fudge"}));
+                  {"name", "priority", "weight", "policy", "pool", "allotment", "user_allotment",
+                   "initialization_cap", "expand_by_doubling", "prediction", "prediction_fudge"}));
     ClassSpec c;
     CS_TRY(r.string(t, "name", path, c.name, true));
     int64_t v = c.priority;
@@ -361,9 +372,10 @@ Status read_jobs(const Reader& r, const toml::table& root, Snapshot& snap) {
   for (size_t i = 0; i < jobs->size(); ++i) {
     const auto& t = *(*jobs)[i];
     std::string path = Reader::item("jobs", i);
-    CS_TRY(r.keys(t, path,
-                  {"id", "name", "user", "class", "pool", "per_task", "pending", "preemptible", "submit_time",
-                   "constraints", "initialized", "remaining_work", "time_per_item", "init_time", "allocations"}));
+    CS_TRY(r.keys(
+        t, path,
+        {"id", "name", "user", "class", "pool", "per_task", "pending", "preemptible", "submit_time",
+         "constraints", "initialized", "remaining_work", "time_per_item", "init_time", "allocations"}));
     JobInfo j;
     int64_t v = 0;
     CS_TRY(r.integer(t, "id", path, v, 0, INT64_MAX, true));
@@ -473,7 +485,9 @@ void shares(json& j, const ShareRow& r) {
   j["scheduling_status"] = std::string(to_string(r.scheduling));
 }
 
-std::string task(const core::TaskRef& t) { return std::to_string(t.job.value) + "." + std::to_string(t.index); }
+std::string task(const core::TaskRef& t) {
+  return std::to_string(t.job.value) + "." + std::to_string(t.index);
+}
 
 json state_json(const PolicyState& st) {
   json out = json::object();
@@ -512,16 +526,19 @@ CLI::Option* add_duration(CLI::App& app, const std::string& name, Duration& targ
 
 }  // namespace
 
-core::Expected<Snapshot> parse_policy_snapshot(std::string_view text, std::string_view source, PolicyState* state) {
+core::Expected<Snapshot> parse_policy_snapshot(std::string_view text, std::string_view source,
+                                               PolicyState* state) {
   Reader r(source);
   toml::table root;
   try {
     root = toml::parse(text, source);
   } catch (const toml::parse_error& e) {
-    return core::make_error(Errc::parse_error, std::string(source) + ":" + std::to_string(e.source().begin.line) +
-                                                   ": " + std::string(e.description()));
+    return core::make_error(Errc::parse_error, std::string(source) + ":" +
+                                                   std::to_string(e.source().begin.line) + ": " +
+                                                   std::string(e.description()));
   }
-  if (auto s = r.keys(root, "", {"now", "settings", "preemption", "pools", "classes", "users", "nodes", "jobs", "state"});
+  if (auto s = r.keys(
+          root, "", {"now", "settings", "preemption", "pools", "classes", "users", "nodes", "jobs", "state"});
       !s)
     return s.error();
   Snapshot snap;
@@ -542,7 +559,8 @@ core::Expected<Snapshot> parse_policy_snapshot(std::string_view text, std::strin
     if (auto s = read_state(r, **st, *state); !s) return s.error();
   // What the model checks (names resolve, ids unique, ...) is reported with
   // the file name; the message names the entity and field.
-  if (auto s = validate(snap); !s) return core::make_error(s.error().code, std::string(source) + ": " + s.error().message);
+  if (auto s = validate(snap); !s)
+    return core::make_error(s.error().code, std::string(source) + ": " + s.error().message);
   return snap;
 }
 
@@ -651,12 +669,9 @@ std::string render_policy_json(const CycleResult& r) {
   json by_reason = json::object();
   for (size_t i = 0; i < kRemovalReasons; ++i)
     by_reason[std::string(to_string(static_cast<RemovalReason>(i)))] = st.by_reason[i];
-  plan["stats"] = {{"placements", st.placements},
-                   {"tasks_placed", st.tasks_placed},
-                   {"preemptions", st.preemptions},
-                   {"evictions", st.evictions},
-                   {"by_reason", std::move(by_reason)},
-                   {"nodes_in_backoff", st.nodes_in_backoff}};
+  plan["stats"] = {{"placements", st.placements},       {"tasks_placed", st.tasks_placed},
+                   {"preemptions", st.preemptions},     {"evictions", st.evictions},
+                   {"by_reason", std::move(by_reason)}, {"nodes_in_backoff", st.nodes_in_backoff}};
   out["plan"] = std::move(plan);
   out["next_state"] = state_json(r.next_state);
   return out.dump(2) + "\n";
@@ -665,21 +680,24 @@ std::string render_policy_json(const CycleResult& r) {
 std::string render_policy_state(const PolicyState& st) {
   std::string out = "[state]\njobs = [\n";
   for (const auto& [id, since] : st.job_below_fair_share_since)
-    out += "  { id = " + std::to_string(id.value) + ", below_fair_share_since = \"" + core::format_duration(since) + "\" },\n";
+    out += "  { id = " + std::to_string(id.value) + ", below_fair_share_since = \"" +
+           core::format_duration(since) + "\" },\n";
   out += "]\npools = [\n";
   for (const auto& [name, since] : st.pool_below_fair_share_since)
-    out += "  { name = " + json(name).dump() + ", below_fair_share_since = \"" + core::format_duration(since) + "\" },\n";
+    out += "  { name = " + json(name).dump() + ", below_fair_share_since = \"" +
+           core::format_duration(since) + "\" },\n";
   out += "]\nnodes = [\n";
   for (const auto& [id, at] : st.node_last_preemptive_scheduling)
-    out += "  { id = " + std::to_string(id.value) + ", last_preemptive_scheduling = \"" + core::format_duration(at) +
-           "\" },\n";
+    out += "  { id = " + std::to_string(id.value) + ", last_preemptive_scheduling = \"" +
+           core::format_duration(at) + "\" },\n";
   out += "]\n";
   return out;
 }
 
 core::Status PolicyOptions::validate() const {
   if (snapshot.empty()) return core::make_error(Errc::invalid_argument, "SNAPSHOT is required");
-  if (cycles == 0 || cycles > 100'000) return core::make_error(Errc::invalid_argument, "--cycles must be in [1, 100000]");
+  if (cycles == 0 || cycles > 100'000)
+    return core::make_error(Errc::invalid_argument, "--cycles must be in [1, 100000]");
   if (step.count() <= 0) return core::make_error(Errc::invalid_argument, "--step must be positive");
   return Status::ok();
 }
@@ -688,10 +706,12 @@ void add_policy_commands(CLI::App& app, PolicyOptions& o) {
   auto* policy = app.add_subcommand("policy", "Dry runs of the fair-share and preemption policy");
   policy->require_subcommand(1);
   auto* eval = policy->add_subcommand(
-      "eval", "Fair shares, statuses and the next cycle's placements and preemptions for a snapshot (runs nothing)");
+      "eval",
+      "Fair shares, statuses and the next cycle's placements and preemptions for a snapshot (runs nothing)");
   eval->add_option("SNAPSHOT", o.snapshot, "Cluster snapshot (TOML; see deploy/POLICY.md)")->required();
   eval->add_flag("--json", o.json, "Print JSON instead of tables");
-  eval->add_option("--explain", o.explain, "Also say in words why job JOB is pending or preempted")->type_name("JOB");
+  eval->add_option("--explain", o.explain, "Also say in words why job JOB is pending or preempted")
+      ->type_name("JOB");
   eval->add_option("--cycles", o.cycles, "Simulate this many cycles (each plan carried out before the next)")
       ->capture_default_str();
   add_duration(*eval, "--step", o.step, "Time between simulated cycles");

@@ -2,20 +2,25 @@
 
 #include <spdlog/spdlog.h>
 
-#include <cmath>
 #include <cstdio>
-#include <nlohmann/json.hpp>
+#include <map>
+#include <optional>
 #include <thread>
 
 #include "actors/clock.hpp"
 #include "actors/load_generator.hpp"
 #include "actors/node_actor.hpp"
+#include "actors/node_persistence.hpp"
 #include "actors/router_actor.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "apps/process_stats.hpp"
+#include "apps/sim_data_dir.hpp"
+#include "apps/sim_report.hpp"
 #include "core/invariants.hpp"
 #include "core/synthetic.hpp"
 #include "messages/caf_types.hpp"
+#include "storage/journal.hpp"
+#include "storage/node_store.hpp"
 
 namespace claimsched::apps {
 
@@ -25,57 +30,61 @@ using namespace std::chrono_literals;
 
 struct Totals {
   core::SchedulerStats stats;
+  uint64_t nodes = 0;
   uint64_t queued = 0;
   uint64_t parked = 0;
   uint64_t backing_off = 0;
   uint64_t in_flight = 0;
   uint64_t pending = 0;
   uint64_t running = 0;
+  uint64_t unverified = 0;
   uint64_t jobs_finished = 0;
+  uint64_t store_writes = 0;
   bool fenced = false;
-  std::string accounting_error;
+  std::string problem;
   core::TimePoint last_placement{0};
 };
 
+/// Status of every scheduler, summed; with `audit`, each also checks its accounting.
 Totals collect(caf::scoped_actor& self, const std::vector<actors::scheduler_actor>& schedulers,
                bool audit = false) {
   Totals t;
   for (const auto& s : schedulers) {
     auto request = audit ? self->request(s, caf::infinite, actors::audit_atom::value)
                          : self->request(s, caf::infinite, actors::status_atom::value);
-    std::move(request)
-        .receive(
-            [&](actors::SchedulerStatus& st) {
-              t.stats.merge(st.stats);
-              t.queued += st.queued_jobs;
-              t.parked += st.parked_jobs;
-              t.backing_off += st.backing_off_jobs;
-              t.in_flight += st.claims_in_flight;
-              t.pending += st.pending_tasks;
-              t.running += st.running_tasks;
-              t.jobs_finished += st.jobs_finished;
-              t.fenced |= st.fenced;
-              if (t.accounting_error.empty()) t.accounting_error = st.accounting_error;
-              t.last_placement = std::max(t.last_placement, st.last_placement);
-            },
-            [&](caf::error& err) {
-              t.accounting_error = "status request failed: " + self->system().render(err);
-            });
+    std::move(request).receive(
+        [&](actors::SchedulerStatus& st) {
+          t.stats.merge(st.stats);
+          t.nodes += st.nodes;
+          t.queued += st.queued_jobs;
+          t.parked += st.parked_jobs;
+          t.backing_off += st.backing_off_jobs;
+          t.in_flight += st.claims_in_flight;
+          t.pending += st.pending_tasks;
+          t.running += st.running_tasks;
+          t.unverified += st.unverified_tasks;
+          t.jobs_finished += st.jobs_finished;
+          t.store_writes += st.store_writes;
+          t.fenced |= st.fenced;
+          if (t.problem.empty() && !st.accounting_error.empty()) t.problem = st.accounting_error;
+          if (t.problem.empty() && !st.store_error.empty()) t.problem = "store failed: " + st.store_error;
+          t.last_placement = std::max(t.last_placement, st.last_placement);
+        },
+        [&](caf::error& err) { t.problem = "status request failed: " + self->system().render(err); });
   }
   return t;
 }
 
-double ratio(uint64_t a, uint64_t b) { return b == 0 ? 0.0 : static_cast<double>(a) / b; }
+double ratio(double a, double b) { return b == 0 ? 0.0 : a / b; }
 
-std::string thousands(uint64_t v) {
-  std::string digits = std::to_string(v);
-  std::string out;
-  out.reserve(digits.size() + digits.size() / 3);
-  for (size_t i = 0; i < digits.size(); ++i) {
-    if (i > 0 && (digits.size() - i) % 3 == 0) out.push_back(',');
-    out.push_back(digits[i]);
-  }
-  return out;
+storage::StoreOptions store_options(const SimOptions& opt) {
+  storage::StoreOptions o;
+  o.sync = *storage::parse_sync_mode(opt.sync);
+  o.log = [](storage::RocksLogLevel level, std::string_view path, std::string_view line) {
+    auto lvl = level >= storage::RocksLogLevel::error ? spdlog::level::err : spdlog::level::warn;
+    spdlog::log(lvl, "rocksdb {}: {}", path, line);
+  };
+  return o;
 }
 
 }  // namespace
@@ -96,17 +105,38 @@ core::Status SimOptions::validate() const {
   if (window == 0) return bad("--window must be at least 1");
   if (max_tasks_per_claim == 0) return bad("--max-tasks-per-claim must be at least 1");
   if (claim_ttl.count() <= 0) return bad("--claim-ttl must be positive");
+  if (resume && data_dir.empty()) return bad("--resume needs --data-dir");
+  if (auto s = storage::parse_sync_mode(sync); !s) return bad("--sync: " + s.error().message);
   return core::Status::ok();
 }
 
-int run_sim(const SimOptions& opt) {
+int run_sim(const SimOptions& cli) {
+  SimOptions opt = cli;
   if (auto st = opt.validate(); !st) {
     std::fprintf(stderr, "claimsched sim: %s\n", st.error().message.c_str());
     return 2;
   }
+  std::optional<SimDataDir> data;
+  if (!opt.data_dir.empty()) {
+    auto d = opt.resume ? SimDataDir::resume(opt) : SimDataDir::create(opt);
+    if (!d) {
+      std::fprintf(stderr, "claimsched sim: %s\n", d.error().to_string().c_str());
+      return 2;
+    }
+    data = std::move(*d);
+    if (auto st = opt.validate(); !st) {
+      std::fprintf(stderr, "claimsched sim: %s/sim.json: %s\n", opt.data_dir.c_str(),
+                   st.error().message.c_str());
+      return 2;
+    }
+  }
   auto progress = [&](const std::string& line) {
     if (!opt.quiet) std::fprintf(stderr, "%s\n", line.c_str());
   };
+  SimReport report;
+  report.durable = data.has_value();
+  report.resumed = opt.resume;
+  auto recovery_started = std::chrono::steady_clock::now();
 
   caf::actor_system_config cfg;
   messages::register_types(cfg);
@@ -133,6 +163,12 @@ int run_sim(const SimOptions& opt) {
   core::Resources capacity;
   for (const auto& s : specs) capacity += s.capacity;
 
+  auto fail = [&](const std::string& what) {
+    std::fprintf(stderr, "claimsched sim: %s\n", what.c_str());
+    return 1;
+  };
+
+  // -- schedulers (recovered from their stores on --resume) --------------------
   auto scorer = core::parse_scorer(opt.scorer);
   std::vector<actors::scheduler_actor> schedulers;
   actors::RouterConfig routes;
@@ -141,7 +177,6 @@ int run_sim(const SimOptions& opt) {
     sc.start_immediately = false;
     sc.scheduler.partition = core::PartitionId{k + 1};
     sc.scheduler.epoch = 1;
-    sc.scheduler.scheduler_index = k;
     sc.scheduler.pools = {opt.overlap ? pools[0] : pools[k]};
     sc.scheduler.classes[0].placement.scorers = {{*scorer, 1.0}};
     sc.scheduler.max_claims_in_flight = opt.window;
@@ -152,19 +187,67 @@ int run_sim(const SimOptions& opt) {
     // them all fill from the first node (a pure race).
     sc.scheduler.rotation =
         opt.overlap && !opt.same_start ? static_cast<size_t>(k) * opt.nodes / opt.partitions : 0;
+    if (data) {
+      auto store = storage::PartitionStore::open(
+          data->partition_dir(k + 1), {data->cluster_id(), sc.scheduler.partition}, store_options(opt));
+      if (!store) return fail(store.error().to_string());
+      sc.store = std::move(*store);
+      if (opt.resume) {
+        auto recovered = storage::recover_partition(*sc.store, sc.scheduler, actors::now(sys));
+        if (!recovered) return fail(recovered.error().to_string());
+        report.recovery_load_ms = std::max(
+            report.recovery_load_ms, std::chrono::duration<double, std::milli>(recovered->duration).count());
+        report.recovered_jobs += recovered->jobs;
+        report.recovered_task_records += recovered->task_records;
+        sc.restored = std::move(recovered->scheduler);
+      }
+    }
     auto s = sys.spawn(actors::scheduler, sc);
     schedulers.push_back(s);
     routes.pools[sc.scheduler.pools[0]].push_back(s);
   }
   auto router = sys.spawn(actors::router, routes);
 
+  // -- nodes (restored from the node store on --resume) --------------------------
+  std::shared_ptr<storage::NodeStore> node_store;
+  std::map<core::NodeId, storage::LoadedNode> stored_nodes;
+  if (data) {
+    auto store = storage::NodeStore::open(data->node_dir(), {data->cluster_id(), "sim"}, store_options(opt));
+    if (!store) return fail(store.error().to_string());
+    node_store = std::move(*store);
+    if (opt.resume) {
+      auto loaded = node_store->load([&](storage::LoadedNode&& n) {
+        auto id = n.header.spec.id;
+        stored_nodes.emplace(id, std::move(n));
+        return core::Status::ok();
+      });
+      if (!loaded) return fail(loaded.error().to_string());
+    }
+  }
+  core::LedgerConfig ledger;
+  ledger.claim_ttl = opt.claim_ttl;
   uint64_t heap_before_nodes = heap_in_use();
   std::vector<actors::node_actor> nodes;
   nodes.reserve(specs.size());
-  core::LedgerConfig ledger;
-  ledger.claim_ttl = opt.claim_ttl;
-  for (auto& spec : specs) nodes.push_back(sys.spawn(actors::node, actors::NodeActorConfig{spec, ledger}));
-  uint64_t bytes_per_node_actor = (heap_in_use() - heap_before_nodes) / opt.nodes;
+  auto clock = actors::ClockMapping{actors::now(sys), actors::wall_now()};
+  std::optional<storage::NodeStore::Batch> first_registration;
+  if (node_store) first_registration = node_store->batch();
+  for (auto& spec : specs) {
+    actors::NodeActorConfig nc{spec, ledger, node_store, std::nullopt};
+    if (auto it = stored_nodes.find(spec.id); it != stored_nodes.end()) {
+      nc.restored = actors::restore_ledger(it->second, ledger, clock);
+    } else if (node_store) {
+      core::NodeReport fresh;
+      fresh.spec = spec;
+      fresh.snapshot = core::NodeLedger(spec.id, spec.capacity, ledger).snapshot();
+      first_registration->put_report(fresh);
+    }
+    nodes.push_back(sys.spawn(actors::node, std::move(nc)));
+  }
+  stored_nodes.clear();
+  if (first_registration && !first_registration->empty())
+    if (auto st = node_store->write(std::move(*first_registration)); !st) return fail(st.error().to_string());
+  report.bytes_per_node_actor = (heap_in_use() - heap_before_nodes) / opt.nodes;
   for (size_t i = 0; i < nodes.size(); ++i) {
     if (opt.overlap) {
       for (auto& s : schedulers) self->send(s, actors::register_atom::value, nodes[i]);
@@ -173,20 +256,21 @@ int run_sim(const SimOptions& opt) {
     for (uint32_t p = 0; p < pools.size(); ++p)
       if (pools[p] == specs[i].pool) self->send(schedulers[p], actors::register_atom::value, nodes[i]);
   }
-  specs.clear();
-  specs.shrink_to_fit();
   uint64_t expected_views = opt.overlap ? uint64_t{opt.nodes} * opt.partitions : opt.nodes;
   for (;;) {
-    uint64_t views = 0;
-    for (const auto& s : schedulers)
-      self->request(s, caf::infinite, actors::status_atom::value)
-          .receive([&](actors::SchedulerStatus& st) { views += st.nodes; }, [&](caf::error&) {});
-    if (views >= expected_views) break;
+    auto t = collect(self, schedulers);
+    // Registered everywhere, and (after a restart) every node reconciled.
+    if (t.nodes >= expected_views && t.unverified == 0) break;
     std::this_thread::sleep_for(5ms);
   }
-  uint64_t bytes_per_node = (heap_in_use() - heap_before_nodes) / opt.nodes;
+  report.bytes_per_node = (heap_in_use() - heap_before_nodes) / opt.nodes;
+  if (opt.resume)
+    report.recovery_ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - recovery_started).count();
   progress("claimsched sim: " + thousands(opt.nodes) + " nodes registered with " +
-           std::to_string(opt.partitions) + (opt.overlap ? " overlapping" : "") + " scheduler(s)");
+           std::to_string(opt.partitions) + (opt.overlap ? " overlapping" : "") + " scheduler(s)" +
+           (opt.resume ? " (resumed in " + std::to_string(static_cast<int>(report.recovery_ms)) + " ms)"
+                       : std::string()));
 
   // -- the load (queued while schedulers hold) ----------------------------------
   core::SyntheticLoadConfig load;
@@ -199,18 +283,25 @@ int run_sim(const SimOptions& opt) {
   load.pools = pools;
   load.seed = opt.seed;
   uint64_t heap_before_jobs = heap_in_use();
-  auto generator = sys.spawn(actors::load_generator,
-                             actors::LoadGeneratorConfig{load, capacity, router, 1024});
+  actors::LoadGeneratorConfig lg{load, capacity, router, 1024, {}};
+  if (data) lg.on_acknowledged = [&data](core::JobId id) { data->append_acknowledged(id); };
+  auto generator = sys.spawn(actors::load_generator, lg);
   actors::LoadResult submitted;
   self->request(generator, caf::infinite, actors::start_atom::value)
       .receive([&](actors::LoadResult& r) { submitted = r; },
                [&](caf::error& err) { submitted.first_error = sys.render(err); });
   int64_t heap_jobs = static_cast<int64_t>(heap_in_use()) - static_cast<int64_t>(heap_before_jobs);
-  double bytes_per_pending_task =
-      submitted.tasks_accepted == 0 ? 0.0 : static_cast<double>(std::max<int64_t>(heap_jobs, 0)) /
-                                                static_cast<double>(submitted.tasks_accepted);
+  report.jobs = submitted.accepted + submitted.already_present;
+  report.tasks = submitted.tasks_accepted + submitted.tasks_already_present;
+  report.jobs_rejected = submitted.rejected;
+  report.jobs_already_present = submitted.already_present;
+  report.bytes_per_pending_task =
+      submitted.tasks_accepted == 0
+          ? 0.0
+          : static_cast<double>(std::max<int64_t>(heap_jobs, 0)) / static_cast<double>(submitted.tasks_accepted);
   progress("claimsched sim: " + thousands(submitted.accepted) + " jobs (" +
            thousands(submitted.tasks_accepted) + " tasks) queued" +
+           (submitted.already_present ? ", " + thousands(submitted.already_present) + " already held" : "") +
            (submitted.rejected ? ", " + thousands(submitted.rejected) + " rejected: " + submitted.first_error
                                : std::string()));
 
@@ -225,18 +316,15 @@ int run_sim(const SimOptions& opt) {
     std::this_thread::sleep_for(20ms);
     totals = collect(self, schedulers);
     auto t = actors::now(sys);
-    bool done;
-    if (opt.churn) {
-      done = totals.jobs_finished >= submitted.accepted;
-    } else {
-      done = totals.pending == 0 && totals.in_flight == 0;
-    }
+    bool done = opt.churn ? totals.jobs_finished + 0 >= report.jobs && totals.running == 0 &&
+                                totals.pending == 0 && totals.in_flight == 0
+                          : totals.pending == 0 && totals.in_flight == 0;
     // Stuck: nothing in flight or queued, only jobs waiting for capacity that
     // will not come (or, with churn, nothing left running to free it).
     bool idle = totals.in_flight == 0 && totals.queued == 0 && totals.backing_off == 0 &&
                 (!opt.churn || totals.running == 0);
     quiet_polls = idle ? quiet_polls + 1 : 0;
-    if (done || quiet_polls >= 10) break;
+    if (done || quiet_polls >= 10 || !totals.problem.empty()) break;
     if (opt.timeout.count() > 0 && t - started > opt.timeout) {
       timed_out = true;
       break;
@@ -246,12 +334,12 @@ int run_sim(const SimOptions& opt) {
       double secs = std::chrono::duration<double>(t - started).count();
       char line[256];
       std::snprintf(line, sizeof line,
-                    "[%6.1fs] placed %s/%s (%.0f/s)  in flight %s  queued %s  parked %s  rejects %s",
+                    "[%6.1fs] placed %s (%.0f/s)  running %s  pending %s  in flight %s  parked %s  rejects %s",
                     secs, thousands(totals.stats.placements).c_str(),
-                    thousands(submitted.tasks_accepted).c_str(),
                     static_cast<double>(totals.stats.placements) / std::max(secs, 1e-9),
-                    thousands(totals.in_flight).c_str(), thousands(totals.queued).c_str(),
-                    thousands(totals.parked).c_str(), thousands(totals.stats.rejected()).c_str());
+                    thousands(totals.running).c_str(), thousands(totals.pending).c_str(),
+                    thousands(totals.in_flight).c_str(), thousands(totals.parked).c_str(),
+                    thousands(totals.stats.rejected()).c_str());
       progress(line);
     }
   }
@@ -260,6 +348,7 @@ int run_sim(const SimOptions& opt) {
   std::vector<core::NodeReport> reports;
   reports.reserve(nodes.size());
   std::string report_error;
+  auto checked_at = actors::now(sys);
   for (const auto& n : nodes)
     self->request(n, caf::infinite, actors::report_atom::value)
         .receive([&](core::NodeReport& r) { reports.push_back(std::move(r)); },
@@ -267,107 +356,70 @@ int run_sim(const SimOptions& opt) {
   totals = collect(self, schedulers, true);
   core::ClusterTotals cluster_totals;
   auto node_check = core::check_cluster_invariants(reports, cluster_totals);
-  std::vector<std::string> failures;
+  auto& failures = report.failures;
   if (!report_error.empty()) failures.push_back("a node did not report: " + report_error);
   if (!node_check) failures.push_back(node_check.error().message);
-  if (!totals.accounting_error.empty()) failures.push_back(totals.accounting_error);
-  if (totals.stats.jobs_submitted != submitted.accepted)
+  for (const auto& r : reports)
+    for (const auto& c : r.claims)
+      if (c.expires < checked_at)
+        failures.push_back("node " + r.spec.name + " holds claim " + std::to_string(c.id.value) +
+                           " past its ttl");
+  if (!totals.problem.empty()) failures.push_back(totals.problem);
+  if (totals.stats.jobs_submitted != report.jobs)
     failures.push_back("schedulers hold " + std::to_string(totals.stats.jobs_submitted) +
-                       " jobs but " + std::to_string(submitted.accepted) + " were acknowledged");
+                       " jobs but " + std::to_string(report.jobs) + " were acknowledged");
   if (totals.running != cluster_totals.allocations)
     failures.push_back("schedulers count " + std::to_string(totals.running) +
                        " running tasks, nodes hold " + std::to_string(cluster_totals.allocations));
-  if (totals.stats.placements != totals.running + totals.stats.tasks_finished)
+  if (!opt.resume && totals.stats.placements != totals.running + totals.stats.tasks_finished)
     failures.push_back("placements (" + std::to_string(totals.stats.placements) +
                        ") != running + finished (" +
                        std::to_string(totals.running + totals.stats.tasks_finished) +
                        "): a task was placed twice or lost");
-  if (timed_out) failures.push_back("the run did not finish within --timeout");
-  bool invariants_ok = failures.empty();
-
-  // -- report --------------------------------------------------------------------
-  double elapsed = std::chrono::duration<double>(std::max(totals.last_placement, started) - started).count();
-  uint64_t placements = totals.stats.placements;
-  double rate = elapsed > 0 ? static_cast<double>(placements) / elapsed : 0.0;
-  uint64_t conflicts = totals.stats.rejected_conflict + totals.stats.rejected_insufficient;
-  double util_cpu = ratio(static_cast<uint64_t>(cluster_totals.allocated[core::dim::cpu]),
-                          static_cast<uint64_t>(cluster_totals.capacity[core::dim::cpu]));
-  double util_mem = ratio(static_cast<uint64_t>(cluster_totals.allocated[core::dim::memory]),
-                          static_cast<uint64_t>(cluster_totals.capacity[core::dim::memory]));
-  auto ms = [](uint64_t ns) { return static_cast<double>(ns) / 1e6; };
-  uint64_t unplaced = submitted.tasks_accepted - std::min(submitted.tasks_accepted, placements);
-
-  nlohmann::json j;
-  j["nodes"] = opt.nodes;
-  j["partitions"] = opt.partitions;
-  j["overlap"] = opt.overlap;
-  j["same_start"] = opt.same_start;
-  j["cas"] = opt.cas;
-  j["churn"] = opt.churn;
-  j["seed"] = opt.seed;
-  j["tasks"] = submitted.tasks_accepted;
-  j["jobs"] = submitted.accepted;
-  j["jobs_rejected"] = submitted.rejected;
-  j["placements"] = placements;
-  j["unplaced"] = unplaced;
-  j["elapsed_s"] = elapsed;
-  j["placements_per_sec"] = rate;
-  j["claims"] = totals.stats.claims_sent;
-  j["claims_per_placement"] = ratio(totals.stats.claims_sent, placements);
-  j["conflicts"] = conflicts;
-  j["conflicts_per_placement"] = ratio(conflicts, placements);
-  j["rejected_conflict"] = totals.stats.rejected_conflict;
-  j["rejected_insufficient"] = totals.stats.rejected_insufficient;
-  j["backoffs"] = totals.stats.backoffs;
-  j["latency_p50_ms"] = ms(totals.stats.placement_latency.quantile(0.5));
-  j["latency_p99_ms"] = ms(totals.stats.placement_latency.quantile(0.99));
-  j["latency_max_ms"] = ms(totals.stats.placement_latency.max());
-  j["utilization"] = (util_cpu + util_mem) / 2;
-  j["utilization_cpu"] = util_cpu;
-  j["utilization_memory"] = util_mem;
-  j["peak_rss_bytes"] = peak_rss();
-  j["bytes_per_node"] = bytes_per_node;
-  j["bytes_per_node_actor"] = bytes_per_node_actor;
-  j["bytes_per_pending_task"] = bytes_per_pending_task;
-  j["invariants_ok"] = invariants_ok;
-  j["invariant_failures"] = failures;
-
-  if (opt.json) {
-    std::printf("%s\n", j.dump().c_str());
-  } else {
-    std::printf("claimsched sim: %s nodes, %u partition(s)%s, %s tasks (%s jobs), target utilization %.2f, cas %s, seed %llu\n",
-                thousands(opt.nodes).c_str(), opt.partitions, opt.overlap ? " overlapping" : "",
-                thousands(submitted.tasks_accepted).c_str(), thousands(submitted.accepted).c_str(),
-                opt.utilization, opt.cas.c_str(), static_cast<unsigned long long>(opt.seed));
-    std::printf("  placed        %s tasks in %.2f s: %s placements/s%s\n", thousands(placements).c_str(),
-                elapsed, thousands(static_cast<uint64_t>(rate)).c_str(),
-                unplaced ? (", " + thousands(unplaced) + " not placed").c_str() : "");
-    std::printf("  claims        %.4f per placement; conflicts %.4f per placement (%s conflict, %s insufficient)\n",
-                ratio(totals.stats.claims_sent, placements), ratio(conflicts, placements),
-                thousands(totals.stats.rejected_conflict).c_str(),
-                thousands(totals.stats.rejected_insufficient).c_str());
-    std::printf("  latency       submit to confirmed p50 %.1f ms, p99 %.1f ms\n",
-                ms(totals.stats.placement_latency.quantile(0.5)),
-                ms(totals.stats.placement_latency.quantile(0.99)));
-    std::printf("  utilization   cpu %.3f, memory %.3f\n", util_cpu, util_mem);
-    std::printf("  memory        peak RSS %.1f MiB; %s bytes per node (%s in the node actor, the rest in\n"
-                "                scheduler views and indexes); %.1f bytes per pending task\n",
-                static_cast<double>(peak_rss()) / (1 << 20), thousands(bytes_per_node).c_str(),
-                thousands(bytes_per_node_actor).c_str(), bytes_per_pending_task);
-    if (invariants_ok) {
-      std::printf("  invariants    ok: no node over capacity, every task placed at most once, every job accounted for\n");
+  if (data) {
+    // Every job this run or an earlier one acknowledged is held exactly once.
+    std::vector<core::JobId> held;
+    for (const auto& s : schedulers)
+      self->request(s, caf::infinite, actors::jobs_atom::value)
+          .receive([&](std::vector<core::JobId>& ids) { held.insert(held.end(), ids.begin(), ids.end()); },
+                   [&](caf::error& err) { failures.push_back("jobs request failed: " + sys.render(err)); });
+    std::sort(held.begin(), held.end());
+    if (auto dup = std::adjacent_find(held.begin(), held.end()); dup != held.end())
+      failures.push_back("job " + std::to_string(dup->value) + " is held by two partitions");
+    auto acked = data->read_acknowledged();
+    if (!acked) {
+      failures.push_back(acked.error().to_string());
     } else {
-      std::printf("  invariants    FAILED:\n");
-      for (const auto& f : failures) std::printf("    - %s\n", f.c_str());
+      uint64_t missing = 0;
+      core::JobId first_missing;
+      for (auto id : *acked)
+        if (!std::binary_search(held.begin(), held.end(), id) && missing++ == 0) first_missing = id;
+      if (missing > 0)
+        failures.push_back(std::to_string(missing) + " acknowledged job(s) lost, e.g. job " +
+                           std::to_string(first_missing.value));
     }
   }
+  if (timed_out) failures.push_back("the run did not finish within --timeout");
+
+  // -- report --------------------------------------------------------------------
+  report.stats = totals.stats;
+  report.unplaced = totals.pending;
+  report.store_writes = totals.store_writes;
+  report.elapsed_s = std::chrono::duration<double>(std::max(totals.last_placement, started) - started).count();
+  report.utilization_cpu = ratio(static_cast<double>(cluster_totals.allocated[core::dim::cpu]),
+                                 static_cast<double>(cluster_totals.capacity[core::dim::cpu]));
+  report.utilization_memory = ratio(static_cast<double>(cluster_totals.allocated[core::dim::memory]),
+                                    static_cast<double>(cluster_totals.capacity[core::dim::memory]));
+  report.peak_rss_bytes = peak_rss();
+  std::printf("%s%s", opt.json ? to_json(opt, report).c_str() : to_text(opt, report).c_str(),
+              opt.json ? "\n" : "");
   std::fflush(stdout);
 
   for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);
   for (auto& s : schedulers) self->send_exit(s, caf::exit_reason::user_shutdown);
   self->send_exit(router, caf::exit_reason::user_shutdown);
   self->send_exit(generator, caf::exit_reason::user_shutdown);
-  return invariants_ok ? 0 : 1;
+  return report.invariants_ok() ? 0 : 1;
 }
 
 }  // namespace claimsched::apps

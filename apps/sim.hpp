@@ -43,6 +43,12 @@ struct SimOptions {
   /// Give up (and fail) after this long; zero = never.
   core::Duration timeout = std::chrono::minutes(10);
   bool quiet = false;
+  /// Keep state in RocksDB under this directory (empty: in memory only).
+  std::string data_dir;
+  /// Continue the run in data_dir (its parameters come from data_dir/sim.json).
+  bool resume = false;
+  /// Durability with data_dir: always | batch | none.
+  std::string sync = "batch";
 
   core::Status validate() const;
 };

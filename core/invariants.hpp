@@ -20,9 +20,10 @@ struct ClusterTotals {
 };
 
 /// Sums what the nodes report and checks: each node's allocations + claims fit
-/// its capacity and agree with its snapshot; every task (job, index) appears at
-/// most once over all nodes, as a claim or an allocation. The error describes
-/// the first violation; `totals` is filled either way.
+/// its capacity and agree with its snapshot; every task (job, index) is
+/// allocated at most once over all nodes (a task may be claimed on one node
+/// while allocated on another: the claim expires). The error describes the
+/// first violation; `totals` is filled either way.
 Status check_cluster_invariants(const std::vector<NodeReport>& nodes, ClusterTotals& totals);
 
 }  // namespace claimsched::core

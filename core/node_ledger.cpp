@@ -217,12 +217,30 @@ bool NodeLedger::finish_task(TaskRef task, TaskState final_state, int32_t exit_c
   ev.final_state = final_state;
   ev.exit_code = exit_code;
   events.push_back(ev);
+  remember_finished(ev);
   allocated_ -= it->resources;
   if (!it->running) --starting_;
   *it = allocations_.back();
   allocations_.pop_back();
   ++generation_;
   return true;
+}
+
+void NodeLedger::remember_finished(const NodeEvent& ev) {
+  if (recent_finished_.size() < kRecentFinished) {
+    recent_finished_.push_back(ev);
+    return;
+  }
+  recent_finished_[recent_next_] = ev;
+  recent_next_ = static_cast<uint32_t>((recent_next_ + 1) % kRecentFinished);
+}
+
+std::vector<NodeEvent> NodeLedger::recent_finished() const {
+  std::vector<NodeEvent> out;
+  out.reserve(recent_finished_.size());
+  for (size_t i = 0; i < recent_finished_.size(); ++i)
+    out.push_back(recent_finished_[(recent_next_ + i) % recent_finished_.size()]);
+  return out;
 }
 
 TimePoint NodeLedger::next_deadline() const {
@@ -271,6 +289,7 @@ bool NodeLedger::advance(TimePoint now, std::vector<NodeEvent>& events) {
       ev.task = a.task;
       ev.final_state = TaskState::succeeded;
       events.push_back(ev);
+      remember_finished(ev);
       allocated_ -= a.resources;
       allocations_[i] = allocations_.back();
       allocations_.pop_back();

@@ -70,6 +70,11 @@ class NodeLedger {
   /// Highest epoch seen for `partition` (0 if none).
   Epoch highest_epoch(PartitionId partition) const;
   const LedgerConfig& config() const { return config_; }
+  /// The last kRecentFinished task_finished events, oldest first: a full
+  /// snapshot carries them, so a subscriber that missed deltas still learns
+  /// how its tasks ended.
+  std::vector<NodeEvent> recent_finished() const;
+  static constexpr size_t kRecentFinished = 64;
 
   /// Restores an allocation recorded before a restart (durability). The caller
   /// guarantees it fits; returns false if the task is already held.
@@ -99,6 +104,10 @@ class NodeLedger {
   std::vector<Allocation> allocations_;
   /// Min-heap of pending deadlines; entries may be stale (lazy deletion).
   std::vector<TimePoint> deadlines_;
+  /// A ring of the last task_finished events (allocated on the first one).
+  std::vector<NodeEvent> recent_finished_;
+  uint32_t recent_next_ = 0;
+  void remember_finished(const NodeEvent& ev);
 };
 
 }  // namespace claimsched::core

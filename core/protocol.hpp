@@ -179,8 +179,11 @@ struct NodeReport {
 struct NodeDelta {
   NodeSnapshot snapshot;
   std::vector<NodeEvent> events;
-  /// An answer to a snapshot request (after a gap), not a change.
+  /// An answer to a snapshot request (after a gap), not a change. Then
+  /// `events` holds the node's recent task_finished events (the ones a gap
+  /// may have swallowed) and `allocations` everything allocated on it.
   bool full = false;
+  std::vector<Allocation> allocations;
 
   friend bool operator==(const NodeDelta&, const NodeDelta&) = default;
 };

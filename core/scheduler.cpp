@@ -52,8 +52,9 @@ Status SchedulerConfig::validate() const {
     return make_error(Errc::invalid_argument, "scheduler: max_tasks_per_claim must be positive");
   if (max_claim_attempts == 0)
     return make_error(Errc::invalid_argument, "scheduler: max_claim_attempts must be positive");
-  if (scheduler_index >= (1u << 15))
-    return make_error(Errc::invalid_argument, "scheduler: scheduler_index too large");
+  if (epoch == 0 || epoch >= kMaxEpoch)
+    return make_error(Errc::invalid_argument, "scheduler: epoch must be in 1.." +
+                                                  std::to_string(kMaxEpoch - 1));
   return Status::ok();
 }
 
@@ -97,13 +98,14 @@ Status Scheduler::add_node(const NodeSpec& spec, const NodeSnapshot& snapshot) {
     return make_error(Errc::unknown_name, "node " + spec.name + ": pool '" + spec.pool +
                                               "' is not owned by partition " +
                                               std::to_string(config_.partition.value));
+  bool known = view_.find_node(spec.id).has_value();
   view_.add_node(spec, *pool, snapshot);
+  if (config_.journal && !known) journal_.nodes_registered.push_back(spec);
   return Status::ok();
 }
 
-Status Scheduler::submit(JobSpec job, TimePoint now) {
-  (void)now;
-  if (auto st = validate(job); !st) return st;
+Expected<JobRecord> Scheduler::admit(JobSpec job) const {
+  if (auto st = validate(job); !st) return st.error();
   auto pool = view_.find_pool(job.pool);
   if (!pool)
     return make_error(Errc::unknown_name, "job field 'pool': '" + job.pool +
@@ -122,13 +124,173 @@ Status Scheduler::submit(JobSpec job, TimePoint now) {
   r.priority = cls->priority;
   r.by_state[static_cast<size_t>(TaskState::pending)] = job.count;
   r.spec = std::move(job);
+  return r;
+}
+
+Status Scheduler::submit(JobSpec job, TimePoint now) {
+  (void)now;
+  auto admitted = admit(std::move(job));
+  if (!admitted) return admitted.error();
+  JobRecord& r = *admitted;
   pending_tasks_ += r.spec.count;
   ++stats_.jobs_submitted;
   stats_.tasks_submitted += r.spec.count;
+  if (config_.journal) journal_.jobs_accepted.push_back(r.spec);
   auto [it, inserted] = jobs_.emplace(r.spec.id, std::move(r));
   (void)inserted;
   enqueue(it->second);
   return Status::ok();
+}
+
+Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, TimePoint now) {
+  auto admitted = admit(std::move(job));
+  if (!admitted) return admitted.error();
+  auto [it, inserted] = jobs_.emplace(admitted->spec.id, std::move(*admitted));
+  (void)inserted;
+  JobRecord& j = it->second;
+  std::sort(tasks.begin(), tasks.end(),
+            [](const RestoredTask& a, const RestoredTask& b) { return a.index < b.index; });
+  // Tasks past the last one with a record were never placed: they stay the
+  // fresh range; pending ones below it are requeued.
+  TaskIndex fresh = 0;
+  for (const auto& t : tasks) {
+    if (t.index >= j.spec.count)
+      return make_error(Errc::corrupt, "job " + std::to_string(j.spec.id.value) + " task " +
+                                           std::to_string(t.index) + " is beyond its count");
+    fresh = t.index + 1;
+  }
+  j.next_fresh = fresh;
+  size_t next_record = 0;
+  for (TaskIndex t = 0; t < fresh; ++t) {
+    const RestoredTask* r = next_record < tasks.size() && tasks[next_record].index == t
+                                ? &tasks[next_record++]
+                                : nullptr;
+    TaskState s = r ? r->state : TaskState::pending;
+    if (is_final(s)) {
+      set_task_state(j, t, s);
+    } else if ((s == TaskState::running || s == TaskState::claimed) && r->node.value != 0) {
+      // Believed on its node until the node reports (or the grace passes).
+      set_task_state(j, t, TaskState::running);
+      j.tasks[t].journaled = true;
+      unverified_[r->node].push_back(TaskRef{j.spec.id, t});
+    } else {
+      j.requeued.push_back(t);
+    }
+  }
+  // Lowest index first out of the requeued stack.
+  std::reverse(j.requeued.begin(), j.requeued.end());
+  pending_tasks_ += j.pending();
+  ++stats_.jobs_submitted;
+  stats_.tasks_submitted += j.spec.count;
+  recovered_at_ = now;
+  enqueue(j);
+  return Status::ok();
+}
+
+uint64_t Scheduler::unverified_tasks() const {
+  uint64_t n = 0;
+  for (const auto& [node, tasks] : unverified_) n += tasks.size();
+  return n;
+}
+
+void Scheduler::journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, TaskState state,
+                              NodeId node, ClaimId claim, int32_t exit_code) {
+  if (!config_.journal || tasks.empty()) return;
+  Journal::TaskChange c;
+  c.job = job;
+  c.tasks = tasks;
+  c.state = state;
+  c.node = node;
+  c.claim_id = claim;
+  c.exit_code = exit_code;
+  journal_.task_changes.push_back(std::move(c));
+}
+
+void Scheduler::release_on(NodeId node, JobId job, std::vector<TaskIndex> tasks, Outbox& out) {
+  if (tasks.empty()) return;
+  stats_.reconcile_releases += tasks.size();
+  ReleaseRequest r;
+  r.partition = config_.partition;
+  r.epoch = config_.epoch;
+  r.node = node;
+  r.job = job;
+  r.tasks = std::move(tasks);
+  r.reason = TaskState::cancelled;
+  out.releases.push_back(std::move(r));
+}
+
+void Scheduler::declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, TimePoint now) {
+  if (tasks.empty()) return;
+  stats_.tasks_lost += tasks.size();
+  return_to_queue(j, tasks, false, "its node no longer holds it", now);
+}
+
+void Scheduler::reconcile_node(const NodeReport& report, TimePoint now, Outbox& out) {
+  reconcile(report.spec.id, report.allocations, &report.claims, false, now, out);
+}
+
+void Scheduler::reconcile(NodeId node, const std::vector<Allocation>& allocations,
+                          const std::vector<LiveClaim>* claims, bool check_running, TimePoint now,
+                          Outbox& out) {
+  auto n = view_.find_node(node);
+  if (!n) return;
+  std::vector<TaskRef> expected;
+  if (auto it = unverified_.find(node); it != unverified_.end()) {
+    expected = std::move(it->second);
+    unverified_.erase(it);
+  }
+  if (check_running) {
+    // Everything we believe runs there (a gap may have hidden its end).
+    for (const auto& [id, j] : jobs_) {
+      if (j.count_in(TaskState::running) == 0 || j.tasks.empty()) continue;
+      for (TaskIndex t = 0; t < j.spec.count; ++t)
+        if (j.tasks[t].state == TaskState::running && j.tasks[t].node_plus_one == *n + 1)
+          expected.push_back(TaskRef{id, t});
+    }
+  }
+  std::sort(expected.begin(), expected.end());
+  std::vector<TaskRef> held;
+  // Releases grouped by job, in job order.
+  std::map<JobId, std::vector<TaskIndex>> release;
+  for (const auto& a : allocations) {
+    if (a.partition != config_.partition) continue;
+    auto jt = jobs_.find(a.task.job);
+    if (jt == jobs_.end() || a.task.index >= jt->second.spec.count || jt->second.tasks.empty()) {
+      release[a.task.job].push_back(a.task.index);
+      continue;
+    }
+    JobRecord& j = jt->second;
+    TaskRecord& rec = j.tasks[a.task.index];
+    bool expected_here = std::binary_search(expected.begin(), expected.end(), a.task);
+    if (rec.state == TaskState::running && rec.node_plus_one == 0 && expected_here) {
+      rec.node_plus_one = *n + 1;  // adopted: the records and the node agree
+      held.push_back(a.task);
+    } else if (rec.state == TaskState::running && rec.node_plus_one == *n + 1) {
+      held.push_back(a.task);  // already known here
+    } else if (rec.state == TaskState::claimed && in_flight_.contains(a.claim_id)) {
+      // A confirm of ours is on its way back.
+    } else {
+      release[a.task.job].push_back(a.task.index);
+    }
+  }
+  for (auto& [job, tasks] : release) release_on(node, job, std::move(tasks), out);
+  for (const auto& c : claims ? *claims : std::vector<LiveClaim>{}) {
+    if (c.partition != config_.partition || in_flight_.contains(c.id)) continue;
+    ++stats_.reconcile_releases;
+    ReleaseRequest r;
+    r.partition = config_.partition;
+    r.epoch = config_.epoch;
+    r.node = node;
+    r.claim_id = c.id;
+    r.job = c.job;
+    out.releases.push_back(std::move(r));
+  }
+  // Restored here, not held: lost.
+  std::sort(held.begin(), held.end());
+  std::map<JobId, std::vector<TaskIndex>> lost;
+  for (const auto& t : expected)
+    if (!std::binary_search(held.begin(), held.end(), t)) lost[t.job].push_back(t.index);
+  for (auto& [job, tasks] : lost) declare_lost(jobs_.at(job), tasks, now);
 }
 
 const JobRecord* Scheduler::job(JobId id) const {
@@ -222,7 +384,10 @@ void Scheduler::schedule(TimePoint now, Outbox& out) {
 
 ClaimRequest Scheduler::make_claim(JobRecord& j, NodeIndex n, std::vector<TaskIndex> tasks) {
   ClaimRequest c;
-  c.claim_id = ClaimId{(uint64_t{config_.scheduler_index} << 48) | next_claim_++};
+  // The epoch in the high bits: a new owner of the partition never reuses a
+  // claim id of the one it replaced (a node would take the new owner's
+  // confirm for the old owner's claim).
+  c.claim_id = ClaimId{(config_.epoch << kClaimCounterBits) | next_claim_++};
   c.partition = config_.partition;
   c.epoch = config_.epoch;
   c.node = view_.node(n).id;
@@ -324,16 +489,22 @@ bool Scheduler::place_gang(JobRecord& j, TimePoint now, Outbox& out) {
 void Scheduler::return_to_queue(JobRecord& j, const std::vector<TaskIndex>& tasks,
                                 bool count_attempt, const std::string& why, TimePoint now) {
   bool exhausted = false;
+  std::vector<TaskIndex> unjournal;
   for (auto t : tasks) {
     set_task_state(j, t, TaskState::pending);
     TaskRecord& r = j.tasks[t];
     r.node_plus_one = 0;
+    if (r.journaled) {
+      r.journaled = false;
+      unjournal.push_back(t);
+    }
     if (count_attempt && ++r.attempts >= config_.max_claim_attempts) {
       exhausted = true;
       r.attempts = 0;
     }
     j.requeued.push_back(t);
   }
+  journal_tasks(j.spec.id, unjournal, TaskState::pending, NodeId{}, ClaimId{});
   pending_tasks_ += tasks.size();
   stats_.tasks_requeued += tasks.size();
   if (exhausted) {
@@ -364,6 +535,13 @@ void Scheduler::observe_generation(NodeIndex n, const NodeSnapshot& s, bool is_c
 }
 
 void Scheduler::confirm_claim(InFlightClaim& c, TimePoint now, Outbox& out) {
+  // The placement is recorded before the node is asked to make it real.
+  if (config_.journal) {
+    JobRecord& j = jobs_.at(c.request.job);
+    for (auto t : c.request.tasks) j.tasks[t].journaled = true;
+    journal_tasks(c.request.job, c.request.tasks, TaskState::claimed, c.request.node,
+                  c.request.claim_id);
+  }
   ConfirmRequest r;
   r.claim_id = c.request.claim_id;
   r.partition = config_.partition;
@@ -609,6 +787,13 @@ void Scheduler::on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out
   } else {
     observe_generation(*n, delta.snapshot, true, out);
   }
+  process_events(delta, now, out);
+  // After a gap: the events above may have ended some tasks; what we still
+  // believe runs there and the node does not hold is lost.
+  if (delta.full) reconcile(delta.snapshot.node, delta.allocations, nullptr, true, now, out);
+}
+
+void Scheduler::process_events(const NodeDelta& delta, TimePoint now, Outbox& out) {
   for (const auto& ev : delta.events) {
     if (ev.partition != config_.partition) continue;
     if (ev.kind != NodeEvent::Kind::task_finished) continue;
@@ -636,6 +821,7 @@ void Scheduler::on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out
         in_flight_.erase(it);
       } else {
         set_task_state(j, ev.task.index, ev.final_state);
+        record_final(j, ev);
         ++stats_.tasks_finished;
         if (c.confirming) {
           view_.remove_change_in_flight(c.node);
@@ -650,19 +836,42 @@ void Scheduler::on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out
       continue;  // duplicate or stale
     }
     set_task_state(j, ev.task.index, ev.final_state);
+    record_final(j, ev);
     ++stats_.tasks_finished;
     maybe_finished(j, out);
   }
 }
 
+void Scheduler::record_final(JobRecord& j, const NodeEvent& ev) {
+  j.tasks[ev.task.index].journaled = false;
+  journal_tasks(j.spec.id, {ev.task.index}, ev.final_state, NodeId{}, ev.claim_id, ev.exit_code);
+}
+
 void Scheduler::maybe_finished(JobRecord& j, Outbox& out) {
-  if (j.finished()) out.finished_jobs.push_back(j.spec.id);
+  if (!j.finished()) return;
+  out.finished_jobs.push_back(j.spec.id);
 }
 
 void Scheduler::on_tick(TimePoint now, Outbox& out) {
+  if (!unverified_.empty() && now - recovered_at_ >= config_.recovery_grace) {
+    // Nodes that did not come back: what the store placed on them is lost.
+    auto unverified = std::move(unverified_);
+    unverified_.clear();
+    for (auto& [node, tasks] : unverified) {
+      std::sort(tasks.begin(), tasks.end());
+      std::map<JobId, std::vector<TaskIndex>> lost;
+      for (const auto& t : tasks) lost[t.job].push_back(t.index);
+      for (auto& [job, indices] : lost) declare_lost(jobs_.at(job), indices, now);
+    }
+  }
+  // Overdue entries in id order, so the outbox does not depend on hash order.
+  std::vector<ClaimId> overdue;
+  for (const auto& [id, c] : in_flight_)
+    if (now - c.sent_at >= config_.reply_timeout) overdue.push_back(id);
+  std::sort(overdue.begin(), overdue.end());
   std::vector<ClaimId> expired;
-  for (auto& [id, c] : in_flight_) {
-    if (now - c.sent_at < config_.reply_timeout) continue;
+  for (auto id : overdue) {
+    InFlightClaim& c = in_flight_.at(id);
     if (c.gang == 0 && c.confirmed) {
       // An aborted gang's release, unanswered: releasing is idempotent.
       c.sent_at = now;
@@ -682,7 +891,6 @@ void Scheduler::on_tick(TimePoint now, Outbox& out) {
     }
     if (!c.accepted) expired.push_back(id);
   }
-  std::sort(expired.begin(), expired.end());
   for (auto id : expired) {
     ++stats_.claim_timeouts;
     // Treat as rejected: the node's claim, if any, expires on its own and a

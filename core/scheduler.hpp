@@ -13,6 +13,8 @@
 
 #include <array>
 #include <functional>
+#include <map>
+#include <utility>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -33,11 +35,13 @@ struct ClassConfig {
   PlacementPolicy placement;
 };
 
+/// Claim ids are the owner's epoch followed by a counter of this many bits.
+inline constexpr int kClaimCounterBits = 40;
+inline constexpr Epoch kMaxEpoch = Epoch{1} << (64 - kClaimCounterBits);
+
 struct SchedulerConfig {
   PartitionId partition{0};
   Epoch epoch = 1;
-  /// Distinguishes the claim ids of schedulers that share nodes.
-  uint32_t scheduler_index = 0;
   /// Leaf pools this scheduler places on.
   std::vector<std::string> pools;
   /// Scheduling classes; a job naming no class gets `default_class`.
@@ -60,6 +64,11 @@ struct SchedulerConfig {
   /// instead of rejecting each other in a loop.
   Duration initial_backoff = std::chrono::milliseconds(10);
   Duration max_backoff = std::chrono::seconds(1);
+  /// Record what must be durable in the journal (see Scheduler::take_journal).
+  bool journal = false;
+  /// After a restart, tasks the store says run on a node that has not
+  /// reported again by then are declared lost and placed again.
+  Duration recovery_grace = std::chrono::seconds(30);
 
   Status validate() const;
 };
@@ -87,6 +96,44 @@ struct Outbox {
   }
 };
 
+/// Changes the scheduler made that must be durable before what depends on
+/// them is sent: a job is acknowledged, and a placement confirmed, only after
+/// the batch holding its entry is durable. The actor writes them to the
+/// partition store (without a store it drops them).
+struct Journal {
+  /// New task states: placed (claimed on a node, about to be confirmed), back
+  /// to pending, or final.
+  struct TaskChange {
+    JobId job;
+    std::vector<TaskIndex> tasks;
+    TaskState state = TaskState::pending;
+    NodeId node;
+    ClaimId claim_id;
+    int32_t exit_code = 0;
+  };
+  std::vector<JobSpec> jobs_accepted;
+  std::vector<TaskChange> task_changes;
+  std::vector<NodeSpec> nodes_registered;
+
+  bool empty() const {
+    return jobs_accepted.empty() && task_changes.empty() && nodes_registered.empty();
+  }
+  void clear() {
+    jobs_accepted.clear();
+    task_changes.clear();
+    nodes_registered.clear();
+  }
+};
+
+/// A task as the partition store remembers it, for Scheduler::restore_job.
+struct RestoredTask {
+  TaskIndex index = 0;
+  TaskState state = TaskState::pending;
+  /// The node it was placed on (claimed or running), else zero.
+  NodeId node;
+  int32_t exit_code = 0;
+};
+
 struct SchedulerStats {
   uint64_t jobs_submitted = 0;
   uint64_t tasks_submitted = 0;
@@ -109,6 +156,11 @@ struct SchedulerStats {
   uint64_t gangs_aborted = 0;
   /// Times a job's tasks exhausted their claim attempts and it backed off.
   uint64_t backoffs = 0;
+  /// Recovery: tasks the store placed on a node that no longer holds them.
+  uint64_t tasks_lost = 0;
+  /// Recovery: allocations or claims on nodes that the scheduler's records
+  /// do not back, released.
+  uint64_t reconcile_releases = 0;
   /// Submit to confirmed, per task, in nanoseconds.
   Histogram placement_latency;
 
@@ -124,6 +176,8 @@ struct TaskRecord {
   uint32_t node_plus_one = 0;
   TaskState state = TaskState::pending;
   uint8_t attempts = 0;
+  /// Its placement is in the journal: a return to the queue must be too.
+  bool journaled = false;
 };
 
 struct JobRecord {
@@ -164,6 +218,24 @@ class Scheduler {
   /// Accepts a job into the queue. Errors name the offending field.
   Status submit(JobSpec job, TimePoint now);
 
+  /// Rebuilds a job from the partition store after a restart. Final tasks stay
+  /// final; tasks recorded on a node count as running until that node reports
+  /// (reconcile_node) or recovery_grace passes; the rest are pending.
+  Status restore_job(JobSpec job, std::vector<RestoredTask> tasks, TimePoint now);
+
+  /// Compares a node's full report with what the scheduler believes, on every
+  /// (re)registration. The documented rule: the scheduler's durable records
+  /// decide where a task runs. An allocation of ours the records place on this
+  /// node is adopted; one they do not (unknown job, task pending, final or on
+  /// another node) is released; a live claim of ours that is not in flight is
+  /// released; a task the records place here that the node does not hold is
+  /// lost and placed again.
+  void reconcile_node(const NodeReport& report, TimePoint now, Outbox& out);
+
+  /// What must be durable before the confirms and acknowledgements of the
+  /// same step are sent; empty unless config().journal.
+  Journal take_journal() { return std::exchange(journal_, Journal{}); }
+
   /// Placement begins: time a job queued before this is not counted as
   /// placement latency (a sim holds its schedulers while it queues a load).
   void start(TimePoint now) { started_at_ = now; }
@@ -186,6 +258,8 @@ class Scheduler {
   size_t backing_off_jobs() const { return backoff_.size(); }
   size_t claims_in_flight() const { return in_flight_.size(); }
   uint64_t pending_tasks() const { return pending_tasks_; }
+  /// Tasks restored on a node that has not reported since the restart.
+  uint64_t unverified_tasks() const;
   uint64_t running_tasks() const { return running_tasks_; }
   /// True once a node told us a newer owner has the partition.
   bool fenced() const { return fenced_; }
@@ -248,6 +322,20 @@ class Scheduler {
   void mark_running(JobRecord& j, const InFlightClaim& c, TimePoint now);
   void on_fenced();
   void maybe_finished(JobRecord& j, Outbox& out);
+  void record_final(JobRecord& j, const NodeEvent& ev);
+  void process_events(const NodeDelta& delta, TimePoint now, Outbox& out);
+  /// reconcile_node's rule over a node's allocations (and live claims, if
+  /// given); with check_running, every task believed running there is
+  /// expected too, not only those restored from the store.
+  void reconcile(NodeId node, const std::vector<Allocation>& allocations,
+                 const std::vector<LiveClaim>* claims, bool check_running, TimePoint now,
+                 Outbox& out);
+  /// Checks a job against the configuration and builds its record (all pending).
+  Expected<JobRecord> admit(JobSpec job) const;
+  void journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, TaskState state, NodeId node,
+                     ClaimId claim, int32_t exit_code = 0);
+  void release_on(NodeId node, JobId job, std::vector<TaskIndex> tasks, Outbox& out);
+  void declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, TimePoint now);
 
   SchedulerConfig config_;
   ClusterView view_;
@@ -267,6 +355,10 @@ class Scheduler {
   uint64_t running_tasks_ = 0;
   bool fenced_ = false;
   TimePoint started_at_ = TimePoint::min();
+  Journal journal_;
+  /// Restored tasks awaiting their node's report, by node.
+  std::map<NodeId, std::vector<TaskRef>> unverified_;
+  TimePoint recovered_at_ = TimePoint::min();
   SchedulerStats stats_;
 };
 

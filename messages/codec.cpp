@@ -378,18 +378,6 @@ Status read(const pb::NodeEvent& in, const Path& p, core::NodeEvent& out) {
   return read_exit_code(in.exit_code(), Path{p, "exit_code"}, out.exit_code);
 }
 
-Status read(const pb::NodeDelta& in, const Path& p, core::NodeDelta& out) {
-  CLAIMSCHED_TRY(
-      read_snapshot(in.has_snapshot(), in.snapshot(), Path{p, "snapshot"}, out.snapshot));
-  Path events{p, "events"};
-  out.events.clear();
-  out.events.resize(static_cast<size_t>(in.events_size()));
-  for (int i = 0; i < in.events_size(); ++i)
-    CLAIMSCHED_TRY(read(in.events(i), Path{events, i}, out.events[static_cast<size_t>(i)]));
-  out.full = in.full();
-  return Status::ok();
-}
-
 Status read(const pb::LiveClaim& in, const Path& p, core::LiveClaim& out) {
   CLAIMSCHED_TRY(read_claim_id(in.id(), Path{p, "id"}, out.id));
   CLAIMSCHED_TRY(read_id(in.partition(), Path{p, "partition"}, out.partition));
@@ -412,6 +400,24 @@ Status read(const pb::Allocation& in, const Path& p, core::Allocation& out) {
   out.confirmed_at = read_time(in.confirmed_at_ns());
   out.finishes_at = read_time(in.finishes_at_ns());
   return read_id(in.claim_id(), Path{p, "claim_id"}, out.claim_id);
+}
+
+Status read(const pb::NodeDelta& in, const Path& p, core::NodeDelta& out) {
+  CLAIMSCHED_TRY(
+      read_snapshot(in.has_snapshot(), in.snapshot(), Path{p, "snapshot"}, out.snapshot));
+  Path events{p, "events"};
+  out.events.clear();
+  out.events.resize(static_cast<size_t>(in.events_size()));
+  for (int i = 0; i < in.events_size(); ++i)
+    CLAIMSCHED_TRY(read(in.events(i), Path{events, i}, out.events[static_cast<size_t>(i)]));
+  out.full = in.full();
+  Path allocations{p, "allocations"};
+  out.allocations.clear();
+  out.allocations.resize(static_cast<size_t>(in.allocations_size()));
+  for (int i = 0; i < in.allocations_size(); ++i)
+    CLAIMSCHED_TRY(
+        read(in.allocations(i), Path{allocations, i}, out.allocations[static_cast<size_t>(i)]));
+  return Status::ok();
 }
 
 Status read(const pb::NodeReport& in, const Path& p, core::NodeReport& out) {
@@ -611,6 +617,8 @@ void to_proto(const core::NodeDelta& in, pb::NodeDelta& out) {
   out.mutable_events()->Reserve(static_cast<int>(in.events.size()));
   for (const auto& e : in.events) to_proto(e, *out.add_events());
   out.set_full(in.full);
+  out.mutable_allocations()->Reserve(static_cast<int>(in.allocations.size()));
+  for (const auto& a : in.allocations) to_proto(a, *out.add_allocations());
 }
 
 void to_proto(const core::LiveClaim& in, pb::LiveClaim& out) {

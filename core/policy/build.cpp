@@ -56,7 +56,9 @@ uint32_t ducc_cap(const ModelJob& j, const ClassSpec& cls, CapReason& reason) {
     // (plus the fudge); what is left is what new tasks could help with.
     double target = static_cast<double>((pred->init_time + cls.prediction_fudge).count());
     double done = std::round(target * j.running / static_cast<double>(pred->time_per_item.count()));
-    uint64_t projected = done >= static_cast<double>(pred->remaining_work) ? 0 : pred->remaining_work - static_cast<uint64_t>(done);
+    uint64_t projected = done >= static_cast<double>(pred->remaining_work)
+                             ? 0
+                             : pred->remaining_work - static_cast<uint64_t>(done);
     if (projected < base) {
       potential = std::max<uint32_t>(static_cast<uint32_t>(projected), j.running);
       if (potential < base) reason = CapReason::prediction;
@@ -91,7 +93,9 @@ uint32_t Model::find_job(JobId id) const {
   return it != jobs.end() && it->info->id == id ? static_cast<uint32_t>(it - jobs.begin()) : kNone;
 }
 
-Share ratio_to_share(double ratio) { return static_cast<Share>(std::llround(ratio * static_cast<double>(kShareOne))); }
+Share ratio_to_share(double ratio) {
+  return static_cast<Share>(std::llround(ratio * static_cast<double>(kShareOne)));
+}
 
 Expected<Model> build_model(const Snapshot& snap) {
   if (auto s = validate(snap); !s) return s.error();
@@ -229,9 +233,9 @@ Expected<Model> build_model(const Snapshot& snap) {
   }
   auto node_of = [&](NodeId id) {
     if (!node_table.empty()) return node_table[id.value];
-    return static_cast<uint32_t>(
-        std::lower_bound(node_specs.begin(), node_specs.end(), id, [](auto* n, NodeId v) { return n->id < v; }) -
-        node_specs.begin());
+    return static_cast<uint32_t>(std::lower_bound(node_specs.begin(), node_specs.end(), id,
+                                                  [](auto* n, NodeId v) { return n->id < v; }) -
+                                 node_specs.begin());
   };
   for (uint32_t p : m.postorder) {
     auto& pool = m.pools[p];
@@ -242,7 +246,8 @@ Expected<Model> build_model(const Snapshot& snap) {
     if (pool.parent != kNone) {
       auto& parent = m.pools[pool.parent];
       parent.scope_capacity += pool.scope_capacity;
-      parent.scope_shapes.insert(parent.scope_shapes.end(), pool.scope_shapes.begin(), pool.scope_shapes.end());
+      parent.scope_shapes.insert(parent.scope_shapes.end(), pool.scope_shapes.begin(),
+                                 pool.scope_shapes.end());
     }
   }
 
@@ -302,18 +307,21 @@ Expected<Model> build_model(const Snapshot& snap) {
     if (j.policy == ClassPolicy::reserve) {
       bool any = false;
       for (uint32_t n : pool.nodes)
-        any = any || (m.nodes[n].schedulable && reserve_matches(j.info->per_task, m.nodes[n].info->capacity, quantum));
+        any = any || (m.nodes[n].schedulable &&
+                      reserve_matches(j.info->per_task, m.nodes[n].info->capacity, quantum));
       if (!any && j.reserve_node == kNone) {
         j.unresolvable = true;
-        j.unresolvable_reason = "no machine in pool '" + pool.spec->name + "' matches memory " +
-                                format_quantity(dim::memory, j.info->per_task[dim::memory]) +
-                                (quantum > 0 ? " within one quantum (" + format_quantity(dim::memory, quantum) + ")"
-                                             : " exactly");
+        j.unresolvable_reason =
+            "no machine in pool '" + pool.spec->name + "' matches memory " +
+            format_quantity(dim::memory, j.info->per_task[dim::memory]) +
+            (quantum > 0 ? " within one quantum (" + format_quantity(dim::memory, quantum) + ")"
+                         : " exactly");
       }
     } else if (!fits_some(j.per_task, j.preemptible ? pool.scope_shapes : pool.own_shapes)) {
       j.unresolvable = true;
       j.unresolvable_reason = "no node " + std::string(j.preemptible ? "in the subtree of" : "directly in") +
-                              " pool '" + pool.spec->name + "' can hold one task of " + j.per_task.to_string();
+                              " pool '" + pool.spec->name + "' can hold one task of " +
+                              j.per_task.to_string();
     }
     j.delta = dominant_share_ceil(j.per_task, pool.scope_capacity);
     if (j.delta == 0 && !j.unresolvable) {
@@ -377,7 +385,9 @@ Expected<Model> build_model(const Snapshot& snap) {
   for (uint32_t i = 0; i < m.jobs.size(); ++i) {
     auto& j = m.jobs[i];
     j.usage = static_cast<Share>(std::min<i128>(static_cast<i128>(j.running) * j.delta, INT64_MAX));
-    j.demand = j.unresolvable ? 0 : static_cast<Share>(std::min<i128>(static_cast<i128>(j.cap) * j.delta, kShareOne));
+    j.demand = j.unresolvable
+                   ? 0
+                   : static_cast<Share>(std::min<i128>(static_cast<i128>(j.cap) * j.delta, kShareOne));
   }
   for (uint32_t pos = 0; pos < m.packed_job.size(); ++pos) {
     uint32_t i = m.packed_job[pos];

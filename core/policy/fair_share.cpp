@@ -143,7 +143,8 @@ class TierSolver {
     Resources taken;
     if (!sums_valid_) sum_exact(sum_whole_, sum_frac_);
     for (size_t k = 0; k < nd_; ++k)
-      taken.set(m_.dims[k], sum_whole_[k] + static_cast<int64_t>(std::ceil(std::max(0.0, sum_frac_[k] - 1e-6))));
+      taken.set(m_.dims[k],
+                sum_whole_[k] + static_cast<int64_t>(std::ceil(std::max(0.0, sum_frac_[k] - 1e-6))));
     for (size_t p = 0; p < jobs_.size(); ++p) m_.fair[jobs_[p]] = alloc_[p];
     return taken;
   }
@@ -239,8 +240,12 @@ class TierSolver {
     uint32_t lo = 0, hi = g - 1;
     while (lo < hi) {
       uint32_t mid = (lo + hi) / 2;
-      double f = static_cast<double>(PD_[base + mid]) + static_cast<double>(g - mid) * static_cast<double>(D_[perm_[b + mid]]);
-      if (f > y) hi = mid; else lo = mid + 1;
+      double f = static_cast<double>(PD_[base + mid]) +
+                 static_cast<double>(g - mid) * static_cast<double>(D_[perm_[b + mid]]);
+      if (f > y)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     double x = (y - static_cast<double>(PD_[base + lo])) / static_cast<double>(g - lo);
     for (size_t k = 0; k < nd_; ++k) out[k] += PF_[(base + lo) * nd_ + k] + x * SD_[(base + lo) * nd_ + k];
@@ -256,8 +261,12 @@ class TierSolver {
     uint32_t lo = 0, hi = n - 1;
     while (lo < hi) {
       uint32_t mid = (lo + hi) / 2;
-      double f = static_cast<double>(PDU_[base + mid]) + static_cast<double>(n - mid) * static_cast<double>(Du_[uperm_[b + mid]]);
-      if (f > budget) hi = mid; else lo = mid + 1;
+      double f = static_cast<double>(PDU_[base + mid]) +
+                 static_cast<double>(n - mid) * static_cast<double>(Du_[uperm_[b + mid]]);
+      if (f > budget)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     double y = (budget - static_cast<double>(PDU_[base + lo])) / static_cast<double>(n - lo);
     for (size_t k = 0; k < nd_; ++k) out[k] += FU_[(base + lo) * nd_ + k];
@@ -276,8 +285,12 @@ class TierSolver {
     while (lo < hi) {
       size_t mid = (lo + hi) / 2;
       uint32_t c = cperm_[mid];
-      double f = static_cast<double>(PDC_[mid]) + static_cast<double>(Dc_[c]) / weight_[c] * static_cast<double>(PW_[nc] - PW_[mid]);
-      if (f > sd) hi = mid; else lo = mid + 1;
+      double f = static_cast<double>(PDC_[mid]) +
+                 static_cast<double>(Dc_[c]) / weight_[c] * static_cast<double>(PW_[nc] - PW_[mid]);
+      if (f > sd)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     double level = (sd - static_cast<double>(PDC_[lo])) / static_cast<double>(PW_[nc] - PW_[lo]);
     for (size_t k = 0; k < nd_; ++k) out[k] = FC_[lo * nd_ + k];
@@ -318,7 +331,8 @@ class TierSolver {
     sums_valid_ = true;
     for (size_t k = 0; k < nd_; ++k) {
       int64_t room = room_exact_[m_.dims[k]];
-      if (sum_whole_[k] > room || static_cast<double>(room - sum_whole_[k]) + 1e-6 < sum_frac_[k]) return false;
+      if (sum_whole_[k] > room || static_cast<double>(room - sum_whole_[k]) + 1e-6 < sum_frac_[k])
+        return false;
     }
     return true;
   }
@@ -378,8 +392,8 @@ class TierSolver {
     }
     for (size_t i = 0; i < nc; ++i) {
       uint32_t c = cperm_[i];
-      int64_t budget = i < k ? Dc_[c]
-                             : static_cast<int64_t>(static_cast<i128>(s - PDC_[k]) * weight_[c] / (W - PW_[k]));
+      int64_t budget =
+          i < k ? Dc_[c] : static_cast<int64_t>(static_cast<i128>(s - PDC_[k]) * weight_[c] / (W - PW_[k]));
       allocate_class(c, budget);
     }
   }
@@ -436,7 +450,8 @@ std::string room_text(const Resources& r) {
   for (DimensionId d = 0; d < kMaxDimensions; ++d) {
     if (r[d] == 0) continue;
     if (!out.empty()) out += ',';
-    out += std::string(DimensionRegistry::name(d)) + "=" + (r[d] >= kUnlimited ? "unlimited" : format_quantity(d, r[d]));
+    out += std::string(DimensionRegistry::name(d)) + "=" +
+           (r[d] >= kUnlimited ? "unlimited" : format_quantity(d, r[d]));
   }
   return out.empty() ? "nothing" : out;
 }
@@ -487,7 +502,8 @@ void compute_fair_shares(Model& m) {
     for (uint32_t p = pool; p != kNone; p = m.pools[p].parent) {
       const auto& limits = m.pools[p].spec->resource_limits;
       for (DimensionId d = 0; d < kMaxDimensions; ++d)
-        if (limits.has(d)) room.set(d, std::max<int64_t>(0, std::min(room[d], limits.values[d] - committed[p][d])));
+        if (limits.has(d))
+          room.set(d, std::max<int64_t>(0, std::min(room[d], limits.values[d] - committed[p][d])));
     }
     return room;
   };
@@ -565,18 +581,19 @@ void compute_fair_shares(Model& m) {
           if (name == m.users[job.user].name) class_limit = &limits;
         if (!need.fits_in(own_room)) {
           why = "pool '" + pool.spec->name + "' has " + room_text(own_room) +
-                " left for non-preemptible work at priority " + std::to_string(priority) + ", the request needs " +
-                need.to_string();
-        } else if (!need.fits_in(lroom)) {
-          why = "the resource_limits of pool '" + pool.spec->name + "' or a parent leave " + room_text(lroom) +
+                " left for non-preemptible work at priority " + std::to_string(priority) +
                 ", the request needs " + need.to_string();
+        } else if (!need.fits_in(lroom)) {
+          why = "the resource_limits of pool '" + pool.spec->name + "' or a parent leave " +
+                room_text(lroom) + ", the request needs " + need.to_string();
         } else if (!user_limit.allows(np_user[job.user] + need)) {
           why = "user '" + std::string(m.users[job.user].name) + "' would exceed the allotment " +
-                user_limit.to_string() + " (holds " + np_user[job.user].to_string() + ", asks " + need.to_string() + ")";
+                user_limit.to_string() + " (holds " + np_user[job.user].to_string() + ", asks " +
+                need.to_string() + ")";
         } else if (!class_limit->allows(np_group[job.group] + need)) {
           why = "user '" + std::string(m.users[job.user].name) + "' would exceed the allotment " +
-                class_limit->to_string() + " of class '" + cls.name + "' (holds " + np_group[job.group].to_string() +
-                ", asks " + need.to_string() + ")";
+                class_limit->to_string() + " of class '" + cls.name + "' (holds " +
+                np_group[job.group].to_string() + ", asks " + need.to_string() + ")";
         }
         if (!why.empty()) {
           job.grant_reason = std::move(why);
@@ -585,8 +602,8 @@ void compute_fair_shares(Model& m) {
         }
         job.granted = true;
         if (cls.policy == ClassPolicy::reserve) node_taken[job.reserve_node] = 1;
-        m.fair[ji] = static_cast<Share>(std::min<i128>(static_cast<i128>(job.running + job.pending) * job.delta,
-                                                       std::numeric_limits<int64_t>::max()));
+        m.fair[ji] = static_cast<Share>(std::min<i128>(
+            static_cast<i128>(job.running + job.pending) * job.delta, std::numeric_limits<int64_t>::max()));
         np_user[job.user] += need;
         np_group[job.group] += need;
         own_room = clamp_sub(own_room, need);

@@ -60,8 +60,7 @@ Expected<Limits> Limits::parse(std::string_view text) {
   size_t pos = 0;
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
-    std::string_view item =
-        trim(text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos));
+    std::string_view item = trim(text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos));
     auto name = trim(item.substr(0, item.find('=')));
     auto id = DimensionRegistry::find(name);
     if (!id) return make_error(Errc::parse_error, "unknown resource '" + std::string(name) + "'");
@@ -128,7 +127,8 @@ Status PolicySettings::validate() const {
 }
 
 Status validate(const Snapshot& snap) {
-  if (auto s = snap.settings.validate(); !s) return make_error(s.error().code, "settings: " + s.error().message);
+  if (auto s = snap.settings.validate(); !s)
+    return make_error(s.error().code, "settings: " + s.error().message);
 
   // Pools: unique names, known parents, no cycle.
   std::map<std::string_view, const PoolSpec*> pools;
@@ -141,7 +141,8 @@ Status validate(const Snapshot& snap) {
     if (p.overrides.fair_share_starvation_tolerance &&
         !ratio_ok(*p.overrides.fair_share_starvation_tolerance, 0.0, 1.0))
       return invalid("pool '" + p.name + "': fair_share_starvation_tolerance must be in [0, 1]");
-    if ((p.overrides.fair_share_starvation_timeout && p.overrides.fair_share_starvation_timeout->count() < 0) ||
+    if ((p.overrides.fair_share_starvation_timeout &&
+         p.overrides.fair_share_starvation_timeout->count() < 0) ||
         (p.overrides.fair_share_aggressive_starvation_timeout &&
          p.overrides.fair_share_aggressive_starvation_timeout->count() < 0))
       return invalid("pool '" + p.name + "': starvation timeouts must not be negative");
@@ -153,8 +154,7 @@ Status validate(const Snapshot& snap) {
     // Walk up at most pools.size() steps: a longer walk is a cycle.
     const PoolSpec* cur = &p;
     for (size_t steps = 0; !cur->parent.empty(); ++steps) {
-      if (steps > snap.pools.size())
-        return invalid("pool '" + p.name + "': the parent chain is a cycle");
+      if (steps > snap.pools.size()) return invalid("pool '" + p.name + "': the parent chain is a cycle");
       cur = pools.at(cur->parent);
     }
   }
@@ -170,13 +170,16 @@ Status validate(const Snapshot& snap) {
       return make_error(Errc::unknown_name, "class '" + c.name + "': pool '" + c.pool + "' is not a pool");
     if (c.weight == 0) return invalid("class '" + c.name + "': weight must be at least 1");
     if (c.weight > 1'000'000) return invalid("class '" + c.name + "': weight must be at most 1000000");
-    if (c.prediction_fudge.count() < 0) return invalid("class '" + c.name + "': prediction_fudge must not be negative");
-    if (c.allotment.values.any_negative()) return invalid("class '" + c.name + "': allotment must not be negative");
+    if (c.prediction_fudge.count() < 0)
+      return invalid("class '" + c.name + "': prediction_fudge must not be negative");
+    if (c.allotment.values.any_negative())
+      return invalid("class '" + c.name + "': allotment must not be negative");
     std::set<std::string_view> seen;
     for (const auto& [user, limits] : c.user_allotments) {
       if (user.empty()) return invalid("class '" + c.name + "': user_allotment names an empty user");
       if (!seen.insert(user).second)
-        return make_error(Errc::duplicate, "class '" + c.name + "': user_allotment for '" + user + "' given twice");
+        return make_error(Errc::duplicate,
+                          "class '" + c.name + "': user_allotment for '" + user + "' given twice");
       if (limits.values.any_negative())
         return invalid("class '" + c.name + "': user_allotment for '" + user + "' must not be negative");
     }
@@ -188,7 +191,8 @@ Status validate(const Snapshot& snap) {
   std::set<std::string_view> users;
   for (const auto& u : snap.users) {
     if (u.name.empty()) return invalid("users: a user has an empty name");
-    if (!users.insert(u.name).second) return make_error(Errc::duplicate, "users: user '" + u.name + "' is defined twice");
+    if (!users.insert(u.name).second)
+      return make_error(Errc::duplicate, "users: user '" + u.name + "' is defined twice");
     if (u.allotment && u.allotment->values.any_negative())
       return invalid("user '" + u.name + "': allotment must not be negative");
   }
@@ -201,7 +205,8 @@ Status validate(const Snapshot& snap) {
   for (const auto& n : snap.nodes) {
     std::string what = "node " + std::to_string(n.id.value);
     if (n.pool.empty()) return invalid(what + ": pool is required");
-    if (!pools.count(n.pool)) return make_error(Errc::unknown_name, what + ": pool '" + n.pool + "' is not a pool");
+    if (!pools.count(n.pool))
+      return make_error(Errc::unknown_name, what + ": pool '" + n.pool + "' is not a pool");
     if (n.capacity.any_negative()) return invalid(what + ": capacity must not be negative");
     if (n.free && !n.free->fits_in(n.capacity)) return invalid(what + ": free exceeds capacity");
     for (const auto& l : n.labels)
@@ -224,10 +229,11 @@ Status validate(const Snapshot& snap) {
     const std::string& cls_name = j.job_class.empty() ? snap.settings.default_class : j.job_class;
     if (cls_name.empty()) return invalid(what() + ": class is required (no settings.default_class)");
     auto cls = classes.find(cls_name);
-    if (cls == classes.end()) return make_error(Errc::unknown_name, what() + ": class '" + cls_name + "' is not a class");
+    if (cls == classes.end())
+      return make_error(Errc::unknown_name, what() + ": class '" + cls_name + "' is not a class");
     if (!j.pool.empty() && j.pool != cls->second->pool)
-      return invalid(what() + ": pool '" + j.pool + "' differs from the pool '" + cls->second->pool + "' of class '" +
-                     cls_name + "' (a class is bound to one pool)");
+      return invalid(what() + ": pool '" + j.pool + "' differs from the pool '" + cls->second->pool +
+                     "' of class '" + cls_name + "' (a class is bound to one pool)");
     if (j.per_task.any_negative()) return invalid(what() + ": per_task must not be negative");
     if (j.per_task.is_zero()) return invalid(what() + ": per_task must request some resource");
     if (j.pending > 10'000'000) return invalid(what() + ": pending must be at most 10000000");
@@ -239,16 +245,19 @@ Status validate(const Snapshot& snap) {
                      "' has policy reserve, which takes exactly one machine per job; the job asks for " +
                      std::to_string(j.pending + j.allocations.size()));
     for (const auto& c : j.constraints)
-      if (auto s = validate_label_selector(c); !s) return make_error(s.error().code, what() + ": " + s.error().message);
+      if (auto s = validate_label_selector(c); !s)
+        return make_error(s.error().code, what() + ": " + s.error().message);
     if (j.prediction && (j.prediction->time_per_item.count() < 0 || j.prediction->init_time.count() < 0))
       return invalid(what() + ": prediction times must not be negative");
     for (size_t i = 0; i < j.allocations.size(); ++i) {
       const auto& a = j.allocations[i];
       auto awhat = [&] { return what() + " allocation " + std::to_string(a.index); };
       for (size_t k = 0; k < i && j.allocations.size() <= 64; ++k)
-        if (j.allocations[k].index == a.index) return make_error(Errc::duplicate, awhat() + " is listed twice");
+        if (j.allocations[k].index == a.index)
+          return make_error(Errc::duplicate, awhat() + " is listed twice");
       if (!nodes.count(a.node.value))
-        return make_error(Errc::unknown_name, awhat() + ": node " + std::to_string(a.node.value) + " is not a node");
+        return make_error(Errc::unknown_name,
+                          awhat() + ": node " + std::to_string(a.node.value) + " is not a node");
       if (a.start > snap.now) return invalid(awhat() + ": start is after now");
     }
     if (j.allocations.size() > 64) {
@@ -257,7 +266,8 @@ Status validate(const Snapshot& snap) {
       std::sort(idx.begin(), idx.end());
       for (size_t i = 1; i < idx.size(); ++i)
         if (idx[i] == idx[i - 1])
-          return make_error(Errc::duplicate, what() + " allocation " + std::to_string(idx[i]) + " is listed twice");
+          return make_error(Errc::duplicate,
+                            what() + " allocation " + std::to_string(idx[i]) + " is listed twice");
     }
   }
   return Status::ok();

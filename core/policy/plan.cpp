@@ -13,7 +13,8 @@
 //      preemptible allocations, then aggressively starving jobs also in the
 //      room of aggressively preemptible ones; at most one new allocation per
 //      stage and node, at most once per preemptive_scheduling_backoff per node;
-//      the victims are the minimal set, newest first, squatters before residents;
+//      the victims are the minimal set, newest first, squatters before residents
+//      (and a resident of a pool may take any squatter's task in that pool);
 //   7. defragmentation (DUCC): a job with a fair share of at least one task
 //      that still has none, although its nodes have enough free room for one
 //      task in all (the free room is fragmented), gets room on one node from
@@ -28,6 +29,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <tuple>
 
@@ -48,7 +50,8 @@ std::string fmt_share(Share s) {
 
 std::string fmt_tasks(Share fair, Share delta) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f", delta > 0 ? static_cast<double>(fair) / static_cast<double>(delta) : 0.0);
+  std::snprintf(buf, sizeof buf, "%.2f",
+                delta > 0 ? static_cast<double>(fair) / static_cast<double>(delta) : 0.0);
   return buf;
 }
 
@@ -130,10 +133,19 @@ class Planner {
     // squatters before residents, preemptible before aggressively preemptible
     // before non-preemptible, newest first.
     node_order_.resize(m_.nodes.size());
-    for (size_t n = 0; n < m_.nodes.size(); ++n) {
+    node_sorted_.assign(m_.nodes.size(), 0);
+  }
+
+  /// Node n's allocations, best victim first (sorted on first use: most nodes
+  /// are never searched for victims).
+  const std::vector<uint32_t>& victims_on(uint32_t n) {
+    if (!node_sorted_[n]) {
       node_order_[n] = m_.nodes[n].allocs;
-      std::sort(node_order_[n].begin(), node_order_[n].end(), [&](uint32_t x, uint32_t y) { return prefer(x, y); });
+      std::sort(node_order_[n].begin(), node_order_[n].end(),
+                [&](uint32_t x, uint32_t y) { return prefer(x, y); });
+      node_sorted_[n] = 1;
     }
+    return node_order_[n];
   }
 
   /// True if allocation x is a better victim than y.
@@ -155,8 +167,10 @@ class Planner {
   void add_pool_usage(uint32_t pool, const Resources& r, int sign) {
     for (uint32_t p = pool; p != kNone; p = m_.pools[p].parent)
       if (!m_.pools[p].spec->resource_limits.empty()) {
-        if (sign > 0) pool_usage_[p] += r;
-        else pool_usage_[p] -= r;
+        if (sign > 0)
+          pool_usage_[p] += r;
+        else
+          pool_usage_[p] -= r;
       }
   }
 
@@ -228,8 +242,10 @@ class Planner {
     r.interrupt = kind == RemovalKind::preemption && alloc.info->interruptible;
     r.kill_after = r.interrupt ? pre_.allocation_preemption_timeout : Duration{0};
     r.detail = std::move(detail);
-    if (kind == RemovalKind::preemption) ++plan_.stats.preemptions;
-    else ++plan_.stats.evictions;
+    if (kind == RemovalKind::preemption)
+      ++plan_.stats.preemptions;
+    else
+      ++plan_.stats.evictions;
     ++plan_.stats.by_reason[static_cast<size_t>(reason)];
     plan_.removals.push_back(std::move(r));
   }
@@ -255,8 +271,8 @@ class Planner {
         return;
       }
     }
-    plan_.placements.push_back(Placement{m_.jobs[j].info->id, m_.nodes[n].info->id, count, stage, per_task,
-                                         std::move(waits_for)});
+    plan_.placements.push_back(
+        Placement{m_.jobs[j].info->id, m_.nodes[n].info->id, count, stage, per_task, std::move(waits_for)});
   }
 
   // ---------------------------------------------------------------- 1-3: corrections
@@ -285,13 +301,13 @@ class Planner {
     for (uint32_t n = 0; n < m_.nodes.size(); ++n) {
       if (!m_.nodes[n].alive || !free_[n].any_negative()) continue;
       Resources zero;
-      for (uint32_t a : node_order_[n]) {
+      for (uint32_t a : victims_on(n)) {
         if (!free_[n].any_negative()) break;
         if (removed_[a] || !helps(m_.allocs[a].res, free_[n], zero)) continue;
         const auto& job = m_.jobs[m_.allocs[a].job];
         Resources before = free_[n];
-        remove(a, job.preemptible ? RemovalKind::preemption : RemovalKind::eviction, RemovalReason::node_overcommitted,
-               std::nullopt, "",
+        remove(a, job.preemptible ? RemovalKind::preemption : RemovalKind::eviction,
+               RemovalReason::node_overcommitted, std::nullopt, "",
                node_label(m_.nodes[n]) + " is over its resources (free " + before.to_string() +
                    " after its allocations of " + m_.nodes[n].info->capacity.to_string() + ")");
       }
@@ -312,7 +328,8 @@ class Planner {
         if (limits.allows(pool_usage_[p])) break;
         bool useful = false;
         for (DimensionId d = 0; d < kMaxDimensions; ++d)
-          useful = useful || (limits.has(d) && pool_usage_[p][d] > limits.values[d] && m_.allocs[a].res[d] > 0);
+          useful =
+              useful || (limits.has(d) && pool_usage_[p][d] > limits.values[d] && m_.allocs[a].res[d] > 0);
         if (!useful) continue;
         const auto& job = m_.jobs[m_.allocs[a].job];
         std::string detail = "pool '" + m_.pools[p].spec->name + "' uses " + pool_usage_[p].to_string() +
@@ -334,7 +351,7 @@ class Planner {
   /// first), then those not needed dropped. `mode` says who may be a victim.
   enum class Mode { starvation, aggressive, defragmentation, request };
 
-  std::optional<VictimSet> find_victims(uint32_t n, uint32_t c, const Resources& need, Mode mode) const {
+  std::optional<VictimSet> find_victims(uint32_t n, uint32_t c, const Resources& need, Mode mode) {
     Resources acc = free_[n];
     VictimSet out;
     std::vector<std::pair<uint32_t, uint32_t>> taken;  // (job, count) tentatively removed
@@ -347,17 +364,26 @@ class Planner {
     const auto& cand = m_.jobs[c];
     // A job that starves only through a pool takes from outside that pool.
     uint32_t starving_pool = kNone;
-    if (mode == Mode::starvation || mode == Mode::aggressive) starving_pool = inherited_from(c, mode == Mode::aggressive);
-    for (uint32_t a : node_order_[n]) {
+    if (mode == Mode::starvation || mode == Mode::aggressive)
+      starving_pool = inherited_from(c, mode == Mode::aggressive);
+    for (uint32_t a : victims_on(n)) {
       if (need.fits_in(acc)) break;
       const auto& alloc = m_.allocs[a];
       if (removed_[a] || alloc.job == c || !helps(alloc.res, acc, need)) continue;
       const auto& victim = m_.jobs[alloc.job];
       if (!victim.preemptible) continue;
       if (starving_pool != kNone && m_.in_subtree(victim.pool, starving_pool)) continue;
+      // DUCC: a pool belongs to its residents. A squatter yields to a resident
+      // of the pool it squats in whatever its class: the class thresholds do
+      // not protect it; the satisfaction rule below still does (so the two
+      // jobs never take tasks back and forth).
+      uint32_t node_pool = m_.nodes[n].pool;
+      bool reclaim = (mode == Mode::starvation || mode == Mode::aggressive) && alloc.squatter &&
+                     cand.pool == node_pool && victim.pool != node_pool;
       if (mode != Mode::request) {
-        if (alloc.cls == AllocationClass::non_preemptible) continue;
-        if (alloc.cls == AllocationClass::aggressively_preemptible && mode != Mode::aggressive) continue;
+        if (!reclaim && alloc.cls == AllocationClass::non_preemptible) continue;
+        if (!reclaim && alloc.cls == AllocationClass::aggressively_preemptible && mode != Mode::aggressive)
+          continue;
         uint32_t t = taken_of(alloc.job) + 1;
         Share after = usage_[alloc.job] - static_cast<Share>(t) * victim.delta;
         // The victim keeps what its allocations' class protects ...
@@ -367,8 +393,9 @@ class Planner {
         Share thr = mode == Mode::aggressive || alloc.cls == AllocationClass::aggressively_preemptible
                         ? m_.aggressive_threshold
                         : m_.preemption_threshold;
-        if (static_cast<i128>(after) * kShareOne < static_cast<i128>(victim.fair) * thr) continue;
-        if (pre_.non_preemptible_resource_usage_threshold.strictly_above(victim.per_task.times(running_[alloc.job] - t)))
+        if (!reclaim && static_cast<i128>(after) * kShareOne < static_cast<i128>(victim.fair) * thr) continue;
+        if (pre_.non_preemptible_resource_usage_threshold.strictly_above(
+                victim.per_task.times(running_[alloc.job] - t)))
           continue;
         // ... and stays more satisfied than the preemptor was; in the
         // aggressive stage (where victims go below their fair share) at least
@@ -422,14 +449,16 @@ class Planner {
            " < fair share " + fmt_share(j.fair) + " x tolerance " + fmt_ratio(m_.pools[j.pool].tolerance);
   }
 
-  std::vector<TaskRef> commit_victims(const VictimSet& v, uint32_t c, RemovalReason reason, const std::string& why) {
+  std::vector<TaskRef> commit_victims(const VictimSet& v, uint32_t c, RemovalReason reason,
+                                      const std::string& why) {
     std::vector<TaskRef> refs;
     for (uint32_t a : v.allocs) {
       const auto& alloc = m_.allocs[a];
       const auto& victim = m_.jobs[alloc.job];
-      std::string detail = why + "; victim " + job_label(victim) + " runs " + std::to_string(running_[alloc.job]) +
-                           " tasks, usage " + fmt_share(usage_[alloc.job]) + ", fair share " + fmt_share(victim.fair) +
-                           "; allocation " + std::string(to_string(alloc.cls)) + (alloc.squatter ? ", squatter" : "");
+      std::string detail =
+          why + "; victim " + job_label(victim) + " runs " + std::to_string(running_[alloc.job]) +
+          " tasks, usage " + fmt_share(usage_[alloc.job]) + ", fair share " + fmt_share(victim.fair) +
+          "; allocation " + std::string(to_string(alloc.cls)) + (alloc.squatter ? ", squatter" : "");
       refs.push_back(TaskRef{victim.info->id, alloc.info->index});
       remove(a, RemovalKind::preemption, reason, c, "", std::move(detail));
     }
@@ -516,8 +545,8 @@ class Planner {
       if (!removed_[a]) v.allocs.push_back(a);
     std::vector<TaskRef> refs =
         commit_victims(v, j, RemovalReason::non_preemptible_request,
-                       job_label(job) + " (reserve class " + m_.classes[job.cls].spec->name + ") reserves all of " +
-                           node_label(m_.nodes[n]));
+                       job_label(job) + " (reserve class " + m_.classes[job.cls].spec->name +
+                           ") reserves all of " + node_label(m_.nodes[n]));
     // The claim is for the whole machine as it is (its memory may exceed the
     // quanta it was matched by).
     place(j, n, 1, Stage::non_preemptible, m_.nodes[n].info->capacity, std::move(refs));
@@ -537,16 +566,25 @@ class Planner {
     if (want <= 0) return 0;
     bool constrained = !job.info->constraints.empty();
     uint32_t begin = preorder_pos_[job.pool] + (where == Where::subpools ? 1 : 0);
-    uint32_t end = job.preemptible && where != Where::own_pool ? subtree_end_[job.pool] : preorder_pos_[job.pool] + 1;
+    uint32_t end =
+        job.preemptible && where != Where::own_pool ? subtree_end_[job.pool] : preorder_pos_[job.pool] + 1;
     for (uint32_t pos = begin; pos < end && done < want; ++pos) {
       uint32_t p = m_.preorder[pos];
       const auto& nodes = m_.pools[p].nodes;
       auto accept = [&](size_t slot) {
-        return !constrained || label_selectors_match(job.info->constraints, m_.nodes[nodes[slot]].info->labels);
+        return !constrained ||
+               label_selectors_match(job.info->constraints, m_.nodes[nodes[slot]].info->labels);
       };
+      auto& failed = no_room_[p];
+      if (!constrained && std::find(failed.begin(), failed.end(), job.per_task) != failed.end()) continue;
       while (done < want && job.per_task.fits_in(pool_free_[p])) {
         auto slot = index_[p].find_first_remembered(job.per_task, 0, nodes.size(), accept);
-        if (!slot) break;
+        if (!slot) {
+          // No node of the pool holds this shape; free room only shrinks
+          // until the regular stage ends, so that stays true.
+          if (!constrained && failed.size() < 256) failed.push_back(job.per_task);
+          break;
+        }
         uint32_t n = nodes[*slot];
         int64_t k = std::min(want - done, job.per_task.copies_fitting_in(free_[n]));
         place(j, n, static_cast<uint32_t>(k), Stage::regular, job.per_task);
@@ -558,49 +596,104 @@ class Planner {
 
   bool regular_candidate(uint32_t j) const {
     const auto& job = m_.jobs[j];
-    return job.policy == ClassPolicy::fair_share && !job.unresolvable && pending_[j] > 0 && running_[j] < job.cap;
+    return job.policy == ClassPolicy::fair_share && !job.unresolvable && pending_[j] > 0 &&
+           running_[j] < job.cap;
+  }
+
+  /// Could one task of job j fit the free room of its pools, in all?
+  bool room_somewhere(uint32_t j) const {
+    const auto& job = m_.jobs[j];
+    Resources total;
+    uint32_t end = job.preemptible ? subtree_end_[job.pool] : preorder_pos_[job.pool] + 1;
+    for (uint32_t pos = preorder_pos_[job.pool]; pos < end; ++pos) total += pool_free_[m_.preorder[pos]];
+    return job.per_task.fits_in(total);
+  }
+
+  /// Could one task of job j fit on one node of its pools (the indexes keep
+  /// each pool's element-wise maximum of free room)?
+  bool node_room(uint32_t j) const {
+    const auto& job = m_.jobs[j];
+    uint32_t end = job.preemptible ? subtree_end_[job.pool] : preorder_pos_[job.pool] + 1;
+    for (uint32_t pos = preorder_pos_[job.pool]; pos < end; ++pos)
+      if (job.per_task.fits_in(index_[m_.preorder[pos]].max_available())) return true;
+    return false;
+  }
+
+  int64_t fair_want(uint32_t j) const {
+    const auto& job = m_.jobs[j];
+    int64_t fair_tasks = job.delta > 0 ? job.fair / job.delta : 0;
+    return std::min<int64_t>({fair_tasks, job.cap, running_[j] + pending_[j]}) - running_[j];
+  }
+
+  /// The placement order of the regular stage, as a key per job (the exact
+  /// comparison of before() costs too much for 100k jobs; the satisfaction
+  /// here is a double, computed the same way every time, so still
+  /// deterministic).
+  struct Key {
+    int32_t neg_priority;
+    double satisfaction;
+    int64_t submit;
+    uint64_t id;
+    friend bool operator<(const Key& a, const Key& b) {
+      return std::tie(a.neg_priority, a.satisfaction, a.submit, a.id) <
+             std::tie(b.neg_priority, b.satisfaction, b.submit, b.id);
+    }
+  };
+  Key key_of(uint32_t j) const {
+    Share fair = m_.fair[j];
+    double sat = fair > 0 ? static_cast<double>(usage_[j]) / static_cast<double>(fair)
+                          : std::numeric_limits<double>::infinity();
+    const auto& info = *m_.jobs[j].info;
+    return Key{-priority_[j], sat, info.submit_time.count(), info.id.value};
   }
 
   void regular_stage() {
+    // Free room only shrinks in this stage: a job that fits no node now gets
+    // nothing; if its pools have the room in all, it is fragmented.
     std::vector<uint32_t> order;
-    for (uint32_t j = 0; j < m_.jobs.size(); ++j)
-      if (regular_candidate(j)) order.push_back(j);
+    fragmented_.assign(m_.jobs.size(), 0);
+    no_room_.assign(m_.pools.size(), {});
+    for (uint32_t j = 0; j < m_.jobs.size(); ++j) {
+      if (!regular_candidate(j)) continue;
+      if (node_room(j))
+        order.push_back(j);
+      else if (fair_want(j) > 0)
+        fragmented_[j] = room_somewhere(j) && limits_headroom(j) > 0;
+    }
 
-    std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return before(x, y); });
+    std::vector<std::pair<Key, uint32_t>> keyed;
+    keyed.reserve(order.size());
+    for (uint32_t j : order) keyed.emplace_back(key_of(j), j);
+    std::sort(keyed.begin(), keyed.end());
+    for (size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
     // Pass 1: every job up to its fair share in whole tasks, residents of a
     // pool before squatters from above (1a: own pools only, 1b: subpools). A
     // job that gets nothing although its nodes have room for a task in all is
     // fragmented.
-    fragmented_.assign(m_.jobs.size(), 0);
     std::vector<int64_t> want(m_.jobs.size(), 0), got(m_.jobs.size(), 0);
+    auto room_in_all = [&](uint32_t j) { return room_somewhere(j) && limits_headroom(j) > 0; };
     for (uint32_t j : order) {
-      const auto& job = m_.jobs[j];
-      int64_t fair_tasks = job.delta > 0 ? job.fair / job.delta : 0;
-      want[j] = std::min<int64_t>({fair_tasks, job.cap, running_[j] + pending_[j]}) - running_[j];
-      if (want[j] > 0) got[j] = place_free(j, want[j], Where::own_pool);
+      want[j] = fair_want(j);
+      if (want[j] <= 0) continue;
+      got[j] = place_free(j, want[j], Where::own_pool);
+      if (got[j] == 0) fragmented_[j] = room_in_all(j);
     }
     for (uint32_t j : order) {
-      const auto& job = m_.jobs[j];
-      if (want[j] <= 0) continue;
-      if (got[j] < want[j] && job.preemptible) got[j] += place_free(j, want[j] - got[j], Where::subpools);
-      if (got[j] > 0) continue;
-      Resources total;
-      uint32_t end = job.preemptible ? subtree_end_[job.pool] : preorder_pos_[job.pool] + 1;
-      for (uint32_t pos = preorder_pos_[job.pool]; pos < end; ++pos) total += pool_free_[m_.preorder[pos]];
-      fragmented_[j] = job.per_task.fits_in(total) && limits_headroom(j) > 0;
+      if (want[j] <= 0 || got[j] >= want[j] || !m_.jobs[j].preemptible) continue;
+      got[j] += place_free(j, want[j] - got[j], Where::subpools);
+      if (got[j] > 0) fragmented_[j] = 0;
     }
     // Pass 2: free room that is left, one task at a time to the least
-    // satisfied. Only the job just placed changes its key, and it is out of
-    // the set while it does.
-    auto cmp = [this](uint32_t x, uint32_t y) { return before(x, y); };
-    std::set<uint32_t, decltype(cmp)> queue(cmp);
+    // satisfied. A job that got less than it wanted in pass 1 found no node
+    // and would find none now (room only shrank).
+    std::set<std::pair<Key, uint32_t>> queue;
     for (uint32_t j : order)
-      if (regular_candidate(j)) queue.insert(j);
+      if (got[j] >= want[j] && regular_candidate(j) && node_room(j)) queue.emplace(key_of(j), j);
     while (!queue.empty()) {
-      uint32_t j = *queue.begin();
+      uint32_t j = queue.begin()->second;
       queue.erase(queue.begin());
       if (place_free(j, 1) == 0) continue;
-      if (regular_candidate(j)) queue.insert(j);
+      if (regular_candidate(j) && node_room(j)) queue.emplace(key_of(j), j);
     }
   }
 
@@ -620,12 +713,16 @@ class Planner {
       if (starving_candidate(j, false)) starving.push_back(j);
     if (starving.empty()) return;
     std::vector<uint32_t> tried_nodes(m_.jobs.size(), 0), backoff_nodes(m_.jobs.size(), 0);
+    // A node's candidates are bound to its pool or (preemptible work) an ancestor.
+    std::vector<std::vector<uint32_t>> by_pool(m_.pools.size());
+    for (uint32_t j : starving) by_pool[m_.jobs[j].pool].push_back(j);
     for (uint32_t n = 0; n < m_.nodes.size(); ++n) {
       if (!m_.nodes[n].schedulable) continue;
       auto local = [&](bool aggressive) {
         std::vector<uint32_t> out;
-        for (uint32_t j : starving)
-          if (starving_candidate(j, aggressive) && may_use(j, n)) out.push_back(j);
+        for (uint32_t p = m_.nodes[n].pool; p != kNone; p = m_.pools[p].parent)
+          for (uint32_t j : by_pool[p])
+            if (starving_candidate(j, aggressive) && may_use(j, n)) out.push_back(j);
         std::sort(out.begin(), out.end(), [&](uint32_t x, uint32_t y) {
           bool sx = m_.nodes[n].pool != m_.jobs[x].pool, sy = m_.nodes[n].pool != m_.jobs[y].pool;
           if (sx != sy) return !sx;  // residents of the node's pool first
@@ -652,11 +749,12 @@ class Planner {
     for (uint32_t j : starving) {
       if (placed_[j] > 0 || pending_[j] == 0) continue;
       const auto& job = m_.jobs[j];
-      std::string note = std::string(to_string(job.starvation)) + " since " +
-                         (job.below_since == kNever ? std::string("(pool)") : format_duration(job.below_since));
+      std::string note =
+          std::string(to_string(job.starvation)) + " since " +
+          (job.below_since == kNever ? std::string("(pool)") : format_duration(job.below_since));
       if (tried_nodes[j] > 0)
-        note += "; on " + std::to_string(tried_nodes[j]) + " node(s) no preemptible allocations make room for " +
-                job.per_task.to_string();
+        note += "; on " + std::to_string(tried_nodes[j]) +
+                " node(s) no preemptible allocations make room for " + job.per_task.to_string();
       if (backoff_nodes[j] > 0)
         note += "; " + std::to_string(backoff_nodes[j]) + " node(s) in preemptive_scheduling_backoff (" +
                 format_duration(pre_.preemptive_scheduling_backoff) + ")";
@@ -675,8 +773,10 @@ class Planner {
       }
       auto v = find_victims(n, c, job.per_task, aggressive ? Mode::aggressive : Mode::starvation);
       if (!v) continue;
-      std::string why = starving_text(c) + "; it needs " + job.per_task.to_string() + " on " + node_label(m_.nodes[n]);
-      auto refs = commit_victims(*v, c, aggressive ? RemovalReason::aggressive_starvation : RemovalReason::starvation, why);
+      std::string why =
+          starving_text(c) + "; it needs " + job.per_task.to_string() + " on " + node_label(m_.nodes[n]);
+      auto refs = commit_victims(
+          *v, c, aggressive ? RemovalReason::aggressive_starvation : RemovalReason::starvation, why);
       place(c, n, 1, aggressive ? Stage::aggressive : Stage::preemptive, job.per_task, std::move(refs));
       return;
     }
@@ -687,8 +787,8 @@ class Planner {
     std::vector<uint32_t> order;
     for (uint32_t j = 0; j < m_.jobs.size(); ++j) {
       const auto& job = m_.jobs[j];
-      if (fragmented_[j] && running_[j] == 0 && placed_[j] == 0 &&
-          pending_[j] > 0 && job.cap >= 1 && job.delta > 0 && job.fair >= job.delta && limits_headroom(j) > 0)
+      if (fragmented_[j] && running_[j] == 0 && placed_[j] == 0 && pending_[j] > 0 && job.cap >= 1 &&
+          job.delta > 0 && job.fair >= job.delta && limits_headroom(j) > 0)
         order.push_back(j);
     }
     std::sort(order.begin(), order.end(), [&](uint32_t x, uint32_t y) { return before(x, y); });
@@ -696,30 +796,38 @@ class Planner {
       const auto& job = m_.jobs[j];
       uint32_t best = kNone;
       VictimSet best_set;
-      for (uint32_t n = 0; n < m_.nodes.size(); ++n) {
-        if (!may_use(j, n)) continue;
-        if (job.per_task.fits_in(free_[n])) {
-          best = n;
-          best_set = {};
-          break;
+      // The nodes of its pools (own pool first), the one needing the fewest
+      // victims (then the least share taken, then the first).
+      uint32_t end = job.preemptible ? subtree_end_[job.pool] : preorder_pos_[job.pool] + 1;
+      bool free_fit = false;
+      for (uint32_t pos = preorder_pos_[job.pool]; pos < end && !free_fit; ++pos)
+        for (uint32_t n : m_.pools[m_.preorder[pos]].nodes) {
+          if (!may_use(j, n)) continue;
+          if (job.per_task.fits_in(free_[n])) {
+            best = n;
+            best_set = {};
+            free_fit = true;
+            break;
+          }
+          auto v = find_victims(n, j, job.per_task, Mode::defragmentation);
+          if (!v) continue;
+          if (best == kNone || v->allocs.size() < best_set.allocs.size() ||
+              (v->allocs.size() == best_set.allocs.size() && v->cost < best_set.cost)) {
+            best = n;
+            best_set = std::move(*v);
+          }
         }
-        auto v = find_victims(n, j, job.per_task, Mode::defragmentation);
-        if (!v) continue;
-        if (best == kNone || v->allocs.size() < best_set.allocs.size() ||
-            (v->allocs.size() == best_set.allocs.size() && v->cost < best_set.cost)) {
-          best = n;
-          best_set = std::move(*v);
-        }
-      }
       if (best == kNone) {
         notes_[j] = "fragmented: no node where jobs above their fair share make room for one task of " +
                     job.per_task.to_string();
         continue;
       }
-      auto refs = commit_victims(best_set, j, RemovalReason::defragmentation,
-                                 job_label(job) + " has a fair share of " + fmt_tasks(job.fair, job.delta) +
-                                     " tasks but no task because free room is fragmented (DUCC defragmentation); "
-                                     "it needs " + job.per_task.to_string() + " on " + node_label(m_.nodes[best]));
+      auto refs =
+          commit_victims(best_set, j, RemovalReason::defragmentation,
+                         job_label(job) + " has a fair share of " + fmt_tasks(job.fair, job.delta) +
+                             " tasks but no task because free room is fragmented (DUCC defragmentation); "
+                             "it needs " +
+                             job.per_task.to_string() + " on " + node_label(m_.nodes[best]));
       place(j, best, 1, Stage::defragmentation, job.per_task, std::move(refs));
     }
   }
@@ -740,11 +848,13 @@ class Planner {
       auto it = std::lower_bound(m_.nodes.begin(), m_.nodes.end(), id,
                                  [](const ModelNode& node, NodeId v) { return node.info->id < v; });
       bool exists = it != m_.nodes.end() && it->info->id == id;
-      if (exists && at <= m_.now && m_.now - at < pre_.preemptive_scheduling_backoff) out.emplace_back(id, at);
+      if (exists && at <= m_.now && m_.now - at < pre_.preemptive_scheduling_backoff)
+        out.emplace_back(id, at);
     }
     for (; k < stage_ran_.size(); ++k) out.emplace_back(m_.nodes[stage_ran_[k]].info->id, m_.now);
     std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end(), [](auto& a, auto& b) { return a.first == b.first; }), out.end());
+    out.erase(std::unique(out.begin(), out.end(), [](auto& a, auto& b) { return a.first == b.first; }),
+              out.end());
   }
 
   std::string cap_text(const ModelJob& j) const {
@@ -782,9 +892,9 @@ class Planner {
       } else if (limits_headroom(j) <= 0) {
         r = "resource_limits: a pool from '" + m_.pools[job.pool].spec->name + "' up is at its limit";
       } else if (usage_[j] >= job.fair) {
-        r = job.fair == 0 ? "fair share is 0: better priorities, residents or limits take its pool's room"
-                          : "at its fair share (" + fmt_tasks(job.fair, job.delta) +
-                                " tasks): waits for free room";
+        r = job.fair == 0
+                ? "fair share is 0: better priorities, residents or limits take its pool's room"
+                : "at its fair share (" + fmt_tasks(job.fair, job.delta) + " tasks): waits for free room";
       } else if (!notes_[j].empty()) {
         r = "below its fair share of " + fmt_tasks(job.fair, job.delta) + " tasks; " + notes_[j];
       } else if (job.scheduling == SchedulingStatus::normal) {
@@ -795,6 +905,10 @@ class Planner {
         r = "below its fair share of " + fmt_tasks(job.fair, job.delta) + " tasks since " +
             format_duration(job.below_since) + "; starving (and preempting) from " +
             format_duration(job.below_since + pool.starvation_timeout) + " if still below";
+      } else if (placed_[j] > 0) {
+        r = "below its fair share of " + fmt_tasks(job.fair, job.delta) + " tasks and " +
+            std::string(to_string(job.starvation)) + "; gets " + std::to_string(placed_[j]) +
+            " task(s) this cycle (preemptive stages start at most one per node and stage), more next cycle";
       } else {
         r = "below its fair share of " + fmt_tasks(job.fair, job.delta) + " tasks and " +
             std::string(to_string(job.starvation)) + "; no node could make room this cycle";
@@ -819,9 +933,12 @@ class Planner {
   std::vector<Resources> pool_usage_;
   std::vector<uint32_t> preorder_pos_, subtree_end_;
   std::vector<std::vector<uint32_t>> node_order_;
+  std::vector<char> node_sorted_;
   std::vector<uint32_t> stage_ran_;
   std::vector<char> fragmented_;
   std::vector<CapacityIndex> index_;
+  /// Regular stage: per pool, task shapes no node has room for.
+  std::vector<std::vector<Resources>> no_room_;
   std::vector<uint32_t> slot_;
 };
 

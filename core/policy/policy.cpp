@@ -115,7 +115,8 @@ void fill_shares(ShareRow& row, const Resources& scope, double tolerance) {
   row.scheduling = status_of(row.usage_share, row.fair_share_share, tolerance);
 }
 
-CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::vector<std::string>& reasons) {
+CycleResult make_result(const Model& m, Plan plan, PolicyState next,
+                        const std::vector<std::string>& reasons) {
   CycleResult out;
   out.now = m.now;
   // Jobs.
@@ -254,7 +255,8 @@ Snapshot apply_plan(const Snapshot& snapshot, const CycleResult& result, TimePoi
     auto it = jobs.find(r.task.job);
     if (it == jobs.end()) continue;
     auto& allocs = it->second->allocations;
-    auto a = std::find_if(allocs.begin(), allocs.end(), [&](const AllocationInfo& x) { return x.index == r.task.index; });
+    auto a = std::find_if(allocs.begin(), allocs.end(),
+                          [&](const AllocationInfo& x) { return x.index == r.task.index; });
     if (a == allocs.end()) continue;
     allocs.erase(a);
     if (options.requeue_removed) ++it->second->pending;

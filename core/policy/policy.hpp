@@ -26,6 +26,10 @@ Expected<CycleResult> run_cycle(const Snapshot& snapshot, const PolicyState& sta
 /// Tables of pools, classes, users, jobs, allocations and the plan, for people.
 std::string render_text(const CycleResult& result);
 
+/// Only the tables of pools, classes, users and jobs: demand, fair share,
+/// usage, scheduling and starvation status (for `claimsched pools`).
+std::string render_shares(const CycleResult& result);
+
 /// Why job `id` is pending, or what happens to it this cycle, in words (for
 /// `claimsched explain`). Unknown id: says so.
 std::string explain_job(const CycleResult& result, JobId id);

@@ -82,19 +82,21 @@ std::string describe(const Removal& r) {
   return s;
 }
 
-std::string render_text(const CycleResult& r) {
-  std::string out = "now " + format_duration(r.now) + " (dry run: shares are fractions of the pool subtree the work may use)\n\n";
+std::string render_shares(const CycleResult& r) {
+  std::string out;
 
   Table pools{{"POOL", "PARENT", "NODES", "JOBS", "CAPACITY", "LIMITS", "DEMAND", "FAIR", "USAGE", "STATUS",
                "STARVATION", "BELOW SINCE"}};
   for (const auto& p : r.pools)
     pools.push_back({p.name, or_dash(p.parent), std::to_string(p.nodes), std::to_string(p.jobs),
-                     or_dash(p.scope.to_string()), or_dash(p.resource_limits.to_string()), share(p.demand_share),
-                     share(p.fair_share_share), share(p.usage_share), std::string(to_string(p.scheduling)),
-                     std::string(to_string(p.starvation)), when(p.below_since)});
+                     or_dash(p.scope.to_string()), or_dash(p.resource_limits.to_string()),
+                     share(p.demand_share), share(p.fair_share_share), share(p.usage_share),
+                     std::string(to_string(p.scheduling)), std::string(to_string(p.starvation)),
+                     when(p.below_since)});
   print_table(out, "POOLS", pools);
 
-  Table classes{{"CLASS", "POOL", "PRIORITY", "WEIGHT", "POLICY", "USERS", "JOBS", "DEMAND", "FAIR", "USAGE", "STATUS"}};
+  Table classes{{"CLASS", "POOL", "PRIORITY", "WEIGHT", "POLICY", "USERS", "JOBS", "DEMAND", "FAIR", "USAGE",
+                 "STATUS"}};
   for (const auto& c : r.classes)
     classes.push_back({c.name, c.pool, std::to_string(c.priority), std::to_string(c.weight),
                        std::string(to_string(c.policy)), std::to_string(c.users), std::to_string(c.jobs),
@@ -104,20 +106,29 @@ std::string render_text(const CycleResult& r) {
 
   Table users{{"CLASS", "USER", "JOBS", "DEMAND", "FAIR", "USAGE", "STATUS"}};
   for (const auto& u : r.users)
-    users.push_back({u.class_name, u.user, std::to_string(u.jobs), share(u.demand_share), share(u.fair_share_share),
-                     share(u.usage_share), std::string(to_string(u.scheduling))});
+    users.push_back({u.class_name, u.user, std::to_string(u.jobs), share(u.demand_share),
+                     share(u.fair_share_share), share(u.usage_share), std::string(to_string(u.scheduling))});
   print_table(out, "USERS (per class)", users);
 
-  Table jobs{{"JOB", "USER", "CLASS", "POOL", "RUN", "PEND", "CAP", "FAIR TASKS", "DEMAND", "FAIR", "USAGE", "STATUS",
-              "STARVATION", "BELOW SINCE", "PLACE", "REMOVE"}};
+  Table jobs{{"JOB", "USER", "CLASS", "POOL", "RUN", "PEND", "CAP", "FAIR TASKS", "DEMAND", "FAIR", "USAGE",
+              "STATUS", "STARVATION", "BELOW SINCE", "PLACE", "REMOVE"}};
   for (const auto& j : r.jobs)
-    jobs.push_back({std::to_string(j.id.value), j.user, j.class_name, j.pool, std::to_string(j.running),
-                    std::to_string(j.pending),
-                    std::to_string(j.cap) + (j.cap_reason == CapReason::none ? "" : " (" + std::string(to_string(j.cap_reason)) + ")"),
-                    fixed2(j.fair_tasks), share(j.demand_share), share(j.fair_share_share), share(j.usage_share),
-                    std::string(to_string(j.scheduling)), std::string(to_string(j.starvation)), when(j.below_since),
-                    std::to_string(j.placed), std::to_string(j.removed)});
+    jobs.push_back(
+        {std::to_string(j.id.value), j.user, j.class_name, j.pool, std::to_string(j.running),
+         std::to_string(j.pending),
+         std::to_string(j.cap) +
+             (j.cap_reason == CapReason::none ? "" : " (" + std::string(to_string(j.cap_reason)) + ")"),
+         fixed2(j.fair_tasks), share(j.demand_share), share(j.fair_share_share), share(j.usage_share),
+         std::string(to_string(j.scheduling)), std::string(to_string(j.starvation)), when(j.below_since),
+         std::to_string(j.placed), std::to_string(j.removed)});
   print_table(out, "JOBS", jobs);
+  return out;
+}
+
+std::string render_text(const CycleResult& r) {
+  std::string out = "now " + format_duration(r.now) +
+                    " (dry run: shares are fractions of the pool subtree the work may use)\n\n";
+  out += render_shares(r);
 
   Table allocs{{"TASK", "NODE", "START", "CLASS", "FLAGS"}};
   for (const auto& j : r.jobs)
@@ -128,7 +139,8 @@ std::string render_text(const CycleResult& r) {
       if (a.lost) flags += "lost(node down) ";
       if (!flags.empty()) flags.pop_back();
       allocs.push_back({task(a.task), std::to_string(a.node.value), format_duration(a.start),
-                        j.preemptible ? std::string(to_string(a.cls)) : "non_preemptible (" + std::string(to_string(j.policy)) + ")",
+                        j.preemptible ? std::string(to_string(a.cls))
+                                      : "non_preemptible (" + std::string(to_string(j.policy)) + ")",
                         or_dash(flags)});
     }
   print_table(out, "ALLOCATIONS (by job, in start order)", allocs);
@@ -142,7 +154,8 @@ std::string render_text(const CycleResult& r) {
          " evictions";
   for (size_t i = 0; i < kRemovalReasons; ++i)
     if (st.by_reason[i] > 0)
-      out += "; " + std::string(to_string(static_cast<RemovalReason>(i))) + " " + std::to_string(st.by_reason[i]);
+      out += "; " + std::string(to_string(static_cast<RemovalReason>(i))) + " " +
+             std::to_string(st.by_reason[i]);
   if (st.nodes_in_backoff > 0) out += "; " + std::to_string(st.nodes_in_backoff) + " node(s) in backoff";
   out += "\n\n";
 
@@ -160,18 +173,20 @@ std::string render_text(const CycleResult& r) {
 std::string explain_job(const CycleResult& r, JobId id) {
   const JobRow* j = r.job(id);
   if (!j) return "job " + std::to_string(id.value) + " is not in the snapshot";
-  std::string s = "job " + std::to_string(id.value) + (j->name.empty() ? "" : " (" + j->name + ")") + " of user " +
-                  j->user + ", class " + j->class_name + " (" + std::string(to_string(j->policy)) + "), pool " +
-                  j->pool + ": " + std::to_string(j->running) + " running, " + std::to_string(j->pending) +
-                  " pending.\n";
-  s += "  fair share " + fixed2(j->fair_tasks) + " tasks (" + share(j->fair_share_share) + " of " + j->scope.to_string() +
-       "), usage " + share(j->usage_share) + "; " + std::string(to_string(j->scheduling));
+  std::string s = "job " + std::to_string(id.value) + (j->name.empty() ? "" : " (" + j->name + ")") +
+                  " of user " + j->user + ", class " + j->class_name + " (" +
+                  std::string(to_string(j->policy)) + "), pool " + j->pool + ": " +
+                  std::to_string(j->running) + " running, " + std::to_string(j->pending) + " pending.\n";
+  s += "  fair share " + fixed2(j->fair_tasks) + " tasks (" + share(j->fair_share_share) + " of " +
+       j->scope.to_string() + "), usage " + share(j->usage_share) + "; " +
+       std::string(to_string(j->scheduling));
   if (j->below_since != kNever) s += " since " + format_duration(j->below_since);
   s += ", " + std::string(to_string(j->starvation));
   if (j->starvation != j->own_starvation) s += " (inherited from its pool)";
   s += ".\n";
   if (j->cap < j->running + j->pending)
-    s += "  its demand is capped at " + std::to_string(j->cap) + " tasks (" + std::string(to_string(j->cap_reason)) + ").\n";
+    s += "  its demand is capped at " + std::to_string(j->cap) + " tasks (" +
+         std::string(to_string(j->cap_reason)) + ").\n";
   for (const auto& p : r.plan.placements)
     if (p.job == id) s += "  next cycle: " + placement_line(p) + ".\n";
   for (const auto& rm : r.plan.removals) {
@@ -180,8 +195,10 @@ std::string explain_job(const CycleResult& r, JobId id) {
       s += "  for it: " + std::string(to_string(rm.kind)) + " of task " + task(rm.task) + " on node " +
            std::to_string(rm.node.value) + ".\n";
   }
-  if (!j->pending_reason.empty()) s += "  pending because: " + j->pending_reason + ".\n";
-  else if (j->pending > 0 && j->placed >= j->pending) s += "  all its pending tasks are placed next cycle.\n";
+  if (!j->pending_reason.empty())
+    s += "  pending because: " + j->pending_reason + ".\n";
+  else if (j->pending > 0 && j->placed >= j->pending)
+    s += "  all its pending tasks are placed next cycle.\n";
   return s;
 }
 

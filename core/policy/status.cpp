@@ -12,7 +12,8 @@ namespace {
 
 template <class Key>
 const TimePoint* find_since(const std::vector<std::pair<Key, TimePoint>>& v, const Key& key) {
-  auto it = std::lower_bound(v.begin(), v.end(), key, [](const auto& e, const Key& k) { return e.first < k; });
+  auto it =
+      std::lower_bound(v.begin(), v.end(), key, [](const auto& e, const Key& k) { return e.first < k; });
   return it != v.end() && it->first == key ? &it->second : nullptr;
 }
 
@@ -24,7 +25,8 @@ bool below(Share usage, Share fair, double tolerance) {
 /// share, aggressively starving after the aggressive timeout when enabled).
 StarvationStatus starvation_of(TimePoint now, TimePoint since, const ModelPool& pool) {
   Duration d = now - since;
-  if (pool.aggressive_enabled && d >= pool.aggressive_starvation_timeout) return StarvationStatus::aggressively_starving;
+  if (pool.aggressive_enabled && d >= pool.aggressive_starvation_timeout)
+    return StarvationStatus::aggressively_starving;
   if (d >= pool.starvation_timeout) return StarvationStatus::starving;
   return StarvationStatus::non_starving;
 }
@@ -40,7 +42,8 @@ void compute_statuses(Model& m, const PolicyState& state, PolicyState& next) {
     auto& j = m.jobs[i];
     j.fair = i < m.fair.size() ? m.fair[i] : 0;
     const auto& pool = m.pools[j.pool];
-    j.scheduling = below(j.usage, j.fair, pool.tolerance) ? SchedulingStatus::below_fair_share : SchedulingStatus::normal;
+    j.scheduling = below(j.usage, j.fair, pool.tolerance) ? SchedulingStatus::below_fair_share
+                                                          : SchedulingStatus::normal;
     j.own_starvation = StarvationStatus::non_starving;
     j.below_since = kNever;
     if (j.scheduling == SchedulingStatus::below_fair_share) {
@@ -73,7 +76,7 @@ void compute_statuses(Model& m, const PolicyState& state, PolicyState& next) {
     p.fair_share = dominant_share_floor(p.fair_vec, p.scope_capacity);
     p.usage_share = dominant_share_floor(p.usage_vec, p.scope_capacity);
     p.scheduling = below(p.usage_share, p.fair_share, p.tolerance) ? SchedulingStatus::below_fair_share
-                                                                  : SchedulingStatus::normal;
+                                                                   : SchedulingStatus::normal;
     p.starvation = StarvationStatus::non_starving;
     p.below_since = kNever;
     if (p.scheduling == SchedulingStatus::below_fair_share) {
@@ -104,7 +107,8 @@ void compute_statuses(Model& m, const PolicyState& state, PolicyState& next) {
         alloc.cls = AllocationClass::non_preemptible;
       } else {
         Share prefix = static_cast<Share>(std::min<i128>(static_cast<i128>(k) * j.delta, kShareOne * 1000));
-        if (prefix < aggressive_bound || pre.non_preemptible_resource_usage_threshold.strictly_above(j.per_task.times(k)))
+        if (prefix < aggressive_bound ||
+            pre.non_preemptible_resource_usage_threshold.strictly_above(j.per_task.times(k)))
           alloc.cls = AllocationClass::non_preemptible;
         else if (prefix < preemptible_bound)
           alloc.cls = AllocationClass::aggressively_preemptible;

@@ -36,7 +36,7 @@ inline Share dominant_share_ceil(const Resources& r, const Resources& total) {
     i128 num = static_cast<i128>(r[d]) * kShareOne;
     i128 s = (num + total[d] - 1) / total[d];
     best = std::max<Share>(best, s > std::numeric_limits<int64_t>::max() ? std::numeric_limits<int64_t>::max()
-                                                                           : static_cast<Share>(s));
+                                                                         : static_cast<Share>(s));
   }
   return best;
 }

@@ -66,7 +66,7 @@ class SchedulerNodeTest : public ActorTest {
   node_actor add_node(scheduler_actor s, core::NodeSpec spec, core::Duration ttl = 10s) {
     core::LedgerConfig ledger;
     ledger.claim_ttl = ttl;
-    auto n = spawn(actors::node, actors::NodeActorConfig{std::move(spec), ledger});
+    auto n = spawn(actors::node, actors::NodeActorConfig{std::move(spec), ledger, nullptr, std::nullopt});
     if (s) caf::anon_send(s, actors::register_atom::value, n);
     run();
     return n;

@@ -110,7 +110,6 @@ class World {
       SchedulerConfig c;
       c.partition = PartitionId{p};
       c.epoch = 1;
-      c.scheduler_index = p - 1;
       uint64_t which = rng_.below(4);
       c.pools = which == 0   ? std::vector<std::string>{"b"}
                 : which == 1 ? std::vector<std::string>{"a", "b"}

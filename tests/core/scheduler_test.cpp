@@ -602,20 +602,18 @@ TEST_F(SchedulerTest, ConfirmAfterATakeoverIsRefusedAndTheClaimExpires) {
   EXPECT_FALSE(cluster.scheduler(s2).fenced());
 }
 
-// KNOWN DESIGN ISSUE (reported, not fixed: it needs a protocol decision).
-// Claim ids are scheduler_index << 48 | a counter that starts at 1 in every
-// Scheduler, so a new owner with the same index reuses the old owner's ids.
-// The node answers a repeated confirm "confirmed" when it holds allocations
-// of that claim id and partition, so a confirm of the new owner's expired
-// claim is acknowledged with the old owner's allocations: the new owner then
-// believes tasks run that no node holds.
-TEST_F(SchedulerTest, DISABLED_ANewOwnersConfirmIsNotAcknowledgedWithTheOldOwnersClaim) {
+// Claim ids carry the owner's epoch: a new owner never reuses the old
+// owner's ids. (Without it, the node answers a repeated confirm "confirmed"
+// when it holds allocations of that claim id and partition, so a confirm of
+// the new owner's expired claim would be acknowledged with the old owner's
+// allocations: the new owner would believe tasks run that no node holds.)
+TEST_F(SchedulerTest, ANewOwnersConfirmIsNotAcknowledgedWithTheOldOwnersClaim) {
   add_nodes(1);
   start();
   ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(1).cpu("1").build()));
   run();  // job 1 runs under claim id 1
   SchedulerConfig successor = scheduler_config();
-  successor.epoch = 2;  // same scheduler_index: the same claim ids
+  successor.epoch = 2;  // the same counter, a different epoch
   size_t s2 = cluster.add_scheduler(successor);
   ASSERT_TRUE(cluster.submit(s2, JobBuilder(2).count(1).cpu("1").build()));
   ASSERT_TRUE(cluster.deliver_to_node(s2, 0));       // claim id 1 again: accepted
@@ -820,8 +818,11 @@ TEST(SchedulerConfigTest, ValidateNamesTheProblem) {
   c.max_claims_in_flight = 0;
   expect_bad(c, "max_claims_in_flight");
   c = scheduler_config();
-  c.scheduler_index = 1u << 15;
-  expect_bad(c, "scheduler_index");
+  c.epoch = kMaxEpoch;
+  expect_bad(c, "epoch");
+  c = scheduler_config();
+  c.epoch = 0;
+  expect_bad(c, "epoch");
 }
 
 TEST_F(SchedulerTest, NodesOfOtherPoolsAreRefused) {

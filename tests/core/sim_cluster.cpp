@@ -102,7 +102,6 @@ size_t SimCluster::add_node(const NodeSpec& spec) {
 }
 
 size_t SimCluster::add_scheduler(SchedulerConfig config) {
-  next_scheduler_index_ = std::max(next_scheduler_index_, config.scheduler_index + 1);
   Slot slot;
   slot.scheduler = std::make_unique<Scheduler>(std::move(config));
   schedulers_.push_back(std::move(slot));
@@ -118,7 +117,6 @@ size_t SimCluster::add_scheduler(SchedulerConfig config) {
 size_t SimCluster::take_over(size_t old, bool announce) {
   SchedulerConfig config = scheduler(old).config();
   ++config.epoch;
-  config.scheduler_index = next_scheduler_index_;
   size_t s = add_scheduler(config);
   if (announce) {
     for (size_t n = 0; n < ledgers_.size(); ++n) {
@@ -410,9 +408,13 @@ void SimCluster::node_receive(size_t s, size_t n, const ToNode& m) {
             reply = l.release(rel, now_);
           },
           [&](const SnapshotRequest&) {
+            // As the node actor answers: the snapshot, the recent task ends
+            // a gap may have swallowed, and everything allocated.
             NodeDelta d;
             d.snapshot = l.snapshot();
             d.full = true;
+            d.events = l.recent_finished();
+            d.allocations = l.allocations();
             reply = d;
           },
       },

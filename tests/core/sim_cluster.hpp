@@ -160,7 +160,6 @@ class SimCluster {
   std::vector<NodeLedger> ledgers_;
   std::vector<NodeSpec> specs_;
   std::vector<Slot> schedulers_;
-  uint32_t next_scheduler_index_ = 0;
   std::map<Channel, std::deque<ToNode>> to_node_;
   std::map<Channel, std::deque<ToScheduler>> to_sched_;
   std::vector<Channel> busy_;

@@ -144,14 +144,6 @@ inline core::NodeEvent sample_event(int n = 0) {
   return e;
 }
 
-inline core::NodeDelta sample_delta() {
-  core::NodeDelta d;
-  d.snapshot = sample_snapshot();
-  d.events = {sample_event(0), sample_event(1)};
-  d.full = true;
-  return d;
-}
-
 inline core::LiveClaim sample_live_claim(int n = 0) {
   core::LiveClaim c;
   c.id = core::ClaimId{500 + static_cast<uint64_t>(n)};
@@ -174,6 +166,15 @@ inline core::Allocation sample_allocation(int n = 0) {
   a.finishes_at = n == 0 ? core::kNever : core::TimePoint{8s};
   a.claim_id = core::ClaimId{400};
   return a;
+}
+
+inline core::NodeDelta sample_delta() {
+  core::NodeDelta d;
+  d.snapshot = sample_snapshot();
+  d.events = {sample_event(0), sample_event(1)};
+  d.full = true;
+  d.allocations = {sample_allocation(0), sample_allocation(1)};
+  return d;
 }
 
 inline core::NodeReport sample_report() {

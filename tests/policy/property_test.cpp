@@ -55,17 +55,21 @@ Snapshot random_snapshot(uint64_t seed, const GenOptions& o = {}) {
   std::vector<std::string> classes;
   for (size_t c = 0; c < nclasses; ++c) {
     std::string name = "c" + std::to_string(c);
-    ClassPolicy policy = o.non_preemptible && rng.chance(0.2) ? ClassPolicy::fixed_share : ClassPolicy::fair_share;
+    ClassPolicy policy =
+        o.non_preemptible && rng.chance(0.2) ? ClassPolicy::fixed_share : ClassPolicy::fair_share;
     s.cls(name, pick(rng, pools), rng.chance(0.3) ? 10 : 0, static_cast<uint32_t>(1 + rng.below(4)), policy);
-    if (o.ducc_caps && policy == ClassPolicy::fair_share && rng.chance(0.2)) s.last_class().expand_by_doubling = true;
-    if (o.ducc_caps && policy == ClassPolicy::fair_share && rng.chance(0.2)) s.last_class().initialization_cap = 2;
+    if (o.ducc_caps && policy == ClassPolicy::fair_share && rng.chance(0.2))
+      s.last_class().expand_by_doubling = true;
+    if (o.ducc_caps && policy == ClassPolicy::fair_share && rng.chance(0.2))
+      s.last_class().initialization_cap = 2;
     classes.push_back(name);
   }
   uint32_t nnodes = static_cast<uint32_t>(2 + rng.below(7));
   std::vector<Resources> free;
   std::vector<std::string> node_pool;
   for (uint32_t n = 1; n <= nnodes; ++n) {
-    std::string cap = "cpu=" + std::to_string(4 << rng.below(3)) + ",memory=" + std::to_string(8 << rng.below(3)) + "Gi";
+    std::string cap =
+        "cpu=" + std::to_string(4 << rng.below(3)) + ",memory=" + std::to_string(8 << rng.below(3)) + "Gi";
     if (o.gpus && rng.chance(0.2)) cap += ",gpu=2";
     node_pool.push_back(pick(rng, pools));
     s.node(n, node_pool.back(), cap);
@@ -76,7 +80,8 @@ Snapshot random_snapshot(uint64_t seed, const GenOptions& o = {}) {
     std::string cur = pool;
     while (!cur.empty()) {
       if (cur == ancestor) return true;
-      auto it = std::find_if(snap.pools.begin(), snap.pools.end(), [&](const PoolSpec& p) { return p.name == cur; });
+      auto it = std::find_if(snap.pools.begin(), snap.pools.end(),
+                             [&](const PoolSpec& p) { return p.name == cur; });
       cur = it->parent;
     }
     return false;
@@ -98,7 +103,7 @@ Snapshot random_snapshot(uint64_t seed, const GenOptions& o = {}) {
     for (uint64_t t = 0; t < want; ++t) {
       uint32_t n = static_cast<uint32_t>(rng.below(nnodes));
       bool allowed = spec.policy == ClassPolicy::fair_share ? in_subtree(node_pool[n], spec.pool)
-                                                             : node_pool[n] == spec.pool;
+                                                            : node_pool[n] == spec.pool;
       if (!allowed || !r.fits_in(free[n])) continue;
       free[n] -= r;
       job.running(n + 1, sec(static_cast<int64_t>(rng.below(1000))), rng.chance(0.5));
@@ -194,8 +199,9 @@ TEST(PolicyProperty, NoPreemptionCycleUnderUnchangedDemand) {
           for (const auto& a : j.allocations)
             if (j.id == rm.task.job && a.index == rm.task.index) started = a.start;
         EXPECT_FALSE(started == last_now && last_cycle.count({for_job, victim}))
-            << "seed " << seed << " cycle " << cycle << ": the task job " << victim << " got last cycle by preempting job "
-            << for_job << " is preempted for job " << for_job << "\n" << describe(rm);
+            << "seed " << seed << " cycle " << cycle << ": the task job " << victim
+            << " got last cycle by preempting job " << for_job << " is preempted for job " << for_job << "\n"
+            << describe(rm);
         fed.insert({victim, for_job});
       }
       last_cycle = std::move(fed);
@@ -225,8 +231,8 @@ TEST(PolicyProperty, WithoutAggressiveStarvationAVictimNeverTakesBack) {
         ++preemptions;
         uint64_t victim = rm.task.job.value, for_job = rm.preemptor->value;
         EXPECT_EQ(fed.count({for_job, victim}), 0u)
-            << "seed " << seed << " cycle " << cycle << ": job " << victim << " lost a task to job " << for_job
-            << " after job " << for_job << " had lost one to job " << victim << "\n"
+            << "seed " << seed << " cycle " << cycle << ": job " << victim << " lost a task to job "
+            << for_job << " after job " << for_job << " had lost one to job " << victim << "\n"
             << describe(rm);
         fed.insert({victim, for_job});
       }

@@ -100,8 +100,9 @@ TEST(YtsaurusScenario, ThresholdExampleClassifiesAllocationsByPrefix) {
     auto cls = classes_of(r, id);
     ASSERT_EQ(cls.size(), 16u);
     for (size_t k = 0; k < 16; ++k) {
-      auto want = k < 6 ? AllocationClass::non_preemptible
-                        : k < 12 ? AllocationClass::aggressively_preemptible : AllocationClass::preemptible;
+      auto want = k < 6    ? AllocationClass::non_preemptible
+                  : k < 12 ? AllocationClass::aggressively_preemptible
+                           : AllocationClass::preemptible;
       EXPECT_EQ(cls[k], want) << "job " << id << " allocation " << k;
     }
     // "At least half of the allocations are (aggressively) preemptible."
@@ -277,7 +278,8 @@ TEST(DuccScenario, AllotmentCapsFixedShareRequests) {
   EXPECT_EQ(placed(r, 4), 0u);
   EXPECT_NE(job(r, 2).pending_reason.find("allotment memory=32Gi of class 'svc'"), std::string::npos)
       << job(r, 2).pending_reason;
-  EXPECT_NE(job(r, 4).pending_reason.find("allotment memory=16Gi"), std::string::npos) << job(r, 4).pending_reason;
+  EXPECT_NE(job(r, 4).pending_reason.find("allotment memory=16Gi"), std::string::npos)
+      << job(r, 4).pending_reason;
   // Fair shares of granted requests are the whole request: 2 x 16Gi of 128Gi.
   EXPECT_EQ(job(r, 1).fair_share_share, share(1, 4));
   EXPECT_EQ(job(r, 3).fair_share_share, share(3, 8));
@@ -289,7 +291,10 @@ TEST(DuccScenario, AllotmentCapsFixedShareRequests) {
 // round, and its own allocations are never preemptible.
 TEST(DuccScenario, FixedShareRequestPreemptsFairShareWorkAndIsNeverPreempted) {
   SnapshotBuilder s;
-  s.pool("root").node(1, "root", "cpu=4").cls("svc", "root", 0, 1, ClassPolicy::fixed_share).cls("batch", "root");
+  s.pool("root")
+      .node(1, "root", "cpu=4")
+      .cls("svc", "root", 0, 1, ClassPolicy::fixed_share)
+      .cls("batch", "root");
   auto b = s.job(1, "bob", "batch").pending(10);
   for (int i = 0; i < 4; ++i) b.running(1, sec(i));
   s.job(2, "ann", "svc").pending(2);
@@ -409,6 +414,33 @@ TEST(DuccScenario, SquattersArePreemptedBeforeResidents) {
   auto r3 = run(apply_plan(apply_plan(s.build(), r, sec(610)), r2, sec(620)), r2.next_state);
   EXPECT_TRUE(r3.plan.removals.empty());
   EXPECT_TRUE(r3.plan.placements.empty());
+}
+
+// A pool belongs to its residents: a resident takes back a squatter's task
+// even when that task is within its job's fair share (non-preemptible for
+// anyone else). root has n1 (4 cpu), its subpool gpu has n2 (4 cpu). batch
+// job 1 squats with 2 tasks on n2 and wants 10 more; ml job 2 (resident of
+// gpu) wants 4 and has been below its fair share for long.
+// How much: gpu first: ml gets all of n2 (1/1 of gpu); root: batch gets n1's
+// 4 cpu (4 of 8 = 1/2). Job 1 runs 2 < 4: its tasks are protected by their
+// classes (non-preemptible, aggressively preemptible), but not against the
+// resident: the preemptive stage on n2 takes the newest squatter.
+TEST(DuccScenario, ResidentsReclaimTheirPoolFromSquattersWhateverTheirClass) {
+  SnapshotBuilder s;
+  s.pool("root").pool("gpu", "root").cls("batch", "root").cls("ml", "gpu");
+  s.node(1, "root", "cpu=4").node(2, "gpu", "cpu=4");
+  s.job(1, "a", "batch").pending(10).running(2, sec(1)).running(2, sec(2));
+  s.job(2, "b", "ml").pending(4);
+  auto r = run(s.build(), below_since(2, sec(0)));
+  EXPECT_EQ(job(r, 2).fair_share_share, kShareOne);
+  EXPECT_EQ(job(r, 1).fair_share_share, share(1, 2));
+  EXPECT_NE(job(r, 1).allocations[1].cls, AllocationClass::preemptible);
+  EXPECT_EQ(placed(r, 1), 4u);  // n1, all of it
+  ASSERT_EQ(r.plan.removals.size(), 1u);
+  EXPECT_EQ(r.plan.removals[0].task, (TaskRef{JobId{1}, 1}));
+  EXPECT_TRUE(r.plan.removals[0].squatter);
+  EXPECT_EQ(*r.plan.removals[0].preemptor, JobId{2});
+  EXPECT_EQ(placed(r, 2), 3u);  // 2 in free room, 1 in the squatter's
 }
 
 // Non-preemptible work never squats: it waits for its own pool.
@@ -608,7 +640,8 @@ TEST(DuccScenario, ExpandByDoublingInitializationCapAndPrediction) {
   EXPECT_EQ(placed(r, 5), 2u);
   EXPECT_EQ(job(r, 6).cap, 12u);
   EXPECT_EQ(placed(r, 6), 10u);
-  EXPECT_NE(job(r, 1).pending_reason.find("expand-by-doubling"), std::string::npos) << job(r, 1).pending_reason;
+  EXPECT_NE(job(r, 1).pending_reason.find("expand-by-doubling"), std::string::npos)
+      << job(r, 1).pending_reason;
 
   // Once a task has passed initialization the initialization cap is gone.
   auto next = apply_plan(s.build(), r, sec(610));
@@ -622,7 +655,10 @@ TEST(DuccScenario, ExpandByDoublingInitializationCapAndPrediction) {
 // YTsaurus's other two reasons, and evictions.
 TEST(YtsaurusScenario, NodeOverItsResourcesPreemptsFairShareWorkFirst) {
   SnapshotBuilder s;
-  s.pool("root").cls("batch", "root").cls("svc", "root", 0, 1, ClassPolicy::fixed_share).node(1, "root", "cpu=4");
+  s.pool("root")
+      .cls("batch", "root")
+      .cls("svc", "root", 0, 1, ClassPolicy::fixed_share)
+      .node(1, "root", "cpu=4");
   auto a = s.job(1, "a", "batch");
   for (int i = 0; i < 4; ++i) a.running(1, sec(i));
   auto b = s.job(2, "b", "svc");
@@ -696,7 +732,8 @@ TEST(PolicyWords, ExplainAndDescribeSayWhyInWords) {
   EXPECT_NE(e.find("place 1 x job 3 on node 1 [aggressive]"), std::string::npos) << e;
   EXPECT_NE(e.find("for it: preemption of task 2.12"), std::string::npos) << e;
   std::string d = describe(r.plan.removals[0]);
-  EXPECT_NE(d.find("preemption of task 2.12 on node 1 (aggressive_starvation, for job 3)"), std::string::npos) << d;
+  EXPECT_NE(d.find("preemption of task 2.12 on node 1 (aggressive_starvation, for job 3)"), std::string::npos)
+      << d;
   EXPECT_NE(d.find("job 3 (user c, class batch) is aggressively_starving"), std::string::npos) << d;
   EXPECT_NE(d.find("allocation preemptible"), std::string::npos) << d;
   std::string victim = explain_job(r, JobId{1});
@@ -704,7 +741,8 @@ TEST(PolicyWords, ExplainAndDescribeSayWhyInWords) {
   std::string text = render_text(r);
   EXPECT_NE(text.find("POOLS"), std::string::npos);
   EXPECT_NE(text.find("aggressively_preemptible"), std::string::npos);
-  EXPECT_NE(text.find("summary: 2 placements (2 tasks), 8 preemptions, 0 evictions"), std::string::npos) << text;
+  EXPECT_NE(text.find("summary: 2 placements (2 tasks), 8 preemptions, 0 evictions"), std::string::npos)
+      << text;
   EXPECT_EQ(explain_job(r, JobId{99}), "job 99 is not in the snapshot");
 }
 
@@ -769,6 +807,82 @@ TEST(PolicyDeterminism, InputOrderDoesNotMatter) {
   auto b = run(shuffled, below_since(3, sec(0)));
   EXPECT_EQ(render_text(a), render_text(b));
   EXPECT_EQ(a.next_state, b.next_state);
+}
+
+}  // namespace
+}  // namespace claimsched::core::policy
+
+namespace claimsched::core::policy {
+namespace {
+
+using namespace testing;
+
+// The "done" figures, at the policy level (the lead's actor-level sim
+// test runs the same policy through the scheduler actor): a job that arrives
+// when the cluster is full reaches 90% of its fair share within a bounded
+// number of cycles after its starvation timeout, with about one preemption per
+// reclaimed task. 20 nodes of 16 cpu full of user a's 1-cpu tasks; user b
+// arrives at t=0 wanting as many: fair share 160 tasks each. Cycles every
+// second (virtual time); 30s timeout, 5s backoff, no aggressive starvation:
+// each node can start one preempting task per 5s.
+struct SimFigures {
+  int seconds_to_90 = -1;
+  uint32_t preemptions = 0;
+};
+
+/// `churn`: a's tasks end after 60s (and are queued again: demand unchanged).
+SimFigures arrival_in_a_full_cluster(double tolerance, bool churn) {
+  SnapshotBuilder s;
+  s.preemption().fair_share_starvation_tolerance = tolerance;
+  s.now(sec(60)).pool("root").cls("batch", "root").nodes(1, 20, "root", "cpu=16");
+  auto a = s.job(1, "a", "batch");
+  for (int i = 0; i < 320; ++i) a.running(static_cast<uint32_t>(1 + i % 20), sec(1 + i % 60), true);
+  s.job(2, "b", "batch").pending(320);
+  Snapshot snap = s.build();
+  PolicyState state;
+  SimFigures out;
+  for (int t = 0; t < 300 && out.seconds_to_90 < 0; ++t) {
+    auto r = run(snap, state);
+    out.preemptions += r.plan.stats.preemptions;
+    const auto& b = job(r, 2);
+    EXPECT_EQ(b.fair_tasks, 160.0);
+    if (b.running >= 0.9 * b.fair_tasks) out.seconds_to_90 = t;
+    snap = apply_plan(snap, r, snap.now + 1s);
+    state = r.next_state;
+    if (churn) {
+      auto& allocs = snap.jobs[0].allocations;
+      auto done = std::remove_if(allocs.begin(), allocs.end(),
+                                 [&](const AllocationInfo& x) { return snap.now - x.start >= 60s; });
+      snap.jobs[0].pending += static_cast<uint32_t>(allocs.end() - done);
+      allocs.erase(done, allocs.end());
+    }
+  }
+  return out;
+}
+
+TEST(PolicySim, ArrivalInAFullClusterReachesNinetyPercentOfItsFairShare) {
+  // Without churn, preemption alone: it stops when b is within the tolerance,
+  // so the tolerance must be above 0.9 for b to reach 90% this way.
+  auto f = arrival_in_a_full_cluster(0.95, false);
+  std::printf(
+      "[policy sim] no churn, tolerance 0.95: 90%% of fair share after %ds (timeout 30s), %u preemptions "
+      "for 144 tasks: %.2f per reclaimed quantum\n",
+      f.seconds_to_90, f.preemptions, f.preemptions / 144.0);
+  // Nothing moves before the starvation timeout; then every node starts one
+  // task for b per 5s backoff while it has preemptible allocations of a (a's
+  // newest 160 tasks: 5 to 11 per node, as a's start times fall): 41s in all.
+  ASSERT_GE(f.seconds_to_90, 30);
+  EXPECT_LE(f.seconds_to_90, 30 + 45);
+  EXPECT_LE(f.preemptions / 144.0, 1.1);
+
+  // With a's tasks ending after 60s, YTsaurus's default tolerance (0.8): the
+  // room that frees up goes to b first (least satisfied), preemption does the rest.
+  auto g = arrival_in_a_full_cluster(0.8, true);
+  std::printf("[policy sim] churn (60s tasks), tolerance 0.8: 90%% of fair share after %ds, %u preemptions\n",
+              g.seconds_to_90, g.preemptions);
+  ASSERT_GE(g.seconds_to_90, 0);
+  EXPECT_LE(g.seconds_to_90, 60);
+  EXPECT_LE(g.preemptions / 144.0, 1.1);
 }
 
 }  // namespace

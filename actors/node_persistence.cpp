@@ -1,0 +1,84 @@
+#include "actors/node_persistence.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace claimsched::actors {
+
+void NodeChanges::claim_added(const core::LiveClaim& claim) {
+  core::LiveClaim stored = claim;
+  stored.expires = clock_.to_wall(claim.expires);
+  batch_.put_claim(spec_.id, stored);
+}
+
+void NodeChanges::claim_removed(core::ClaimId claim) { batch_.erase_claim(spec_.id, claim); }
+
+void NodeChanges::allocation_set(const core::Allocation& allocation) {
+  core::Allocation stored = allocation;
+  stored.confirmed_at = clock_.to_wall(allocation.confirmed_at);
+  stored.finishes_at = clock_.to_wall(allocation.finishes_at);
+  batch_.put_allocation(spec_.id, stored);
+}
+
+void NodeChanges::allocation_removed(core::TaskRef task) { batch_.erase_allocation(spec_.id, task); }
+
+void NodeChanges::events(const core::NodeLedger& ledger, const std::vector<core::NodeEvent>& events) {
+  for (const auto& ev : events) {
+    switch (ev.kind) {
+      case core::NodeEvent::Kind::claim_expired:
+        claim_removed(ev.claim_id);
+        break;
+      case core::NodeEvent::Kind::task_finished:
+        allocation_removed(ev.task);
+        break;
+      case core::NodeEvent::Kind::task_started:
+        for (const auto& a : ledger.allocations())
+          if (a.task == ev.task) allocation_set(a);
+        break;
+    }
+  }
+}
+
+void NodeChanges::commit(const core::NodeLedger& ledger) {
+  if (header_) {
+    storage::StoredNodeHeader header;
+    header.spec = spec_;
+    header.spec.capacity = ledger.capacity();
+    header.state = ledger.state();
+    header.generation = ledger.generation();
+    header.epochs = ledger.epochs();
+    batch_.put_header(header);
+  }
+  if (batch_.empty()) return;
+  store_.submit(std::move(batch_), [node = spec_.id](core::Status st) {
+    if (!st) spdlog::error("node {}: writing its state failed: {}", node.value, st.error().to_string());
+  });
+}
+
+core::NodeLedger restore_ledger(const storage::LoadedNode& stored, const core::LedgerConfig& config,
+                                ClockMapping clock) {
+  core::NodeLedger ledger(stored.header.spec.id, stored.header.spec.capacity, config);
+  for (const auto& [partition, epoch] : stored.header.epochs) ledger.restore_epoch(partition, epoch);
+  for (auto a : stored.allocations) {
+    a.confirmed_at = clock.to_actor(a.confirmed_at);
+    a.finishes_at = clock.to_actor(a.finishes_at);
+    if (!ledger.restore_allocation(a))
+      spdlog::warn("node {}: stored allocation of task {}.{} is held twice; kept once",
+                   stored.header.spec.name, a.task.job.value, a.task.index);
+  }
+  for (auto c : stored.claims) {
+    c.expires = clock.to_actor(c.expires);
+    // A stored claim is only worth keeping if it would still fit; else it
+    // would over-commit the restored node.
+    if (!c.total().fits_in(ledger.free()) || !ledger.restore_claim(c))
+      spdlog::warn("node {}: stored claim {} does not fit any more; dropped", stored.header.spec.name,
+                   c.id.value);
+  }
+  if (stored.header.state != core::NodeState::up) (void)ledger.set_state(stored.header.state);
+  // Subscribers never see the generation go back.
+  ledger.restore_generation(stored.header.generation + 1);
+  return ledger;
+}
+
+}  // namespace claimsched::actors

@@ -1,0 +1,54 @@
+#pragma once
+
+// What a node actor writes to its process's node store after each change of
+// its ledger: the records that change touched, plus the header (the
+// generation moved). Writes are asynchronous: the node answers without
+// waiting for them, so after a crash a node may have lost its last few
+// changes; the owning scheduler's durable records decide (see
+// core::Scheduler::reconcile_node), which never allocates a task twice.
+
+#include <memory>
+#include <vector>
+
+#include "actors/clock.hpp"
+#include "core/node_ledger.hpp"
+#include "storage/node_store.hpp"
+
+namespace claimsched::actors {
+
+/// Collects one ledger operation's changes into one batch.
+class NodeChanges {
+ public:
+  NodeChanges(storage::NodeStore& store, const core::NodeSpec& spec, ClockMapping clock)
+      : store_(store), spec_(spec), clock_(clock), batch_(store.batch()) {}
+
+  void claim_added(const core::LiveClaim& claim);
+  void claim_removed(core::ClaimId claim);
+  void allocation_set(const core::Allocation& allocation);
+  void allocation_removed(core::TaskRef task);
+  /// Records the changes a ledger's events describe (expiry, start, end).
+  void events(const core::NodeLedger& ledger, const std::vector<core::NodeEvent>& events);
+  /// The header (spec, state, epochs, generation) changed too.
+  void header_changed() { header_ = true; }
+  /// Submits; errors are logged (the store is then fail-stop: every later
+  /// write fails too, and the log says so). The header is written only when
+  /// it changed in substance: a restarted node's generation restarts above the
+  /// stored one, and every subscriber re-subscribes after a restart (a
+  /// subscription resets the generation it expects), so writing it on every
+  /// operation would double the records for nothing.
+  void commit(const core::NodeLedger& ledger);
+
+ private:
+  storage::NodeStore& store_;
+  const core::NodeSpec& spec_;
+  ClockMapping clock_;
+  storage::NodeStore::Batch batch_;
+  bool header_ = false;
+};
+
+/// A node's ledger rebuilt from what its store holds (times mapped back to
+/// the actor clock; claims keep their remaining ttl).
+core::NodeLedger restore_ledger(const storage::LoadedNode& stored, const core::LedgerConfig& config,
+                                ClockMapping clock);
+
+}  // namespace claimsched::actors

@@ -1,0 +1,75 @@
+#include "storage/journal.hpp"
+
+#include <map>
+
+namespace claimsched::storage {
+
+void append_journal(const core::Journal& journal, core::Epoch epoch, core::TimePoint wall_now,
+                    PartitionStore::Batch& batch) {
+  for (const auto& node : journal.nodes_registered)
+    batch.put_node(StoredNode{node, core::NodeState::up, wall_now});
+  for (const auto& job : journal.jobs_accepted)
+    batch.put_job(StoredJob{job, JobStatus::active, wall_now, core::TimePoint{0}});
+  for (const auto& change : journal.task_changes) {
+    StoredTask t;
+    t.state = change.state;
+    t.node = change.node;
+    t.claim_id = change.claim_id;
+    t.epoch = epoch;
+    t.exit_code = change.exit_code;
+    t.updated_at = wall_now;
+    batch.put_tasks(change.job, change.tasks, t);
+  }
+}
+
+core::Expected<RecoveredPartition> recover_partition(PartitionStore& store,
+                                                     core::SchedulerConfig config,
+                                                     core::TimePoint now) {
+  auto started = std::chrono::steady_clock::now();
+  RecoveredPartition out;
+  std::map<core::JobId, std::pair<core::JobSpec, std::vector<core::RestoredTask>>> jobs;
+  core::Epoch stored_epoch = 0;
+  RecoveryVisitor visitor;
+  visitor.meta = [&](const PartitionMeta& meta) {
+    stored_epoch = meta.epoch;
+    return core::Status::ok();
+  };
+  visitor.job = [&](const StoredJob& job) {
+    if (job.status == JobStatus::cancelled) return core::Status::ok();
+    jobs[job.spec.id].first = job.spec;
+    return core::Status::ok();
+  };
+  visitor.task = [&](core::JobId job, core::TaskIndex index, const StoredTask& task) {
+    ++out.task_records;
+    auto it = jobs.find(job);
+    // Tasks of a cancelled job, or of a job whose record a crash lost with
+    // the rest of its batch, have nothing to rebuild.
+    if (it == jobs.end()) return core::Status::ok();
+    it->second.second.push_back(core::RestoredTask{index, task.state, task.node, task.exit_code});
+    return core::Status::ok();
+  };
+  if (auto st = store.recover(visitor); !st) return st.error();
+
+  config.epoch = std::max(config.epoch, stored_epoch + 1);
+  config.journal = true;
+  if (auto st = config.validate(); !st) return st.error();
+  auto fence = store.batch();
+  fence.set_epoch(config.epoch);
+  if (auto st = store.write(std::move(fence)); !st) return st.error();
+
+  out.epoch = config.epoch;
+  out.scheduler = std::make_unique<core::Scheduler>(std::move(config));
+  for (auto& [id, entry] : jobs) {
+    if (auto st = out.scheduler->restore_job(std::move(entry.first), std::move(entry.second), now);
+        !st)
+      return core::make_error(st.error().code, "recovering job " + std::to_string(id.value) +
+                                                   " from " + store.path() + ": " +
+                                                   st.error().message);
+    ++out.jobs;
+  }
+  out.unverified_tasks = out.scheduler->unverified_tasks();
+  out.duration = std::chrono::steady_clock::now() - started;
+  return out;
+}
+
+}  // namespace claimsched::storage
