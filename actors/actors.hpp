@@ -27,6 +27,10 @@ using register_atom = caf::atom_constant<caf::atom("register")>;
 using audit_atom = caf::atom_constant<caf::atom("audit")>;
 using durable_atom = caf::atom_constant<caf::atom("durable")>;
 using jobs_atom = caf::atom_constant<caf::atom("jobs")>;
+using changes_atom = caf::atom_constant<caf::atom("changes")>;
+using bootstrap_atom = caf::atom_constant<caf::atom("bootstrap")>;
+using ack_atom = caf::atom_constant<caf::atom("ack")>;
+using committed_atom = caf::atom_constant<caf::atom("committed")>;
 
 /// Anyone who follows a node's update stream (schedulers, replicas, views).
 using node_listener_actor = caf::typed_actor<
@@ -110,6 +114,42 @@ using router_actor = caf::typed_actor<
     /// Forwards to the owning scheduler; an unknown pool is an error.
     caf::replies_to<core::JobSpec>::with<core::JobId>>;
 
+/// A standby copy of one partition's store (DESIGN.md, "Replica stream").
+struct ReplicaStatus {
+  /// The last primary sequence number applied here.
+  uint64_t applied = 0;
+  /// The primary's latest sequence number as last heard.
+  uint64_t primary_latest = 0;
+  uint64_t batches_applied = 0;
+  uint64_t bootstraps = 0;
+  /// Primary commit to replica apply, per shipped burst, in milliseconds.
+  core::Histogram lag_ms;
+  uint64_t max_sequence_lag = 0;
+  /// Why the replica stopped following, or empty.
+  std::string error;
+};
+
+using replica_actor = caf::typed_actor<
+    /// The primary's next change batches, its latest sequence number, and the
+    /// wall-clock time (ns) the last of them was committed there.
+    caf::reacts_to<changes_atom, std::vector<messages::ChangeBatch>, uint64_t, int64_t>,
+    /// A checkpoint of the primary at this sequence waits next to the
+    /// replica's directory: switch to it and follow from there.
+    caf::reacts_to<bootstrap_atom, uint64_t>,
+    caf::replies_to<status_atom>::with<ReplicaStatus>>;
+
+/// Serves one primary's change log to its replicas: pushes batches as the
+/// primary commits them, with a credit window per replica.
+using change_feed_actor = caf::typed_actor<
+    /// Follow from this sequence (0: the replica has nothing yet); a
+    /// checkpoint, when needed, is made at the given directory.
+    caf::reacts_to<subscribe_atom, replica_actor, uint64_t, std::string>,
+    /// The replica applied everything up to this sequence (returns credit).
+    caf::reacts_to<ack_atom, uint64_t>,
+    /// Internal: the primary's writer made sequences up to this durable at
+    /// this wall-clock time (ns).
+    caf::reacts_to<committed_atom, uint64_t, int64_t>>;
+
 /// Outcome of a synthetic load run. Local only.
 struct LoadResult {
   uint64_t submitted = 0;
@@ -131,3 +171,4 @@ using load_generator_actor = caf::typed_actor<
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::SchedulerStatus)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::LoadResult)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::ReplicaStatus)

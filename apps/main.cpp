@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "apps/policy_command.hpp"
 #include "apps/sim.hpp"
 #include "core/duration.hpp"
 
@@ -75,6 +76,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
   claimsched::apps::SimOptions sim;
   add_sim(app, sim);
+  claimsched::apps::PolicyOptions policy;
+  claimsched::apps::add_policy_commands(app, policy);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -84,5 +87,6 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("claimsched"));
   spdlog::set_level(spdlog::level::from_str(log_level));
   if (app.got_subcommand("sim")) return claimsched::apps::run_sim(sim);
+  if (app.got_subcommand("policy")) return claimsched::apps::run_policy_eval(policy);
   return 2;
 }

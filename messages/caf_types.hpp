@@ -24,6 +24,7 @@
 
 #include "core/protocol.hpp"
 #include "messages/codec.hpp"
+#include "messages/record_codec.hpp"
 #include "messages/errors.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(claimsched, caf::first_custom_type_id)
@@ -41,6 +42,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(claimsched, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(claimsched, (claimsched::core::ReleaseReply))
   CAF_ADD_TYPE_ID(claimsched, (claimsched::core::NodeDelta))
   CAF_ADD_TYPE_ID(claimsched, (claimsched::core::NodeReport))
+  CAF_ADD_TYPE_ID(claimsched, (claimsched::messages::ChangeBatch))
 
 CAF_END_TYPE_ID_BLOCK(claimsched)
 
@@ -123,3 +125,12 @@ CLAIMSCHED_INSPECT_AS_PROTO(NodeReport)
 #undef CLAIMSCHED_INSPECT_AS_PROTO
 
 }  // namespace claimsched::core
+
+namespace claimsched::messages {
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ChangeBatch& x) {
+  return inspect_as_proto(f, x, "claimsched.ChangeBatch");
+}
+
+}  // namespace claimsched::messages
