@@ -31,6 +31,8 @@ using changes_atom = caf::atom_constant<caf::atom("changes")>;
 using bootstrap_atom = caf::atom_constant<caf::atom("bootstrap")>;
 using ack_atom = caf::atom_constant<caf::atom("ack")>;
 using committed_atom = caf::atom_constant<caf::atom("committed")>;
+using wake_atom = caf::atom_constant<caf::atom("wake")>;
+using hold_atom = caf::atom_constant<caf::atom("hold")>;
 
 /// Anyone who follows a node's update stream (schedulers, replicas, views).
 using node_listener_actor = caf::typed_actor<
@@ -98,6 +100,10 @@ using scheduler_actor = claim_client_actor::extend<
     caf::reacts_to<register_atom, node_actor>,
     /// Begin placing (a sim holds schedulers until its load is queued).
     caf::reacts_to<start_atom>,
+    /// Stop placing new work; what is in flight completes (before a check).
+    caf::reacts_to<hold_atom>,
+    /// Internal timer: work that waited for time to pass (see next_wakeup).
+    caf::reacts_to<wake_atom>,
     /// Internal timer: reply timeouts.
     caf::reacts_to<tick_atom>,
     /// Internal: a store write is durable (empty string) or failed (why).

@@ -168,6 +168,7 @@ replica_actor::behavior_type replica(replica_ptr self, ReplicaConfig config) {
         auto& st = self->state;
         self->send(st.config.feed, ack_atom::value, st.status.applied);
         if (!st.applier) return;
+        uint64_t behind = storage::sequence_lag(primary_latest, st.status.applied);
         if (auto s = st.applier->apply(batches); !s) {
           st.status.error = s.error().to_string();
           spdlog::error("{}: applying changes failed: {}", st.log_name, st.status.error);
@@ -176,8 +177,7 @@ replica_actor::behavior_type replica(replica_ptr self, ReplicaConfig config) {
         st.status.applied = st.applier->applied_sequence();
         st.status.primary_latest = std::max(st.status.primary_latest, primary_latest);
         st.status.batches_applied += batches.size();
-        st.status.max_sequence_lag = std::max(
-            st.status.max_sequence_lag, storage::sequence_lag(primary_latest, st.status.applied));
+        st.status.max_sequence_lag = std::max(st.status.max_sequence_lag, behind);
         if (committed_at > 0) {
           auto lag = wall_now().count() - committed_at;
           st.status.lag_ms.record(static_cast<uint64_t>(std::max<int64_t>(lag, 0)) / 1'000'000);

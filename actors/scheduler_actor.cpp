@@ -63,7 +63,16 @@ void stop_on_store_failure(self_ptr self, const std::string& why) {
 /// With a store, confirms wait for the write that holds their placements.
 void flush(self_ptr self, core::TimePoint t) {
   auto& st = self->state;
-  if (st.started) st.core->schedule(t, st.outbox);
+  if (st.started) {
+    st.core->schedule(t, st.outbox);
+    // Work that waits only for time: wake up for it rather than for the
+    // next message or tick.
+    auto wake = st.core->next_wakeup();
+    if (wake < st.wake_at) {
+      st.wake_at = wake;
+      self->delayed_send(self, std::max(core::Duration{0}, wake - t), wake_atom::value);
+    }
+  }
   if (st.core->stats().placements != st.placements_seen) {
     st.placements_seen = st.core->stats().placements;
     st.last_placement = t;
@@ -231,6 +240,12 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         self->state.core->start(now(self));
         arm_tick(self);
         flush(self, now(self));
+      },
+      [=](hold_atom) { self->state.started = false; },
+      [=](wake_atom) {
+        auto t = now(self);
+        if (t >= self->state.wake_at) self->state.wake_at = core::kNever;
+        flush(self, t);
       },
       [=](tick_atom) {
         auto t = now(self);

@@ -58,6 +58,8 @@ struct scheduler_state {
   std::string store_error;
   bool started = false;
   bool tick_armed = false;
+  /// When the pending wake_atom fires (kNever: none pending).
+  core::TimePoint wake_at = core::kNever;
   core::Duration tick_interval{0};
   core::Duration subscribe_timeout{0};
   uint64_t jobs_finished = 0;

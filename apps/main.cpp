@@ -62,6 +62,8 @@ void add_sim(CLI::App& app, claimsched::apps::SimOptions& o) {
   sim->add_flag("--quiet", o.quiet, "No progress lines");
   sim->add_option("--data-dir", o.data_dir, "Keep state in RocksDB under this directory");
   sim->add_flag("--resume", o.resume, "Continue the run in --data-dir (a killed one, say)");
+  sim->add_flag("--replicas", o.replicas, "With --data-dir: a standby replica per partition");
+  add_duration(*sim, "--replica-delay", o.replica_delay, "Start the replicas this late");
   sim->add_option("--sync", o.sync, "With --data-dir: always, batch or none")
       ->check(CLI::IsMember({"always", "batch", "none"}))
       ->capture_default_str();

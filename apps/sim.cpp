@@ -11,6 +11,7 @@
 #include "actors/load_generator.hpp"
 #include "actors/node_actor.hpp"
 #include "actors/node_persistence.hpp"
+#include "actors/replication.hpp"
 #include "actors/router_actor.hpp"
 #include "actors/scheduler_actor.hpp"
 #include "apps/process_stats.hpp"
@@ -77,9 +78,66 @@ Totals collect(caf::scoped_actor& self, const std::vector<actors::scheduler_acto
 
 double ratio(double a, double b) { return b == 0 ? 0.0 : a / b; }
 
+storage::StoreOptions store_options(const SimOptions& opt);
+
+/// Waits until every replica applied its primary's latest change, stops them,
+/// and compares each replica's store with its primary's, record by record.
+void check_replicas(caf::scoped_actor& self,
+                    const std::vector<std::shared_ptr<storage::PartitionStore>>& primaries,
+                    const std::vector<actors::replica_actor>& replicas, const SimDataDir& data,
+                    const SimOptions& opt, SimReport& report) {
+  report.replicated = true;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  for (size_t k = 0; k < replicas.size(); ++k) {
+    actors::ReplicaStatus status;
+    for (;;) {
+      self->request(replicas[k], caf::infinite, actors::status_atom::value)
+          .receive([&](actors::ReplicaStatus& s) { status = std::move(s); },
+                   [&](caf::error& err) { status.error = self->system().render(err); });
+      if (!status.error.empty() || status.applied >= primaries[k]->latest_sequence()) break;
+      if (std::chrono::steady_clock::now() > deadline) {
+        status.error = "did not catch up within 60 s (applied " + std::to_string(status.applied) +
+                       " of " + std::to_string(primaries[k]->latest_sequence()) + ")";
+        break;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    report.replica_lag_ms.merge(status.lag_ms);
+    report.replica_max_sequence_lag = std::max(report.replica_max_sequence_lag, status.max_sequence_lag);
+    report.replica_bootstraps += status.bootstraps;
+    if (!status.error.empty()) {
+      report.failures.push_back("replica of partition " + std::to_string(k + 1) + ": " + status.error);
+      continue;
+    }
+    self->send_exit(replicas[k], caf::exit_reason::user_shutdown);
+    self->wait_for(replicas[k]);
+    auto options = store_options(opt);
+    options.read_only = true;
+    auto copy = storage::PartitionStore::open(data.replica_dir(static_cast<uint32_t>(k + 1)),
+                                              {data.cluster_id(), core::PartitionId{static_cast<uint32_t>(k + 1)}},
+                                              options);
+    if (!copy) {
+      report.failures.push_back(copy.error().to_string());
+      continue;
+    }
+    auto diff = storage::compare_stores(primaries[k]->database(), (*copy)->database());
+    if (!diff) {
+      report.failures.push_back(diff.error().to_string());
+    } else if (!diff->empty()) {
+      const auto& d = diff->front();
+      report.failures.push_back("replica of partition " + std::to_string(k + 1) + " differs from its primary in " +
+                                std::to_string(diff->size()) + " record(s), e.g. " + d.column_family + " " +
+                                d.key + ": " + d.what);
+    }
+  }
+}
+
 storage::StoreOptions store_options(const SimOptions& opt) {
   storage::StoreOptions o;
   o.sync = *storage::parse_sync_mode(opt.sync);
+  // RocksDB warns on every checkpoint about file deletions it disables and
+  // enables again; errors still reach the log.
+  o.log_level = storage::RocksLogLevel::error;
   o.log = [](storage::RocksLogLevel level, std::string_view path, std::string_view line) {
     auto lvl = level >= storage::RocksLogLevel::error ? spdlog::level::err : spdlog::level::warn;
     spdlog::log(lvl, "rocksdb {}: {}", path, line);
@@ -106,6 +164,7 @@ core::Status SimOptions::validate() const {
   if (max_tasks_per_claim == 0) return bad("--max-tasks-per-claim must be at least 1");
   if (claim_ttl.count() <= 0) return bad("--claim-ttl must be positive");
   if (resume && data_dir.empty()) return bad("--resume needs --data-dir");
+  if (replicas && data_dir.empty()) return bad("--replicas needs --data-dir");
   if (auto s = storage::parse_sync_mode(sync); !s) return bad("--sync: " + s.error().message);
   return core::Status::ok();
 }
@@ -171,6 +230,8 @@ int run_sim(const SimOptions& cli) {
   // -- schedulers (recovered from their stores on --resume) --------------------
   auto scorer = core::parse_scorer(opt.scorer);
   std::vector<actors::scheduler_actor> schedulers;
+  std::vector<std::shared_ptr<storage::PartitionStore>> primaries;
+  std::vector<std::shared_ptr<actors::CommitRelay>> relays;
   actors::RouterConfig routes;
   for (uint32_t k = 0; k < opt.partitions; ++k) {
     actors::SchedulerActorConfig sc;
@@ -188,10 +249,13 @@ int run_sim(const SimOptions& cli) {
     sc.scheduler.rotation =
         opt.overlap && !opt.same_start ? static_cast<size_t>(k) * opt.nodes / opt.partitions : 0;
     if (data) {
+      auto options = store_options(opt);
+      relays.push_back(actors::CommitRelay::attach(options));
       auto store = storage::PartitionStore::open(
-          data->partition_dir(k + 1), {data->cluster_id(), sc.scheduler.partition}, store_options(opt));
+          data->partition_dir(k + 1), {data->cluster_id(), sc.scheduler.partition}, options);
       if (!store) return fail(store.error().to_string());
       sc.store = std::move(*store);
+      primaries.push_back(sc.store);
       if (opt.resume) {
         auto recovered = storage::recover_partition(*sc.store, sc.scheduler, actors::now(sys));
         if (!recovered) return fail(recovered.error().to_string());
@@ -305,12 +369,31 @@ int run_sim(const SimOptions& cli) {
            (submitted.rejected ? ", " + thousands(submitted.rejected) + " rejected: " + submitted.first_error
                                : std::string()));
 
+  // -- replicas: a change feed per primary, a replica following it ------------------
+  std::vector<actors::change_feed_actor> feeds;
+  std::vector<actors::replica_actor> replicas;
+  auto start_replicas = [&] {
+    for (uint32_t k = 0; k < primaries.size(); ++k) {
+      auto feed = sys.spawn<caf::detached>(actors::change_feed, primaries[k]);
+      relays[k]->forward_to(feed);
+      feeds.push_back(feed);
+      actors::ReplicaConfig rc;
+      rc.dir = data->replica_dir(k + 1);
+      rc.identity = {data->cluster_id(), core::PartitionId{k + 1}};
+      rc.options = store_options(opt);
+      rc.feed = feed;
+      replicas.push_back(sys.spawn<caf::detached>(actors::replica, rc));
+    }
+  };
+  if (opt.replicas && opt.replica_delay.count() == 0) start_replicas();
+
   // -- place -------------------------------------------------------------------
   auto started = actors::now(sys);
   for (auto& s : schedulers) self->send(s, actors::start_atom::value);
   Totals totals;
   bool timed_out = false;
   int quiet_polls = 0;
+  uint64_t claims_seen = 0;
   auto next_report = started + std::chrono::seconds(1);
   for (;;) {
     std::this_thread::sleep_for(20ms);
@@ -319,16 +402,19 @@ int run_sim(const SimOptions& cli) {
     bool done = opt.churn ? totals.jobs_finished + 0 >= report.jobs && totals.running == 0 &&
                                 totals.pending == 0 && totals.in_flight == 0
                           : totals.pending == 0 && totals.in_flight == 0;
-    // Stuck: nothing in flight or queued, only jobs waiting for capacity that
-    // will not come (or, with churn, nothing left running to free it).
+    // Stuck: no claim sent and nothing in flight, queued or backing off for a
+    // while; only jobs waiting for capacity that will not come (or, with
+    // churn, nothing left running to free it).
     bool idle = totals.in_flight == 0 && totals.queued == 0 && totals.backing_off == 0 &&
-                (!opt.churn || totals.running == 0);
+                totals.stats.claims_sent == claims_seen && (!opt.churn || totals.running == 0);
+    claims_seen = totals.stats.claims_sent;
     quiet_polls = idle ? quiet_polls + 1 : 0;
     if (done || quiet_polls >= 10 || !totals.problem.empty()) break;
     if (opt.timeout.count() > 0 && t - started > opt.timeout) {
       timed_out = true;
       break;
     }
+    if (opt.replicas && replicas.empty() && t - started >= opt.replica_delay) start_replicas();
     if (t >= next_report) {
       next_report += std::chrono::seconds(1);
       double secs = std::chrono::duration<double>(t - started).count();
@@ -345,6 +431,10 @@ int run_sim(const SimOptions& cli) {
   }
 
   // -- check ---------------------------------------------------------------------
+  // Hold the schedulers and let what is in flight land, so the nodes and the
+  // schedulers are compared at rest.
+  for (auto& s : schedulers) self->send(s, actors::hold_atom::value);
+  for (int i = 0; i < 500 && collect(self, schedulers).in_flight > 0; ++i) std::this_thread::sleep_for(10ms);
   std::vector<core::NodeReport> reports;
   reports.reserve(nodes.size());
   std::string report_error;
@@ -399,6 +489,10 @@ int run_sim(const SimOptions& cli) {
                            std::to_string(first_missing.value));
     }
   }
+  if (opt.replicas) {
+    if (replicas.empty()) start_replicas();
+    check_replicas(self, primaries, replicas, *data, opt, report);
+  }
   if (timed_out) failures.push_back("the run did not finish within --timeout");
 
   // -- report --------------------------------------------------------------------
@@ -419,6 +513,9 @@ int run_sim(const SimOptions& cli) {
   for (auto& s : schedulers) self->send_exit(s, caf::exit_reason::user_shutdown);
   self->send_exit(router, caf::exit_reason::user_shutdown);
   self->send_exit(generator, caf::exit_reason::user_shutdown);
+  for (auto& r : relays) r->forward_to(actors::change_feed_actor{});
+  for (auto& f : feeds) self->send_exit(f, caf::exit_reason::user_shutdown);
+  for (auto& r : replicas) self->send_exit(r, caf::exit_reason::user_shutdown);
   return report.invariants_ok() ? 0 : 1;
 }
 

@@ -49,6 +49,12 @@ struct SimOptions {
   bool resume = false;
   /// Durability with data_dir: always | batch | none.
   std::string sync = "batch";
+  /// With data_dir: a standby replica per partition follows its primary's
+  /// change log (in data_dir/replica-K); at the end it must equal the primary.
+  bool replicas = false;
+  /// Start the replicas this long after placement began (they bootstrap from
+  /// a checkpoint, then follow).
+  core::Duration replica_delay{0};
 
   core::Status validate() const;
 };

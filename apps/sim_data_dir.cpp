@@ -158,6 +158,10 @@ std::string SimDataDir::partition_dir(uint32_t partition) const {
 
 std::string SimDataDir::node_dir() const { return dir_ + "/nodes"; }
 
+std::string SimDataDir::replica_dir(uint32_t partition) const {
+  return dir_ + "/replica-" + std::to_string(partition);
+}
+
 void SimDataDir::append_acknowledged(core::JobId id) {
   uint64_t v = id.value;
   // A short or failed write loses at most this one entry of the log; the

@@ -31,6 +31,7 @@ class SimDataDir {
   const std::string& cluster_id() const { return cluster_id_; }
   std::string partition_dir(uint32_t partition) const;
   std::string node_dir() const;
+  std::string replica_dir(uint32_t partition) const;
 
   /// Appends an acknowledged job id (one write(2): survives a killed process).
   void append_acknowledged(core::JobId id);

@@ -73,6 +73,12 @@ std::string to_json(const SimOptions& o, const SimReport& r) {
   j["recovery_load_ms"] = r.recovery_load_ms;
   j["recovered_jobs"] = r.recovered_jobs;
   j["recovered_task_records"] = r.recovered_task_records;
+  j["replicas"] = r.replicated;
+  j["replica_lag_p50_ms"] = static_cast<double>(r.replica_lag_ms.quantile(0.5));
+  j["replica_lag_p99_ms"] = static_cast<double>(r.replica_lag_ms.quantile(0.99));
+  j["replica_lag_max_ms"] = static_cast<double>(r.replica_lag_ms.max());
+  j["replica_max_sequence_lag"] = r.replica_max_sequence_lag;
+  j["replica_bootstraps"] = r.replica_bootstraps;
   j["tasks_lost"] = s.tasks_lost;
   j["reconcile_releases"] = s.reconcile_releases;
   j["invariants_ok"] = r.invariants_ok();
@@ -102,6 +108,12 @@ std::string to_text(const SimOptions& o, const SimReport& r) {
   out += format("  latency       submit to confirmed p50 %.1f ms, p99 %.1f ms\n",
                 ms(s.placement_latency.quantile(0.5)), ms(s.placement_latency.quantile(0.99)));
   out += format("  utilization   cpu %.3f, memory %.3f\n", r.utilization_cpu, r.utilization_memory);
+  if (r.replicated)
+    out += format("  replicas      lag p50 %llu ms, p99 %llu ms, max %llu ms (commit to apply); at most %s changes behind; %s bootstrap(s)\n",
+                  static_cast<unsigned long long>(r.replica_lag_ms.quantile(0.5)),
+                  static_cast<unsigned long long>(r.replica_lag_ms.quantile(0.99)),
+                  static_cast<unsigned long long>(r.replica_lag_ms.max()),
+                  thousands(r.replica_max_sequence_lag).c_str(), thousands(r.replica_bootstraps).c_str());
   out += format("  memory        peak RSS %.1f MiB; %s bytes per node (%s in the node actor, the rest in\n"
                 "                scheduler views and indexes); %.1f bytes per pending task\n",
                 static_cast<double>(r.peak_rss_bytes) / (1 << 20), thousands(r.bytes_per_node).c_str(),

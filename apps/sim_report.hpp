@@ -33,6 +33,10 @@ struct SimReport {
   uint64_t recovered_jobs = 0;
   uint64_t recovered_task_records = 0;
   uint64_t store_writes = 0;
+  bool replicated = false;
+  core::Histogram replica_lag_ms;
+  uint64_t replica_max_sequence_lag = 0;
+  uint64_t replica_bootstraps = 0;
   std::vector<std::string> failures;
 
   uint64_t placements() const { return stats.placements; }

@@ -81,6 +81,7 @@ class ClusterView {
   /// True if some node's availability grew in any dimension (or it became
   /// usable) since the last call: work waiting for capacity may fit now.
   bool take_grew() { return std::exchange(grew_, false); }
+  bool grew_pending() const { return grew_; }
   size_t node_count() const { return nodes_.size(); }
   const PoolView& pool(uint32_t p) const { return pools_[p]; }
   size_t pool_count() const { return pools_.size(); }

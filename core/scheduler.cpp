@@ -187,6 +187,14 @@ Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, Time
   return Status::ok();
 }
 
+TimePoint Scheduler::next_wakeup() const {
+  TimePoint t = kNever;
+  if (!backoff_.empty()) t = backoff_.begin()->first;
+  if ((capacity_grew_ || view_.grew_pending()) && !parked_.empty())
+    t = std::min(t, last_unpark_ == TimePoint::min() ? TimePoint{0} : last_unpark_ + config_.unpark_interval);
+  return t;
+}
+
 uint64_t Scheduler::unverified_tasks() const {
   uint64_t n = 0;
   for (const auto& [node, tasks] : unverified_) n += tasks.size();

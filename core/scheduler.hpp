@@ -249,6 +249,10 @@ class Scheduler {
   void on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out);
   /// Periodic: gives up on unanswered claims, resends unanswered confirms.
   void on_tick(TimePoint now, Outbox& out);
+  /// When schedule() has work that waits only for time to pass (a job's
+  /// backoff ends, or waiting jobs may be looked at again after capacity
+  /// grew), or kNever. The actor wakes itself then.
+  TimePoint next_wakeup() const;
 
   const SchedulerStats& stats() const { return stats_; }
   const ClusterView& view() const { return view_; }

@@ -127,12 +127,21 @@ template <>
 core::JobId caf_sample<core::JobId>() {
   return core::JobId{0xDEAD'BEEF'0000'0001ULL};
 }
+template <>
+messages::ChangeBatch caf_sample<messages::ChangeBatch>() {
+  messages::ChangeBatch b;
+  b.sequence = 1'000'000'007;
+  b.count = 3;
+  b.data = std::string("\x01\x02\x00 not parsed here", 21);
+  return b;
+}
 
 // Exactly the types of the claimsched type-id block.
 using CafTypes =
     ::testing::Types<core::NodeId, core::JobId, core::NodeSpec, core::NodeSnapshot, core::JobSpec,
                      core::ClaimRequest, core::ClaimReply, core::ConfirmRequest, core::ConfirmReply,
-                     core::ReleaseRequest, core::ReleaseReply, core::NodeDelta, core::NodeReport>;
+                     core::ReleaseRequest, core::ReleaseReply, core::NodeDelta, core::NodeReport,
+                     messages::ChangeBatch>;
 
 struct CafTypeNames {
   template <class T>
@@ -144,7 +153,7 @@ struct CafTypeNames {
 
 TYPED_TEST_SUITE(CafTyped, CafTypes, CafTypeNames);
 
-static_assert(caf::id_block::claimsched::end - caf::id_block::claimsched::begin == 13,
+static_assert(caf::id_block::claimsched::end - caf::id_block::claimsched::begin == 14,
               "CafTypes must list every type of the claimsched block");
 
 TYPED_TEST(CafTyped, RoundTripThroughBinarySerializer) {

@@ -1,0 +1,255 @@
+// What makes a scheduler's state durable and recoverable: the journal it
+// emits before acknowledging and confirming, rebuilding from stored records
+// (restore_job), reconciling with what nodes report after a restart
+// (reconcile_node), and recovering from gaps in a node's update stream.
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "core/scheduler.hpp"
+#include "tests/core/builders.hpp"
+#include "tests/core/sim_cluster.hpp"
+
+namespace claimsched::core {
+namespace {
+
+using testing::ClaimBuilder;
+using testing::JobBuilder;
+using testing::ms;
+using testing::NodeBuilder;
+using testing::SimCluster;
+
+SchedulerConfig config(Epoch epoch = 1, bool journal = true) {
+  SchedulerConfig c;
+  c.partition = PartitionId{1};
+  c.epoch = epoch;
+  c.pools = {"default"};
+  c.reply_timeout = ms(100);
+  c.unpark_interval = ms(5);
+  c.journal = journal;
+  c.recovery_grace = ms(500);
+  return c;
+}
+
+LedgerConfig ledger_config() {
+  LedgerConfig lc;
+  lc.claim_ttl = std::chrono::seconds(1);
+  return lc;
+}
+
+class RecoveryTest : public ::testing::Test {
+ protected:
+  void add_nodes(int n) {
+    for (int i = 0; i < n; ++i)
+      cluster.add_node(NodeBuilder(static_cast<uint32_t>(cluster.node_count() + 1))
+                           .capacity("cpu=4,memory=8Gi")
+                           .build());
+  }
+  void run() {
+    cluster.run();
+    EXPECT_EQ(cluster.check_all(), "");
+  }
+  SimCluster cluster{ledger_config()};
+};
+
+TEST_F(RecoveryTest, TheJournalHoldsTheJobAndItsPlacementBeforeTheConfirm) {
+  add_nodes(1);
+  size_t s = cluster.add_scheduler(config());
+  Scheduler& sched = cluster.scheduler(s);
+  (void)sched.take_journal();  // node registration
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(2).cpu("1").build()));
+  Journal accepted = sched.take_journal();
+  ASSERT_EQ(accepted.jobs_accepted.size(), 1u);
+  EXPECT_EQ(accepted.jobs_accepted[0].id, JobId{1});
+  EXPECT_TRUE(accepted.task_changes.empty()) << "nothing is placed before a node accepts";
+  ASSERT_TRUE(cluster.deliver_to_node(s, 0));       // the claim
+  ASSERT_TRUE(cluster.deliver_to_scheduler(0, s));  // accepted: confirm goes out now
+  Journal placed = sched.take_journal();
+  ASSERT_EQ(placed.task_changes.size(), 1u);
+  EXPECT_EQ(placed.task_changes[0].state, TaskState::claimed);
+  EXPECT_EQ(placed.task_changes[0].node, NodeId{1});
+  EXPECT_EQ(placed.task_changes[0].tasks, (std::vector<TaskIndex>{0, 1}));
+  EXPECT_FALSE(cluster.to_node(s, 0).empty()) << "the confirm is in the outbox of the same step";
+}
+
+TEST_F(RecoveryTest, FinishedTasksAreJournaledWithTheirEndState) {
+  add_nodes(1);
+  size_t s = cluster.add_scheduler(config());
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(1).cpu("1").runtime(ms(50)).build()));
+  run();
+  (void)cluster.scheduler(s).take_journal();
+  cluster.advance_by(ms(60));
+  run();
+  Journal j = cluster.scheduler(s).take_journal();
+  ASSERT_EQ(j.task_changes.size(), 1u);
+  EXPECT_EQ(j.task_changes[0].state, TaskState::succeeded);
+}
+
+TEST_F(RecoveryTest, WithoutAJournalNothingIsRecorded) {
+  add_nodes(1);
+  size_t s = cluster.add_scheduler(config(1, false));
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(1).cpu("1").build()));
+  run();
+  EXPECT_TRUE(cluster.scheduler(s).take_journal().empty());
+}
+
+/// A scheduler rebuilt from records, as recover_partition does after a crash.
+TEST_F(RecoveryTest, RestoredTasksAreAdoptedLostOrReleasedByTheNodesReports) {
+  add_nodes(2);
+  // The crashed run: job 1's tasks 0,1 on node 1, task 2 on node 2; job 2 ran
+  // to completion. Node 1 holds tasks 0 and 1; node 2 lost task 2 but holds a
+  // task the records do not know (1.3) and a live claim of the old epoch.
+  auto place = [&](size_t n, uint64_t claim, std::vector<TaskIndex> tasks) {
+    auto c = ClaimBuilder().id(claim).node(static_cast<uint32_t>(n + 1)).job(1).tasks(tasks).build();
+    ASSERT_EQ(cluster.foreign_claim(n, c, false).outcome, ClaimOutcome::accepted);
+    ASSERT_EQ(cluster.ledger(n).confirm(testing::confirm_of(c), cluster.now()).outcome,
+              ConfirmOutcome::confirmed);
+  };
+  place(0, 1, {0, 1});
+  place(1, 2, {3});
+  auto live = ClaimBuilder().id(3).node(2).job(1).tasks({4}).build();
+  ASSERT_EQ(cluster.foreign_claim(1, live, false).outcome, ClaimOutcome::accepted);
+
+  SchedulerConfig c = config(2);
+  Scheduler sched(c);
+  ASSERT_TRUE(sched.restore_job(JobBuilder(1).count(6).cpu("500m").build(),
+                                {{0, TaskState::running, NodeId{1}, 0},
+                                 {1, TaskState::claimed, NodeId{1}, 0},
+                                 {2, TaskState::running, NodeId{2}, 0},
+                                 {5, TaskState::failed, NodeId{}, 3}},
+                                TimePoint{0}));
+  ASSERT_TRUE(sched.restore_job(JobBuilder(2).count(1).cpu("1").build(),
+                                {{0, TaskState::succeeded, NodeId{}, 0}}, TimePoint{0}));
+  EXPECT_EQ(sched.unverified_tasks(), 3u);
+  EXPECT_TRUE(sched.check_accounting()) << sched.check_accounting().error().message;
+  const JobRecord* j = sched.job(JobId{1});
+  EXPECT_EQ(j->count_in(TaskState::running), 3u);
+  EXPECT_EQ(j->count_in(TaskState::failed), 1u);
+  EXPECT_EQ(j->pending(), 2u) << "tasks 3 and 4 were never recorded placed";
+  EXPECT_TRUE(sched.job(JobId{2})->finished());
+
+  Outbox out;
+  for (size_t n = 0; n < 2; ++n) {
+    NodeReport r;
+    r.spec = cluster.spec(n);
+    r.snapshot = cluster.ledger(n).snapshot();
+    r.claims = cluster.ledger(n).claims();
+    r.allocations = cluster.ledger(n).allocations();
+    ASSERT_TRUE(sched.add_node(r.spec, r.snapshot));
+    sched.reconcile_node(r, TimePoint{0}, out);
+  }
+  EXPECT_EQ(sched.unverified_tasks(), 0u);
+  EXPECT_EQ(j->count_in(TaskState::running), 2u) << "tasks 0 and 1 adopted on node 1";
+  EXPECT_EQ(j->pending(), 3u) << "task 2 is lost and placed again";
+  EXPECT_EQ(sched.stats().tasks_lost, 1u);
+  // Released on node 2: the unknown allocation 1.3 and the old claim.
+  ASSERT_EQ(out.releases.size(), 2u);
+  EXPECT_EQ(out.releases[0].tasks, (std::vector<TaskIndex>{3}));
+  EXPECT_EQ(out.releases[1].claim_id, ClaimId{3});
+  EXPECT_EQ(out.releases[0].epoch, 2u);
+  EXPECT_TRUE(sched.check_accounting()) << sched.check_accounting().error().message;
+  Journal journal = sched.take_journal();
+  ASSERT_EQ(journal.task_changes.size(), 1u) << "the lost task is recorded pending again";
+  EXPECT_EQ(journal.task_changes[0].state, TaskState::pending);
+  EXPECT_EQ(journal.task_changes[0].tasks, (std::vector<TaskIndex>{2}));
+}
+
+TEST_F(RecoveryTest, TasksOnANodeThatNeverReturnsAreLostAfterTheGrace) {
+  Scheduler sched(config(2));
+  ASSERT_TRUE(sched.restore_job(JobBuilder(1).count(2).cpu("1").build(),
+                                {{0, TaskState::running, NodeId{7}, 0},
+                                 {1, TaskState::running, NodeId{7}, 0}},
+                                TimePoint{0}));
+  Outbox out;
+  sched.on_tick(ms(499), out);
+  EXPECT_EQ(sched.unverified_tasks(), 2u);
+  sched.on_tick(ms(500), out);
+  EXPECT_EQ(sched.unverified_tasks(), 0u);
+  EXPECT_EQ(sched.job(JobId{1})->pending(), 2u);
+  EXPECT_EQ(sched.stats().tasks_lost, 2u);
+}
+
+TEST_F(RecoveryTest, RestoringAJobTwiceOrOneBeyondItsCountIsRefused) {
+  Scheduler sched(config(2));
+  ASSERT_TRUE(sched.restore_job(JobBuilder(1).count(1).cpu("1").build(), {}, TimePoint{0}));
+  auto again = sched.restore_job(JobBuilder(1).count(1).cpu("1").build(), {}, TimePoint{0});
+  ASSERT_FALSE(again);
+  EXPECT_EQ(again.error().code, Errc::duplicate);
+  auto beyond = sched.restore_job(JobBuilder(2).count(2).cpu("1").build(),
+                                  {{5, TaskState::succeeded, NodeId{}, 0}}, TimePoint{0});
+  ASSERT_FALSE(beyond);
+  EXPECT_EQ(beyond.error().code, Errc::corrupt);
+}
+
+// --- the node update stream under loss and reordering --------------------------
+
+TEST_F(RecoveryTest, ALostDeltaWithATaskEndIsRecoveredFromTheFullSnapshot) {
+  add_nodes(1);
+  size_t s = cluster.add_scheduler(config());
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(2).cpu("1").runtime(ms(50)).build()));
+  run();
+  cluster.advance_by(ms(60));  // both tasks end: one delta with two events...
+  ASSERT_TRUE(cluster.take_to_scheduler(0, s)) << "...which is lost";
+  // Anything later from the node reveals the gap.
+  auto foreign = ClaimBuilder().partition(9).job(900).task_count(1).build();
+  ASSERT_EQ(cluster.foreign_claim(0, foreign, true).outcome, ClaimOutcome::accepted);
+  run();
+  EXPECT_EQ(cluster.scheduler(s).stats().generation_gaps, 1u);
+  const JobRecord* j = cluster.scheduler(s).job(JobId{1});
+  EXPECT_EQ(j->count_in(TaskState::succeeded), 2u) << "outcomes come from the snapshot's recent events";
+  EXPECT_TRUE(j->finished());
+  EXPECT_EQ(cluster.scheduler(s).stats().tasks_lost, 0u);
+  for (const auto& [task, times] : cluster.confirmations()) EXPECT_EQ(times, 1u);
+}
+
+TEST_F(RecoveryTest, ReorderedDeltasAreDetectedAndTheViewConverges) {
+  add_nodes(1);
+  size_t s = cluster.add_scheduler(config());
+  run();
+  // Two changes by another partition; their deltas arrive in the wrong order.
+  auto a = ClaimBuilder().id(1).partition(9).job(900).task_count(1).build();
+  auto b = ClaimBuilder().id(2).partition(9).job(901).task_count(2).build();
+  ASSERT_EQ(cluster.foreign_claim(0, a, true).outcome, ClaimOutcome::accepted);
+  ASSERT_EQ(cluster.foreign_claim(0, b, true).outcome, ClaimOutcome::accepted);
+  auto first = cluster.take_to_scheduler(0, s);
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(cluster.deliver_to_scheduler(0, s));  // g2 before g1
+  cluster.send_to_scheduler(0, s, *first);          // g1 late
+  run();
+  const Scheduler& sched = cluster.scheduler(s);
+  EXPECT_EQ(sched.stats().generation_gaps, 1u);
+  EXPECT_EQ(sched.view().node(0).generation, cluster.ledger(0).generation());
+  EXPECT_EQ(sched.view().node(0).reported_free, cluster.ledger(0).free())
+      << "the late, older delta did not roll the view back";
+}
+
+TEST_F(RecoveryTest, AfterAGapTasksTheNodeNoLongerHoldsAreLost) {
+  add_nodes(1);
+  size_t s = cluster.add_scheduler(config());
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(1).cpu("1").build()));
+  run();
+  // The node frees the task and the delta saying so is lost; later the
+  // node ends more than kRecentFinished other tasks, so the snapshot no
+  // longer remembers how ours ended.
+  ASSERT_TRUE(cluster.finish_task(0, TaskRef{JobId{1}, 0}, TaskState::failed, 1));
+  ASSERT_TRUE(cluster.take_to_scheduler(0, s));
+  for (uint32_t i = 0; i < NodeLedger::kRecentFinished; ++i) {
+    auto c = ClaimBuilder().id(100 + i).partition(9).job(800).tasks({i}).build();
+    ASSERT_EQ(cluster.foreign_claim(0, c, false).outcome, ClaimOutcome::accepted);
+    ASSERT_EQ(cluster.ledger(0).confirm(testing::confirm_of(c), cluster.now()).outcome,
+              ConfirmOutcome::confirmed);
+    std::vector<NodeEvent> ignored;
+    ASSERT_TRUE(cluster.ledger(0).finish_task(TaskRef{JobId{800}, i}, TaskState::succeeded, 0, ignored));
+  }
+  auto reveal = ClaimBuilder().id(999).partition(9).job(901).task_count(1).build();
+  ASSERT_EQ(cluster.foreign_claim(0, reveal, true).outcome, ClaimOutcome::accepted);
+  run();
+  const JobRecord* j = cluster.scheduler(s).job(JobId{1});
+  EXPECT_EQ(cluster.scheduler(s).stats().tasks_lost, 1u);
+  EXPECT_EQ(j->count_in(TaskState::running) + j->count_in(TaskState::failed), 1u)
+      << "lost, then placed again (it runs) - never counted twice";
+}
+
+}  // namespace
+}  // namespace claimsched::core
