@@ -12,6 +12,7 @@
 #include <caf/all.hpp>
 
 #include "core/protocol.hpp"
+#include "core/policy/driver.hpp"
 #include "core/scheduler.hpp"
 #include "messages/caf_types.hpp"
 
@@ -33,6 +34,9 @@ using ack_atom = caf::atom_constant<caf::atom("ack")>;
 using committed_atom = caf::atom_constant<caf::atom("committed")>;
 using wake_atom = caf::atom_constant<caf::atom("wake")>;
 using hold_atom = caf::atom_constant<caf::atom("hold")>;
+using policy_atom = caf::atom_constant<caf::atom("policy")>;
+using pools_atom = caf::atom_constant<caf::atom("pools")>;
+using explain_atom = caf::atom_constant<caf::atom("explain")>;
 
 /// Anyone who follows a node's update stream (schedulers, replicas, views).
 using node_listener_actor = caf::typed_actor<
@@ -81,6 +85,7 @@ struct SchedulerStatus {
   /// Tasks restored on nodes that have not reported since a restart.
   uint64_t unverified_tasks = 0;
   uint64_t store_writes = 0;
+  uint64_t policy_cycles = 0;
   /// Why the partition's store failed (the partition stopped), or empty.
   std::string store_error;
   bool fenced = false;
@@ -104,6 +109,13 @@ using scheduler_actor = claim_client_actor::extend<
     caf::reacts_to<hold_atom>,
     /// Internal timer: work that waited for time to pass (see next_wakeup).
     caf::reacts_to<wake_atom>,
+    /// Internal timer: a fair-share and preemption cycle.
+    caf::reacts_to<policy_atom>,
+    /// Demand, fair share, usage and statuses per pool, class, user and job
+    /// (a table; empty without a policy).
+    caf::replies_to<pools_atom>::with<std::string>,
+    /// Why a job is pending or was preempted, in words.
+    caf::replies_to<explain_atom, core::JobId>::with<std::string>,
     /// Internal timer: reply timeouts.
     caf::reacts_to<tick_atom>,
     /// Internal: a store write is durable (empty string) or failed (why).

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/clock.hpp"
+#include "core/policy/policy.hpp"
 #include "storage/journal.hpp"
 
 namespace claimsched::actors {
@@ -125,6 +126,7 @@ SchedulerStatus make_status(self_ptr self) {
   s.unverified_tasks = core.unverified_tasks();
   s.jobs_finished = self->state.jobs_finished;
   s.store_writes = self->state.writes_completed;
+  s.policy_cycles = self->state.policy_cycles;
   s.store_error = self->state.store_error;
   s.fenced = core.fenced();
   s.started = self->state.started;
@@ -148,6 +150,10 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
   st.started = config.start_immediately;
   st.tick_interval = config.tick_interval;
   st.subscribe_timeout = config.subscribe_timeout;
+  if (config.policy) {
+    st.policy = std::make_unique<core::policy::PolicyDriver>(std::move(*config.policy));
+    self->delayed_send(self, st.policy->config().interval, policy_atom::value);
+  }
   if (st.started) {
     st.core->start(now(self));
     arm_tick(self);
@@ -242,6 +248,36 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         flush(self, now(self));
       },
       [=](hold_atom) { self->state.started = false; },
+      [=](policy_atom) {
+        auto& st = self->state;
+        if (!st.policy) return;
+        self->delayed_send(self, st.policy->config().interval, policy_atom::value);
+        if (!st.started) return;
+        auto t = now(self);
+        auto summary = st.policy->cycle(*st.core, t, st.outbox);
+        if (!summary) {
+          spdlog::error("{}: policy cycle failed: {}", st.log_name, summary.error().to_string());
+          return;
+        }
+        ++st.policy_cycles;
+        if (summary->preemptions + summary->evictions > 0)
+          spdlog::debug("{}: policy cycle preempts {}, evicts {}, boosts {} job(s)", st.log_name,
+                       summary->preemptions, summary->evictions, summary->boosted);
+        flush(self, t);
+      },
+      [=](pools_atom) -> std::string {
+        const auto& p = self->state.policy;
+        return p && p->last() ? core::policy::render_shares(*p->last()) : std::string();
+      },
+      [=](explain_atom, core::JobId id) -> std::string {
+        const auto& st = self->state;
+        std::string out = st.core->explain(id);
+        if (const auto* j = st.core->job(id); j && !j->last_removal.empty())
+          out += "\nlast taken away: " + j->last_removal;
+        if (st.policy && st.policy->last() && st.policy->last()->job(id))
+          out += "\n" + core::policy::explain_job(*st.policy->last(), id);
+        return out;
+      },
       [=](wake_atom) {
         auto t = now(self);
         if (t >= self->state.wake_at) self->state.wake_at = core::kNever;

@@ -29,6 +29,9 @@ struct SchedulerActorConfig {
   bool start_immediately = true;
   /// How long a subscription request to a node may take.
   core::Duration subscribe_timeout = std::chrono::seconds(30);
+  /// Fair share and preemption (core/policy); none: priority and submit
+  /// order only, nothing is ever preempted.
+  std::optional<core::policy::PolicyConfig> policy;
 };
 
 /// What waits for one store write to be durable.
@@ -66,6 +69,8 @@ struct scheduler_state {
   core::TimePoint last_placement{0};
   uint64_t placements_seen = 0;
   std::string log_name;
+  std::unique_ptr<core::policy::PolicyDriver> policy;
+  uint64_t policy_cycles = 0;
 
   static inline const char* name = "scheduler";
 };

@@ -8,6 +8,7 @@
 
 #include "apps/policy_command.hpp"
 #include "apps/sim.hpp"
+#include "apps/starvation.hpp"
 #include "core/duration.hpp"
 
 namespace {
@@ -64,6 +65,10 @@ void add_sim(CLI::App& app, claimsched::apps::SimOptions& o) {
   sim->add_flag("--resume", o.resume, "Continue the run in --data-dir (a killed one, say)");
   sim->add_flag("--replicas", o.replicas, "With --data-dir: a standby replica per partition");
   add_duration(*sim, "--replica-delay", o.replica_delay, "Start the replicas this late");
+  sim->add_option("--scenario", o.scenario, "starvation: a class arrives in a full cluster (fair share)")
+      ->check(CLI::IsMember({"", "starvation"}));
+  add_duration(*sim, "--starvation-timeout", o.starvation_timeout, "Starvation scenario: the starvation timeout");
+  add_duration(*sim, "--policy-interval", o.policy_interval, "Starvation scenario: the policy cycle");
   sim->add_option("--sync", o.sync, "With --data-dir: always, batch or none")
       ->check(CLI::IsMember({"always", "batch", "none"}))
       ->capture_default_str();
@@ -88,7 +93,9 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_default_logger(spdlog::stderr_color_mt("claimsched"));
   spdlog::set_level(spdlog::level::from_str(log_level));
-  if (app.got_subcommand("sim")) return claimsched::apps::run_sim(sim);
+  if (app.got_subcommand("sim"))
+    return sim.scenario == "starvation" ? claimsched::apps::run_starvation_scenario(sim)
+                                        : claimsched::apps::run_sim(sim);
   if (app.got_subcommand("policy")) return claimsched::apps::run_policy_eval(policy);
   return 2;
 }

@@ -55,6 +55,11 @@ struct SimOptions {
   /// Start the replicas this long after placement began (they bootstrap from
   /// a checkpoint, then follow).
   core::Duration replica_delay{0};
+  /// "" (the synthetic load) or "starvation" (see apps/starvation.hpp).
+  std::string scenario;
+  /// The starvation scenario's fair_share_starvation_timeout and policy cycle.
+  core::Duration starvation_timeout = std::chrono::seconds(2);
+  core::Duration policy_interval = std::chrono::milliseconds(250);
 
   core::Status validate() const;
 };

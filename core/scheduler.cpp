@@ -76,6 +76,8 @@ void SchedulerStats::merge(const SchedulerStats& o) {
   late_replies += o.late_replies;
   generation_gaps += o.generation_gaps;
   gangs_aborted += o.gangs_aborted;
+  preemptions += o.preemptions;
+  evictions += o.evictions;
   backoffs += o.backoffs;
   placement_latency.merge(o.placement_latency);
 }
@@ -193,6 +195,92 @@ TimePoint Scheduler::next_wakeup() const {
   if ((capacity_grew_ || view_.grew_pending()) && !parked_.empty())
     t = std::min(t, last_unpark_ == TimePoint::min() ? TimePoint{0} : last_unpark_ + config_.unpark_interval);
   return t;
+}
+
+void Scheduler::set_fair_share(JobId job, int32_t boost, uint32_t fair_tasks) {
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return;
+  it->second.boost = boost;
+  it->second.fair_tasks = fair_tasks;
+  rekey(it->second);
+}
+
+int32_t Scheduler::effective_boost(const JobRecord& j) const {
+  uint32_t held = j.count_in(TaskState::running) + j.count_in(TaskState::claimed);
+  if (j.fair_tasks > 0 && held >= j.fair_tasks) return std::min(j.boost, -1);
+  return j.boost;
+}
+
+void Scheduler::rekey(JobRecord& j) {
+  int32_t boost = effective_boost(j);
+  if (boost == j.queued_boost) return;
+  if (j.queued) {
+    dequeue(j);
+    enqueue(j);  // recomputes the key
+    return;
+  }
+  bool waiting = j.parked && parked_.erase(key_of(j)) > 0;
+  j.queued_boost = boost;
+  if (waiting) parked_.insert(key_of(j));
+}
+
+Status Scheduler::preempt(TaskRef task, TaskState kind, const std::string& why, TimePoint now,
+                          Outbox& out, std::optional<JobId> for_job) {
+  auto it = jobs_.find(task.job);
+  if (it == jobs_.end())
+    return make_error(Errc::unknown_name, "preempt: unknown job " + std::to_string(task.job.value));
+  JobRecord& j = it->second;
+  if (task.index >= j.spec.count || j.tasks.empty() || j.tasks[task.index].state != TaskState::running ||
+      j.tasks[task.index].node_plus_one == 0)
+    return make_error(Errc::wrong_state, "preempt: task " + std::to_string(task.job.value) + "." +
+                                             std::to_string(task.index) + " is not running");
+  NodeIndex n = j.tasks[task.index].node_plus_one - 1;
+  // The task comes back to the queue when the node says it is freed, not
+  // before: placed elsewhere meanwhile, it could be allocated twice.
+  Releasing rel;
+  rel.request.partition = config_.partition;
+  rel.request.epoch = config_.epoch;
+  rel.request.node = view_.node(n).id;
+  rel.request.claim_id = ClaimId{(config_.epoch << kClaimCounterBits) | next_claim_++};
+  rel.request.job = task.job;
+  rel.request.tasks = {task.index};
+  rel.request.reason = kind;
+  rel.sent_at = now;
+  rel.for_job = for_job;
+  set_task_state(j, task.index, TaskState::claimed);
+  view_.add_change_in_flight(n);
+  out.releases.push_back(rel.request);
+  releasing_.emplace(rel.request.claim_id, std::move(rel));
+  if (kind == TaskState::evicted) {
+    ++j.evictions;
+    ++stats_.evictions;
+  } else {
+    ++j.preemptions;
+    ++stats_.preemptions;
+  }
+  j.last_removal = std::string(to_string(kind)) + " task " + std::to_string(task.index) +
+                   " on node " + std::to_string(view_.node(n).id.value) + ": " + why;
+  return Status::ok();
+}
+
+void Scheduler::for_each_claim_in_flight(
+    const std::function<void(JobId, const std::vector<TaskIndex>&, NodeId)>& f) const {
+  std::vector<ClaimId> ids;
+  ids.reserve(in_flight_.size());
+  for (const auto& [id, c] : in_flight_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (auto id : ids) {
+    const auto& c = in_flight_.at(id);
+    f(c.request.job, c.request.tasks, c.request.node);
+  }
+}
+
+void Scheduler::for_each_releasing(
+    const std::function<void(TaskRef, NodeId, const Resources&)>& f) const {
+  for (const auto& [id, rel] : releasing_) {
+    const JobRecord& j = jobs_.at(rel.request.job);
+    for (auto t : rel.request.tasks) f(TaskRef{rel.request.job, t}, rel.request.node, j.spec.per_task);
+  }
 }
 
 uint64_t Scheduler::unverified_tasks() const {
@@ -316,6 +404,7 @@ void Scheduler::for_each_job(const std::function<void(const JobRecord&)>& f) con
 
 void Scheduler::enqueue(JobRecord& j) {
   if (j.queued || j.parked || j.pending() == 0) return;
+  j.queued_boost = effective_boost(j);
   queue_.insert(key_of(j));
   j.queued = true;
 }
@@ -330,20 +419,38 @@ void Scheduler::park(JobRecord& j) {
   dequeue(j);
   if (!j.parked) {
     j.parked = true;
-    parked_.push_back(j.spec.id);
+    j.queued_boost = effective_boost(j);
+    parked_.insert(key_of(j));
   }
+}
+
+void Scheduler::unpark(JobRecord& j) {
+  if (parked_.erase(key_of(j)) == 0) return;
+  j.parked = false;
+  enqueue(j);
 }
 
 void Scheduler::unpark_all(TimePoint now) {
   last_unpark_ = now;
   capacity_grew_ = false;
-  std::vector<JobId> parked;
+  std::set<QueueKey> parked;
   parked.swap(parked_);
-  for (auto id : parked) {
-    auto it = jobs_.find(id);
-    if (it == jobs_.end()) continue;
-    it->second.parked = false;
-    enqueue(it->second);
+  for (const auto& key : parked) {
+    JobRecord& j = jobs_.at(key.job);
+    j.parked = false;
+    enqueue(j);
+  }
+}
+
+void Scheduler::unpark_ahead_of_queue() {
+  // Waiting jobs that outrank everything queued get the new room first,
+  // whatever the rate limit: otherwise a lower job (a preempted task put
+  // back, say) takes what was freed for them.
+  while (!parked_.empty() && (queue_.empty() || *parked_.begin() < *queue_.begin())) {
+    JobRecord& j = jobs_.at(parked_.begin()->job);
+    parked_.erase(parked_.begin());
+    j.parked = false;
+    enqueue(j);
   }
 }
 
@@ -367,14 +474,19 @@ std::vector<TaskIndex> Scheduler::take_pending(JobRecord& j, uint32_t n) {
   while (out.size() < n && j.next_fresh < j.spec.count) out.push_back(j.next_fresh++);
   for (auto t : out) set_task_state(j, t, TaskState::claimed);
   pending_tasks_ -= out.size();
+  if (j.fair_tasks > 0) rekey(j);
   return out;
 }
 
 void Scheduler::schedule(TimePoint now, Outbox& out) {
   if (fenced_) return;
   if (view_.take_grew()) capacity_grew_ = true;
-  if (capacity_grew_ && !parked_.empty() && now >= last_unpark_ + config_.unpark_interval)
-    unpark_all(now);
+  if (capacity_grew_ && !parked_.empty()) {
+    if (now >= last_unpark_ + config_.unpark_interval)
+      unpark_all(now);
+    else
+      unpark_ahead_of_queue();
+  }
   while (!backoff_.empty() && backoff_.begin()->first <= now) {
     JobRecord& j = jobs_.at(backoff_.begin()->second);
     backoff_.erase(backoff_.begin());
@@ -513,6 +625,7 @@ void Scheduler::return_to_queue(JobRecord& j, const std::vector<TaskIndex>& task
     j.requeued.push_back(t);
   }
   journal_tasks(j.spec.id, unjournal, TaskState::pending, NodeId{}, ClaimId{});
+  if (j.fair_tasks > 0) rekey(j);
   pending_tasks_ += tasks.size();
   stats_.tasks_requeued += tasks.size();
   if (exhausted) {
@@ -568,6 +681,7 @@ void Scheduler::mark_running(JobRecord& j, const InFlightClaim& c, TimePoint now
     if (j.tasks[t].state == TaskState::claimed) set_task_state(j, t, TaskState::running);
     j.tasks[t].node_plus_one = c.node + 1;
     j.tasks[t].attempts = 0;
+    j.tasks[t].started = now;
   }
   j.backoff_level = 0;
   auto n = static_cast<uint64_t>(c.request.tasks.size());
@@ -769,6 +883,19 @@ void Scheduler::on_release_reply(const ReleaseReply& reply, TimePoint now, Outbo
   auto n = view_.find_node(reply.snapshot.node);
   if (!n) return;
   if (reply.stale_epoch) on_fenced();
+  if (auto rel = releasing_.find(reply.claim_id); rel != releasing_.end()) {
+    // A preempted or evicted task is free on its node: it may run again.
+    view_.remove_change_in_flight(*n);
+    observe_generation(*n, reply.snapshot, reply.released > 0, out);
+    JobRecord& j = jobs_.at(rel->second.request.job);
+    auto tasks = rel->second.request.tasks;
+    if (rel->second.for_job)
+      if (auto p = jobs_.find(*rel->second.for_job); p != jobs_.end()) unpark(p->second);
+    releasing_.erase(rel);
+    for (auto t : tasks) j.tasks[t].node_plus_one = 0;
+    return_to_queue(j, tasks, false, j.last_removal, now);
+    return;
+  }
   auto it = reply.claim_id.value == 0 ? in_flight_.end() : in_flight_.find(reply.claim_id);
   bool releasing = it != in_flight_.end() && it->second.gang == 0 && it->second.confirmed &&
                    it->second.node == *n;
@@ -852,6 +979,7 @@ void Scheduler::process_events(const NodeDelta& delta, TimePoint now, Outbox& ou
 
 void Scheduler::record_final(JobRecord& j, const NodeEvent& ev) {
   j.tasks[ev.task.index].journaled = false;
+  if (j.fair_tasks > 0) rekey(j);
   journal_tasks(j.spec.id, {ev.task.index}, ev.final_state, NodeId{}, ev.claim_id, ev.exit_code);
 }
 
@@ -871,6 +999,11 @@ void Scheduler::on_tick(TimePoint now, Outbox& out) {
       for (const auto& t : tasks) lost[t.job].push_back(t.index);
       for (auto& [job, indices] : lost) declare_lost(jobs_.at(job), indices, now);
     }
+  }
+  for (auto& [id, rel] : releasing_) {
+    if (now - rel.sent_at < config_.reply_timeout) continue;
+    rel.sent_at = now;  // releasing is idempotent on the node
+    out.releases.push_back(rel.request);
   }
   // Overdue entries in id order, so the outbox does not depend on hash order.
   std::vector<ClaimId> overdue;

@@ -154,6 +154,9 @@ struct SchedulerStats {
   uint64_t late_replies = 0;
   uint64_t generation_gaps = 0;
   uint64_t gangs_aborted = 0;
+  /// Allocations taken away by policy / because of their node.
+  uint64_t preemptions = 0;
+  uint64_t evictions = 0;
   /// Times a job's tasks exhausted their claim attempts and it backed off.
   uint64_t backoffs = 0;
   /// Recovery: tasks the store placed on a node that no longer holds them.
@@ -178,6 +181,8 @@ struct TaskRecord {
   uint8_t attempts = 0;
   /// Its placement is in the journal: a return to the queue must be too.
   bool journaled = false;
+  /// When its current placement was confirmed (allocations are ordered by it).
+  TimePoint started{0};
 };
 
 struct JobRecord {
@@ -195,6 +200,21 @@ struct JobRecord {
   std::string reason;
   bool queued = false;
   bool parked = false;
+  /// Within its priority, a higher boost is placed first (the fair-share
+  /// policy boosts jobs below their fair share: see set_fair_share).
+  int32_t boost = 0;
+  /// The job's fair share in tasks (0: unknown). Once it holds that many
+  /// (claimed or running) it goes behind the jobs still below theirs, at
+  /// once, not only at the policy's next cycle.
+  uint32_t fair_tasks = 0;
+  /// The boost its queue position was computed with.
+  int32_t queued_boost = 0;
+  /// Allocations of this job taken away: by policy (preempted) or because
+  /// their node went away or was drained (evicted); see Scheduler::preempt.
+  uint32_t preemptions = 0;
+  uint32_t evictions = 0;
+  /// The last removal, in words (what, why, for whom).
+  std::string last_removal;
   /// Consecutive times its tasks exhausted their claim attempts; the job then
   /// backs off (doubling) before it is placed again. Reset by a placement.
   uint8_t backoff_level = 0;
@@ -231,6 +251,20 @@ class Scheduler {
   /// released; a task the records place here that the node does not hold is
   /// lost and placed again.
   void reconcile_node(const NodeReport& report, TimePoint now, Outbox& out);
+
+  /// Orders `job` within its priority: a higher boost first, until the job
+  /// holds `fair_tasks` tasks (0: no limit); then it goes behind every job
+  /// that is still below its share.
+  void set_fair_share(JobId job, int32_t boost, uint32_t fair_tasks);
+
+  /// Takes a running task away (policy preemption, or eviction), with the
+  /// reason in words: its allocation is released on its node with `kind`
+  /// (TaskState::preempted or TaskState::evicted) as the end state, and the
+  /// task goes back to the queue to run again. When the node has freed it,
+  /// `for_job` (the preemptor) is looked at before anything else that waits,
+  /// so the room goes to it. Errors: unknown or not running.
+  Status preempt(TaskRef task, TaskState kind, const std::string& why, TimePoint now, Outbox& out,
+                 std::optional<JobId> for_job = std::nullopt);
 
   /// What must be durable before the confirms and acknowledgements of the
   /// same step are sent; empty unless config().journal.
@@ -269,6 +303,13 @@ class Scheduler {
   bool fenced() const { return fenced_; }
   /// Why a job is pending, in words (computed now, from the current view).
   std::string explain(JobId id) const;
+  /// Calls f(job, tasks, node) for every claim in flight (placements under
+  /// way), in claim id order.
+  void for_each_claim_in_flight(
+      const std::function<void(JobId, const std::vector<TaskIndex>&, NodeId)>& f) const;
+  /// Calls f(task, node, resources) for every preempted or evicted task whose
+  /// node has not freed it yet.
+  void for_each_releasing(const std::function<void(TaskRef, NodeId, const Resources&)>& f) const;
   /// Calls f for every job, in id order.
   void for_each_job(const std::function<void(const JobRecord&)>& f) const;
   /// Checks that every job's task counts add up and every task is in exactly
@@ -299,19 +340,26 @@ class Scheduler {
   };
   struct QueueKey {
     int32_t neg_priority;
+    int32_t neg_boost;
     TimePoint submit_time;
     JobId job;
     friend auto operator<=>(const QueueKey&, const QueueKey&) = default;
   };
 
   QueueKey key_of(const JobRecord& j) const {
-    return QueueKey{-j.priority, j.spec.submit_time, j.spec.id};
+    return QueueKey{-j.priority, -j.queued_boost, j.spec.submit_time, j.spec.id};
   }
   void enqueue(JobRecord& j);
   void dequeue(JobRecord& j);
   void park(JobRecord& j);
   PlacementRequest request_for(const JobRecord& j, bool explain) const;
   void unpark_all(TimePoint now);
+  void unpark(JobRecord& j);
+  void unpark_ahead_of_queue();
+  int32_t effective_boost(const JobRecord& j) const;
+  /// Moves the job within the queue (or the waiting set) if its effective
+  /// boost changed.
+  void rekey(JobRecord& j);
   bool place_some(JobRecord& j, TimePoint now, Outbox& out);
   bool place_gang(JobRecord& j, TimePoint now, Outbox& out);
   ClaimRequest make_claim(JobRecord& j, NodeIndex n, std::vector<TaskIndex> tasks);
@@ -346,13 +394,21 @@ class Scheduler {
   std::vector<uint32_t> pool_ids_;  // config pool name order -> view pool index
   std::unordered_map<JobId, JobRecord> jobs_;
   std::set<QueueKey> queue_;
-  std::vector<JobId> parked_;
+  /// Jobs waiting for capacity, in queue order.
+  std::set<QueueKey> parked_;
   /// Jobs backing off after rejected claims, by when they may be placed again.
   std::set<std::pair<TimePoint, JobId>> backoff_;
   bool capacity_grew_ = false;
   TimePoint last_unpark_ = TimePoint::min();
   std::unordered_map<ClaimId, InFlightClaim> in_flight_;
   std::unordered_map<uint64_t, Gang> gangs_;
+  /// Releases of preempted or evicted tasks, until their node answers.
+  struct Releasing {
+    ReleaseRequest request;
+    TimePoint sent_at{0};
+    std::optional<JobId> for_job;
+  };
+  std::map<ClaimId, Releasing> releasing_;
   uint64_t next_claim_ = 1;
   uint64_t next_gang_ = 1;
   uint64_t pending_tasks_ = 0;
