@@ -37,6 +37,22 @@ using hold_atom = caf::atom_constant<caf::atom("hold")>;
 using policy_atom = caf::atom_constant<caf::atom("policy")>;
 using pools_atom = caf::atom_constant<caf::atom("pools")>;
 using explain_atom = caf::atom_constant<caf::atom("explain")>;
+using heartbeat_atom = caf::atom_constant<caf::atom("heartbeat")>;
+using queue_atom = caf::atom_constant<caf::atom("queue")>;
+using nodes_atom = caf::atom_constant<caf::atom("nodes")>;
+using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
+using node_down_atom = caf::atom_constant<caf::atom("node_down")>;
+
+/// A real task's process ended (local only: from the executor to its node
+/// actor; see task_executor.hpp).
+struct TaskEnded {
+  core::TaskRef task;
+  /// succeeded, failed (non-zero exit, killed at max_run_time, could not
+  /// start) or lost.
+  core::TaskState state = core::TaskState::succeeded;
+  int32_t exit_code = 0;
+  std::string detail;
+};
 
 /// Anyone who follows a node's update stream (schedulers, replicas, views).
 using node_listener_actor = caf::typed_actor<
@@ -67,7 +83,9 @@ using node_actor = caf::typed_actor<
     /// Everything the node holds (invariant checks, reconciliation).
     caf::replies_to<report_atom>::with<core::NodeReport>,
     /// Internal timer: fire due deadlines (claim expiry, synthetic task ends).
-    caf::reacts_to<tick_atom>>;
+    caf::reacts_to<tick_atom>,
+    /// A real task's process ended (from the node's executor; local only).
+    caf::reacts_to<TaskEnded>>;
 
 /// What a scheduler reports about itself. Local only: status crosses the
 /// network as JSON through the gateway, not as this struct.
@@ -116,6 +134,16 @@ using scheduler_actor = claim_client_actor::extend<
     caf::replies_to<pools_atom>::with<std::string>,
     /// Why a job is pending or was preempted, in words.
     caf::replies_to<explain_atom, core::JobId>::with<std::string>,
+    /// One job as a client sees it, with its tasks.
+    caf::replies_to<status_atom, core::JobId>::with<core::JobView>,
+    /// Every job that has not ended, without tasks.
+    caf::replies_to<queue_atom>::with<std::vector<core::JobView>>,
+    /// The partition's nodes as its view has them.
+    caf::replies_to<nodes_atom>::with<std::vector<core::NodeStatus>>,
+    /// Cancel a job; answers its view after the cancel.
+    caf::replies_to<cancel_atom, core::JobId>::with<core::JobView>,
+    /// A node stopped heartbeating: what ran there is lost.
+    caf::reacts_to<node_down_atom, core::NodeId>,
     /// Internal timer: reply timeouts.
     caf::reacts_to<tick_atom>,
     /// Internal: a store write is durable (empty string) or failed (why).
@@ -126,6 +154,26 @@ using scheduler_actor = claim_client_actor::extend<
     caf::replies_to<status_atom>::with<SchedulerStatus>,
     /// The same plus the accounting check over every job (at the end of a run).
     caf::replies_to<audit_atom>::with<SchedulerStatus>>;
+
+/// The cluster's front door, published on a TCP port: agents register their
+/// nodes and heartbeat; clients submit and ask. Every message from the
+/// network is validated before it is used.
+using gateway_actor = caf::typed_actor<
+    /// An agent's node joins (or comes back): answers the heartbeat interval
+    /// in milliseconds.
+    caf::replies_to<register_atom, core::NodeSpec, node_actor>::with<uint64_t>,
+    /// An agent's node is alive.
+    caf::reacts_to<heartbeat_atom, core::NodeId>,
+    /// Submit a job (its id is assigned here when zero).
+    caf::replies_to<core::JobSpec>::with<core::JobId>,
+    caf::replies_to<status_atom, core::JobId>::with<core::JobView>,
+    caf::replies_to<queue_atom>::with<std::vector<core::JobView>>,
+    caf::replies_to<nodes_atom>::with<std::vector<core::NodeStatus>>,
+    caf::replies_to<cancel_atom, core::JobId>::with<core::JobView>,
+    caf::replies_to<pools_atom>::with<std::string>,
+    caf::replies_to<explain_atom, core::JobId>::with<std::string>,
+    /// Internal timer: nodes silent for the grace period are marked down.
+    caf::reacts_to<tick_atom>>;
 
 /// Routes jobs to the partition that owns their pool.
 using router_actor = caf::typed_actor<
@@ -188,5 +236,6 @@ using load_generator_actor = caf::typed_actor<
 }  // namespace claimsched::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::SchedulerStatus)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::TaskEnded)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::LoadResult)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::ReplicaStatus)

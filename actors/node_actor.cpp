@@ -66,6 +66,37 @@ void arm_timer(self_ptr self, core::TimePoint t) {
   self->delayed_send(self, delay, tick_atom::value);
 }
 
+/// Tasks end on the node (a process exited, or a synthetic task finished at
+/// once): the ledger frees them, the store forgets them, subscribers hear.
+void end_tasks(self_ptr self, const std::vector<actors::TaskEnded>& ended) {
+  core::NodeDelta delta;
+  for (const auto& e : ended)
+    self->state.ledger.finish_task(e.task, e.state, e.exit_code, delta.events);
+  if (delta.events.empty()) return;
+  persist(self, [&](NodeChanges& c) {
+    for (const auto& ev : delta.events) c.allocation_removed(ev.task);
+  });
+  delta.snapshot = self->state.ledger.snapshot();
+  publish(self, delta, nullptr);
+}
+
+/// Starts what a confirm just allocated: processes through the executor, or
+/// (agent --simulate) ends command tasks that have no simulated runtime.
+void launch(self_ptr self, core::ClaimId claim, core::PartitionId partition) {
+  auto& st = self->state;
+  std::vector<actors::TaskEnded> ended;
+  for (const auto& a : st.ledger.allocations()) {
+    if (a.claim_id != claim || a.partition != partition || !a.launch) continue;
+    if (st.executor) {
+      if (auto s = st.executor->start(caf::actor_cast<caf::actor>(self), st.spec, a); !s)
+        ended.push_back({a.task, core::TaskState::failed, -1, s.error().to_string()});
+    } else if (st.finish_unrun_tasks && a.finishes_at == core::kNever) {
+      ended.push_back({a.task, core::TaskState::succeeded, 0, "simulated"});
+    }
+  }
+  if (!ended.empty()) end_tasks(self, ended);
+}
+
 template <class Reply>
 void answer(self_ptr self, Reply reply) {
   auto to = caf::actor_cast<claim_client_actor>(self->current_sender());
@@ -106,6 +137,17 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
                               : core::NodeLedger(config.spec.id, config.spec.capacity, config.ledger);
   st.spec = std::move(config.spec);
   st.store = std::move(config.store);
+  st.executor = std::move(config.executor);
+  st.finish_unrun_tasks = config.finish_unrun_tasks;
+  if (st.executor) {
+    // Tasks restored from the store did not outlive the process that ran
+    // them (they die with their agent): report them lost, so the scheduler
+    // places them again instead of believing they run.
+    std::vector<actors::TaskEnded> gone;
+    for (const auto& a : st.ledger.allocations())
+      gone.push_back({a.task, core::TaskState::lost, -1, "the agent restarted"});
+    if (!gone.empty()) end_tasks(self, gone);
+  }
   arm_timer(self, now(self));
   self->set_down_handler([=](const caf::down_msg& msg) {
     auto& subs = self->state.subscribers;
@@ -135,7 +177,8 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
           auto before = self->state.ledger.generation();
           EpochWatch epoch(self->state.ledger, request.partition);
           auto reply = self->state.ledger.confirm(request, t);
-          if (self->state.ledger.generation() != before || epoch.raised())
+          bool started = self->state.ledger.generation() != before;
+          if (started || epoch.raised())
             persist(self, [&](NodeChanges& c) {
               if (epoch.raised()) c.header_changed();
               c.claim_removed(request.claim_id);
@@ -144,6 +187,7 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
                   c.allocation_set(a);
             });
           answer(self, std::move(reply));
+          if (started) launch(self, request.claim_id, request.partition);
         });
       },
       [=](core::ReleaseRequest& request) {
@@ -151,6 +195,12 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
           auto before = self->state.ledger.generation();
           EpochWatch epoch(self->state.ledger, request.partition);
           auto reply = self->state.ledger.release(request, t);
+          // Released allocations that run a process: stop it (its end comes
+          // back as a TaskEnded, which then finds nothing to free).
+          if (self->state.executor && reply.released > 0)
+            for (auto index : request.tasks)
+              self->state.executor->kill(core::TaskRef{request.job, index},
+                                         std::string(core::to_string(request.reason)));
           if (self->state.ledger.generation() != before || epoch.raised())
             persist(self, [&](NodeChanges& c) {
               if (epoch.raised()) c.header_changed();
@@ -190,6 +240,12 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
         auto t = now(self);
         self->state.timer_at = core::kNever;
         fire_due(self, t);
+        arm_timer(self, t);
+      },
+      [=](actors::TaskEnded& ended) {
+        auto t = now(self);
+        fire_due(self, t);
+        end_tasks(self, {ended});
         arm_timer(self, t);
       },
   };

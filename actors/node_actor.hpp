@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "actors/actors.hpp"
+#include "actors/task_executor.hpp"
 #include "core/node_ledger.hpp"
 
 namespace claimsched::storage {
@@ -20,6 +21,12 @@ struct NodeActorConfig {
   std::shared_ptr<storage::NodeStore> store;
   /// A ledger rebuilt from the store (restore_ledger) to continue from.
   std::optional<core::NodeLedger> restored;
+  /// Runs real tasks (an agent); null: tasks are synthetic.
+  std::shared_ptr<TaskExecutor> executor;
+  /// Without an executor: a task with a command but no simulated runtime
+  /// succeeds as soon as it is confirmed (`agent --simulate`). Off in sims,
+  /// whose tasks run until the end unless they have a runtime.
+  bool finish_unrun_tasks = false;
 };
 
 /// Kept small on purpose: a sim hosts 10k-100k of these (target: 2 KB per
@@ -31,6 +38,8 @@ struct node_state {
   core::NodeLedger ledger{core::NodeId{}, {}};
   std::vector<node_listener_actor> subscribers;
   std::shared_ptr<storage::NodeStore> store;
+  std::shared_ptr<TaskExecutor> executor;
+  bool finish_unrun_tasks = false;
   /// When the pending tick fires (kNever: none pending).
   core::TimePoint timer_at = core::kNever;
 

@@ -265,6 +265,57 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
                        summary->preemptions, summary->evictions, summary->boosted);
         flush(self, t);
       },
+      [=](status_atom, core::JobId id) -> caf::result<core::JobView> {
+        auto v = self->state.core->job_view(id, true);
+        if (!v) return messages::to_caf_error(v.error());
+        return std::move(*v);
+      },
+      [=](queue_atom) -> std::vector<core::JobView> {
+        std::vector<core::JobView> out;
+        const auto& core = *self->state.core;
+        core.for_each_job([&](const core::JobRecord& j) {
+          if (j.finished()) return;
+          if (auto v = core.job_view(j.spec.id, false)) out.push_back(std::move(*v));
+        });
+        return out;
+      },
+      [=](nodes_atom) -> std::vector<core::NodeStatus> {
+        std::vector<core::NodeStatus> out;
+        const auto& view = self->state.core->view();
+        for (core::NodeIndex n = 0; n < view.node_count(); ++n) {
+          const auto& v = view.node(n);
+          core::NodeStatus s;
+          s.spec.id = v.id;
+          s.spec.pool = view.pool(v.pool).name;
+          s.spec.capacity = v.capacity;
+          s.spec.labels = v.labels;
+          s.spec.max_starting = v.max_starting;
+          s.snapshot.node = v.id;
+          s.snapshot.generation = v.generation;
+          s.snapshot.state = v.state;
+          s.snapshot.capacity = v.capacity;
+          s.snapshot.free = v.reported_free;
+          s.snapshot.starting = v.reported_starting;
+          s.alive = v.state != core::NodeState::down;
+          out.push_back(std::move(s));
+        }
+        return out;
+      },
+      [=](cancel_atom, core::JobId id) -> caf::result<core::JobView> {
+        auto& st = self->state;
+        auto t = now(self);
+        if (auto s = st.core->cancel(id, t, st.outbox); !s) return messages::to_caf_error(s.error());
+        flush(self, t);
+        auto v = st.core->job_view(id, false);
+        if (!v) return messages::to_caf_error(v.error());
+        return std::move(*v);
+      },
+      [=](node_down_atom, core::NodeId node) {
+        auto t = now(self);
+        spdlog::warn("{}: node {} is down; what ran there is lost", self->state.log_name, node.value);
+        self->state.core->node_down(node, t, self->state.outbox);
+        flush(self, t);
+      },
       [=](pools_atom) -> std::string {
         const auto& p = self->state.policy;
         return p && p->last() ? core::policy::render_shares(*p->last()) : std::string();

@@ -6,7 +6,11 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
+#include "apps/agent_main.hpp"
+#include "apps/client.hpp"
+#include "apps/config_command.hpp"
 #include "apps/policy_command.hpp"
+#include "apps/server.hpp"
 #include "apps/sim.hpp"
 #include "apps/starvation.hpp"
 #include "core/duration.hpp"
@@ -85,6 +89,29 @@ int main(int argc, char** argv) {
   add_sim(app, sim);
   claimsched::apps::PolicyOptions policy;
   claimsched::apps::add_policy_commands(app, policy);
+  claimsched::apps::ConfigCheckOptions config_check;
+  claimsched::apps::add_config_commands(app, config_check);
+
+  claimsched::apps::ServerOptions server;
+  auto* srv = app.add_subcommand("server", "Scheduler partitions, their stores and the gateway");
+  srv->add_option("--config", server.config, "The cluster's TOML file")->required();
+  srv->add_option("--port", server.port, "Override [listen] port (0: any free port, printed)");
+  srv->add_option("--data-dir", server.data_dir, "Override [storage] data_dir");
+
+  claimsched::apps::AgentOptions agent;
+  auto* agt = app.add_subcommand("agent", "Host this machine's node (or --simulate N) and run its tasks");
+  agt->add_option("--config", agent.config, "A cluster.toml whose [agent] section applies");
+  agt->add_option("--server", agent.server, "HOST:PORT (default: [agent] server, $CLAIMSCHED_SERVER, 127.0.0.1:7070)");
+  agt->add_option("--name", agent.name, "Node name (default: the host name)");
+  agt->add_option("--pool", agent.pool, "Pool to join (default: [agent] pool, else default)");
+  agt->add_option("--resources", agent.resources, "Capacity, e.g. cpu=8,memory=32Gi (default: from /proc)");
+  agt->add_option("--label", agent.labels, "A node label: key or key=value (repeatable)");
+  agt->add_option("--state-dir", agent.state_dir, "Where the node's state and task outputs live");
+  agt->add_option("--simulate", agent.simulate, "Host N synthetic nodes whose tasks only pretend to run");
+  agt->add_option("--max-starting", agent.max_starting, "Tasks starting at once per node (0: no limit)");
+
+  claimsched::apps::ClientOptions client;
+  claimsched::apps::add_client_commands(app, client);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -97,5 +124,11 @@ int main(int argc, char** argv) {
     return sim.scenario == "starvation" ? claimsched::apps::run_starvation_scenario(sim)
                                         : claimsched::apps::run_sim(sim);
   if (app.got_subcommand("policy")) return claimsched::apps::run_policy_eval(policy);
+  if (app.got_subcommand("config")) return claimsched::apps::run_config_check(config_check);
+  if (app.got_subcommand("server")) return claimsched::apps::run_server(server);
+  if (app.got_subcommand("agent")) return claimsched::apps::run_agent(agent);
+  for (const auto* sub : app.get_subcommands())
+    if (claimsched::apps::is_client_command(sub->get_name()))
+      return claimsched::apps::run_client(sub->get_name(), client);
   return 2;
 }

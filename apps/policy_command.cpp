@@ -1,16 +1,14 @@
 #include "apps/policy_command.hpp"
 
-#include <toml++/toml.h>
-
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
-#include <initializer_list>
 #include <iostream>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "apps/policy_toml.hpp"
 #include "core/duration.hpp"
 #include "core/policy/policy.hpp"
 
@@ -28,444 +26,132 @@ using core::TimePoint;
 using namespace core::policy;
 
 // ---------------------------------------------------------------------------
-// Reading: every error names the file, the line and the field.
+// Reading: the sections a cluster config shares (settings, preemption, pools,
+// classes, users) are read by apps/policy_toml; the ones only a snapshot has
+// (nodes, jobs, state) are here. Every problem names the file, the line and
+// the field; policy eval reports the first.
 
-class Reader {
- public:
-  explicit Reader(std::string_view source) : source_(source) {}
+using policy_toml::Reader;
 
-  Error error(const toml::node& at, const std::string& path, const std::string& what) const {
-    return core::make_error(Errc::parse_error, source_ + ":" + std::to_string(at.source().begin.line) + ": " +
-                                                   path + ": " + what);
-  }
-
-  /// Unknown keys are typos: refuse them.
-  Status keys(const toml::table& t, const std::string& path,
-              std::initializer_list<std::string_view> allowed) const {
-    for (auto&& [k, v] : t) {
-      bool ok = false;
-      for (auto a : allowed) ok = ok || k.str() == a;
-      if (!ok) {
-        std::string list;
-        for (auto a : allowed) list += (list.empty() ? "" : ", ") + std::string(a);
-        return error(v, path.empty() ? std::string(k.str()) : path + "." + std::string(k.str()),
-                     "unknown key (known: " + list + ")");
-      }
-    }
-    return Status::ok();
-  }
-
-  Status string(const toml::table& t, std::string_view key, const std::string& path, std::string& out,
-                bool required = false) const {
-    const toml::node* n = t.get(key);
-    std::string where = join(path, key);
-    if (!n) return required ? missing(t, where) : Status::ok();
-    if (!n->is_string()) return error(*n, where, "expected a string");
-    out = *n->value<std::string>();
-    return Status::ok();
-  }
-
-  Status integer(const toml::table& t, std::string_view key, const std::string& path, int64_t& out,
-                 int64_t lo, int64_t hi, bool required = false) const {
-    const toml::node* n = t.get(key);
-    std::string where = join(path, key);
-    if (!n) return required ? missing(t, where) : Status::ok();
-    if (!n->is_integer()) return error(*n, where, "expected an integer");
-    int64_t v = *n->value<int64_t>();
-    if (v < lo || v > hi)
-      return error(
-          *n, where,
-          "must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
-    out = v;
-    return Status::ok();
-  }
-
-  Status number(const toml::table& t, std::string_view key, const std::string& path, double& out) const {
-    const toml::node* n = t.get(key);
-    if (!n) return Status::ok();
-    if (!n->is_number()) return error(*n, join(path, key), "expected a number");
-    out = *n->value<double>();
-    return Status::ok();
-  }
-
-  Status boolean(const toml::table& t, std::string_view key, const std::string& path, bool& out) const {
-    const toml::node* n = t.get(key);
-    if (!n) return Status::ok();
-    if (!n->is_boolean()) return error(*n, join(path, key), "expected true or false");
-    out = *n->value<bool>();
-    return Status::ok();
-  }
-
-  /// Durations and times are strings with a unit ("30s", "2h"): a bare
-  /// number would leave the unit to a guess.
-  Status duration(const toml::table& t, std::string_view key, const std::string& path, Duration& out,
-                  bool required = false) const {
-    std::string text;
-    if (auto s = string(t, key, path, text, required); !s) return s;
-    if (!t.get(key)) return Status::ok();
-    auto d = core::parse_duration(text);
-    if (!d) return error(*t.get(key), join(path, key), d.error().message);
-    out = *d;
-    return Status::ok();
-  }
-
-  Status resources(const toml::table& t, std::string_view key, const std::string& path, Resources& out,
-                   bool required = false) const {
-    std::string text;
-    if (auto s = string(t, key, path, text, required); !s) return s;
-    if (!t.get(key)) return Status::ok();
-    auto r = Resources::parse(text);
-    if (!r) return error(*t.get(key), join(path, key), r.error().message);
-    out = *r;
-    return Status::ok();
-  }
-
-  Status limits(const toml::table& t, std::string_view key, const std::string& path, Limits& out) const {
-    std::string text;
-    if (auto s = string(t, key, path, text); !s) return s;
-    if (!t.get(key)) return Status::ok();
-    auto l = Limits::parse(text);
-    if (!l) return error(*t.get(key), join(path, key), l.error().message);
-    out = *l;
-    return Status::ok();
-  }
-
-  Status strings(const toml::table& t, std::string_view key, const std::string& path,
-                 std::vector<std::string>& out) const {
-    const toml::node* n = t.get(key);
-    if (!n) return Status::ok();
-    const toml::array* a = n->as_array();
-    if (!a) return error(*n, join(path, key), "expected an array of strings");
-    for (auto&& e : *a) {
-      if (!e.is_string()) return error(e, join(path, key), "expected an array of strings");
-      out.push_back(*e.value<std::string>());
-    }
-    return Status::ok();
-  }
-
-  /// An array of tables (`[[jobs]]` or `jobs = [{...}, ...]`); missing is empty.
-  Expected<std::vector<const toml::table*>> tables(const toml::table& t, std::string_view key,
-                                                   const std::string& path) const {
-    std::vector<const toml::table*> out;
-    const toml::node* n = t.get(key);
-    if (!n) return out;
-    const toml::array* a = n->as_array();
-    if (!a) return error(*n, join(path, key), "expected an array of tables ([[" + std::string(key) + "]])");
-    for (auto&& e : *a) {
-      if (!e.is_table()) return error(e, join(path, key), "expected tables");
-      out.push_back(e.as_table());
-    }
-    return out;
-  }
-
-  Expected<const toml::table*> table(const toml::table& t, std::string_view key,
-                                     const std::string& path) const {
-    const toml::node* n = t.get(key);
-    if (!n) return static_cast<const toml::table*>(nullptr);
-    if (!n->is_table()) return error(*n, join(path, key), "expected a table");
-    return n->as_table();
-  }
-
-  static std::string join(const std::string& path, std::string_view key) {
-    return path.empty() ? std::string(key) : path + "." + std::string(key);
-  }
-  static std::string item(std::string_view what, size_t i) {
-    return std::string(what) + "[" + std::to_string(i) + "]";
-  }
-
- private:
-  Status missing(const toml::table& t, const std::string& where) const {
-    return error(t, where, "is required");
-  }
-
-  std::string source_;
-};
-
-#define CS_TRY(expr)                                 \
-  do {                                               \
-    if (auto st_ = (expr); !st_) return st_.error(); \
-  } while (0)
-
-Status read_preemption(const Reader& r, const toml::table& t, PreemptionSettings& p) {
-  const std::string path = "preemption";
-  CS_TRY(r.keys(t, path,
-                {"fair_share_starvation_timeout", "fair_share_aggressive_starvation_timeout",
-                 "fair_share_starvation_tolerance", "enable_aggressive_starvation", "enable_pool_starvation",
-                 "preemption_satisfaction_threshold", "aggressive_preemption_satisfaction_threshold",
-                 "non_preemptible_resource_usage_threshold", "preemptive_scheduling_backoff",
-                 "allocation_preemption_timeout"}));
-  CS_TRY(r.duration(t, "fair_share_starvation_timeout", path, p.fair_share_starvation_timeout));
-  CS_TRY(r.duration(t, "fair_share_aggressive_starvation_timeout", path,
-                    p.fair_share_aggressive_starvation_timeout));
-  CS_TRY(r.number(t, "fair_share_starvation_tolerance", path, p.fair_share_starvation_tolerance));
-  CS_TRY(r.boolean(t, "enable_aggressive_starvation", path, p.enable_aggressive_starvation));
-  CS_TRY(r.boolean(t, "enable_pool_starvation", path, p.enable_pool_starvation));
-  CS_TRY(r.number(t, "preemption_satisfaction_threshold", path, p.preemption_satisfaction_threshold));
-  CS_TRY(r.number(t, "aggressive_preemption_satisfaction_threshold", path,
-                  p.aggressive_preemption_satisfaction_threshold));
-  CS_TRY(r.limits(t, "non_preemptible_resource_usage_threshold", path,
-                  p.non_preemptible_resource_usage_threshold));
-  CS_TRY(r.duration(t, "preemptive_scheduling_backoff", path, p.preemptive_scheduling_backoff));
-  CS_TRY(r.duration(t, "allocation_preemption_timeout", path, p.allocation_preemption_timeout));
-  if (auto s = p.validate(); !s) return r.error(t, path, s.error().message);
-  return Status::ok();
-}
-
-Status read_settings(const Reader& r, const toml::table& t, PolicySettings& s) {
-  const std::string path = "settings";
-  CS_TRY(r.keys(t, path, {"quantum", "defragmentation", "default_class", "global_allotment"}));
-  if (const toml::node* q = t.get("quantum")) {
-    if (q->is_integer()) {
-      s.quantum = *q->value<int64_t>();
-    } else if (q->is_string()) {
-      auto v = core::parse_quantity(core::dim::memory, *q->value<std::string>());
-      if (!v) return r.error(*q, "settings.quantum", v.error().message);
-      s.quantum = *v;
-    } else {
-      return r.error(*q, "settings.quantum", "expected a memory size like \"15Gi\"");
-    }
-    if (s.quantum < 0) return r.error(*q, "settings.quantum", "must not be negative");
-  }
-  CS_TRY(r.boolean(t, "defragmentation", path, s.defragmentation));
-  CS_TRY(r.string(t, "default_class", path, s.default_class));
-  CS_TRY(r.limits(t, "global_allotment", path, s.global_allotment));
-  return Status::ok();
-}
-
-Status read_pools(const Reader& r, const toml::table& root, Snapshot& snap) {
-  auto pools = r.tables(root, "pools", "");
-  if (!pools) return pools.error();
-  for (size_t i = 0; i < pools->size(); ++i) {
-    const auto& t = *(*pools)[i];
-    std::string path = Reader::item("pools", i);
-    CS_TRY(r.keys(t, path,
-                  {"name", "parent", "resource_limits", "fair_share_starvation_timeout",
-                   "fair_share_aggressive_starvation_timeout", "fair_share_starvation_tolerance",
-                   "enable_aggressive_starvation"}));
-    PoolSpec p;
-    CS_TRY(r.string(t, "name", path, p.name, true));
-    CS_TRY(r.string(t, "parent", path, p.parent));
-    CS_TRY(r.limits(t, "resource_limits", path, p.resource_limits));
-    if (t.get("fair_share_starvation_timeout")) {
-      Duration d{};
-      CS_TRY(r.duration(t, "fair_share_starvation_timeout", path, d));
-      p.overrides.fair_share_starvation_timeout = d;
-    }
-    if (t.get("fair_share_aggressive_starvation_timeout")) {
-      Duration d{};
-      CS_TRY(r.duration(t, "fair_share_aggressive_starvation_timeout", path, d));
-      p.overrides.fair_share_aggressive_starvation_timeout = d;
-    }
-    if (t.get("fair_share_starvation_tolerance")) {
-      double v = 0;
-      CS_TRY(r.number(t, "fair_share_starvation_tolerance", path, v));
-      p.overrides.fair_share_starvation_tolerance = v;
-    }
-    if (t.get("enable_aggressive_starvation")) {
-      bool v = false;
-      CS_TRY(r.boolean(t, "enable_aggressive_starvation", path, v));
-      p.overrides.enable_aggressive_starvation = v;
-    }
-    snap.pools.push_back(std::move(p));
-  }
-  return Status::ok();
-}
-
-Status read_classes(const Reader& r, const toml::table& root, Snapshot& snap) {
-  auto classes = r.tables(root, "classes", "");
-  if (!classes) return classes.error();
-  for (size_t i = 0; i < classes->size(); ++i) {
-    const auto& t = *(*classes)[i];
-    std::string path = Reader::item("classes", i);
-    CS_TRY(r.keys(t, path,
-                  {"name", "priority", "weight", "policy", "pool", "allotment", "user_allotment",
-                   "initialization_cap", "expand_by_doubling", "prediction", "prediction_fudge"}));
-    ClassSpec c;
-    CS_TRY(r.string(t, "name", path, c.name, true));
-    int64_t v = c.priority;
-    CS_TRY(r.integer(t, "priority", path, v, INT32_MIN, INT32_MAX));
-    c.priority = static_cast<int32_t>(v);
-    v = c.weight;
-    CS_TRY(r.integer(t, "weight", path, v, 1, 1'000'000));
-    c.weight = static_cast<uint32_t>(v);
-    std::string policy = "fair_share";
-    CS_TRY(r.string(t, "policy", path, policy));
-    auto pol = parse_class_policy(policy);
-    if (!pol) return r.error(*t.get("policy"), path + ".policy", pol.error().message);
-    c.policy = *pol;
-    CS_TRY(r.string(t, "pool", path, c.pool, true));
-    CS_TRY(r.limits(t, "allotment", path, c.allotment));
-    auto overrides = r.table(t, "user_allotment", path);
-    if (!overrides) return overrides.error();
-    if (*overrides) {
-      for (auto&& [user, value] : **overrides) {
-        std::string where = path + ".user_allotment." + std::string(user.str());
-        if (!value.is_string()) return r.error(value, where, "expected a string like \"memory=64Gi\"");
-        auto l = Limits::parse(*value.value<std::string>());
-        if (!l) return r.error(value, where, l.error().message);
-        c.user_allotments.emplace_back(std::string(user.str()), *l);
-      }
-    }
-    v = c.initialization_cap;
-    CS_TRY(r.integer(t, "initialization_cap", path, v, 0, 10'000'000));
-    c.initialization_cap = static_cast<uint32_t>(v);
-    CS_TRY(r.boolean(t, "expand_by_doubling", path, c.expand_by_doubling));
-    CS_TRY(r.boolean(t, "prediction", path, c.prediction));
-    CS_TRY(r.duration(t, "prediction_fudge", path, c.prediction_fudge));
-    snap.classes.push_back(std::move(c));
-  }
-  return Status::ok();
-}
-
-Status read_users(const Reader& r, const toml::table& root, Snapshot& snap) {
-  auto users = r.tables(root, "users", "");
-  if (!users) return users.error();
-  for (size_t i = 0; i < users->size(); ++i) {
-    const auto& t = *(*users)[i];
-    std::string path = Reader::item("users", i);
-    CS_TRY(r.keys(t, path, {"name", "allotment"}));
-    UserSpec u;
-    CS_TRY(r.string(t, "name", path, u.name, true));
-    if (t.get("allotment")) {
-      Limits l;
-      CS_TRY(r.limits(t, "allotment", path, l));
-      u.allotment = l;
-    }
-    snap.users.push_back(std::move(u));
-  }
-  return Status::ok();
-}
-
-Status read_nodes(const Reader& r, const toml::table& root, Snapshot& snap) {
+void read_nodes(Reader& r, const toml::table& root, Snapshot& snap) {
   auto nodes = r.tables(root, "nodes", "");
-  if (!nodes) return nodes.error();
-  for (size_t i = 0; i < nodes->size(); ++i) {
-    const auto& t = *(*nodes)[i];
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto& t = *nodes[i];
     std::string path = Reader::item("nodes", i);
-    CS_TRY(r.keys(t, path, {"id", "name", "pool", "capacity", "free", "state", "labels"}));
+    r.keys(t, path, {"id", "name", "pool", "capacity", "free", "state", "labels"});
     NodeInfo n;
     int64_t id = 0;
-    CS_TRY(r.integer(t, "id", path, id, 0, UINT32_MAX, true));
+    r.integer(t, "id", path, id, 0, UINT32_MAX, true);
     n.id = core::NodeId{static_cast<uint32_t>(id)};
-    CS_TRY(r.string(t, "name", path, n.name));
-    CS_TRY(r.string(t, "pool", path, n.pool, true));
-    CS_TRY(r.resources(t, "capacity", path, n.capacity, true));
+    r.string(t, "name", path, n.name);
+    r.string(t, "pool", path, n.pool, true);
+    r.resources(t, "capacity", path, n.capacity, true);
     if (t.get("free")) {
       Resources f;
-      CS_TRY(r.resources(t, "free", path, f));
-      n.free = f;
+      if (r.resources(t, "free", path, f)) n.free = f;
     }
     std::string state = "up";
-    CS_TRY(r.string(t, "state", path, state));
-    auto st = core::parse_node_state(state);
-    if (!st) return r.error(*t.get("state"), path + ".state", st.error().message);
-    n.state = *st;
-    CS_TRY(r.strings(t, "labels", path, n.labels));
+    if (r.string(t, "state", path, state)) {
+      if (auto st = core::parse_node_state(state))
+        n.state = *st;
+      else
+        r.problem(*t.get("state"), path + ".state", st.error().message);
+    }
+    r.strings(t, "labels", path, n.labels);
     snap.nodes.push_back(std::move(n));
   }
-  return Status::ok();
 }
 
-Status read_jobs(const Reader& r, const toml::table& root, Snapshot& snap) {
+void read_jobs(Reader& r, const toml::table& root, Snapshot& snap) {
   auto jobs = r.tables(root, "jobs", "");
-  if (!jobs) return jobs.error();
-  for (size_t i = 0; i < jobs->size(); ++i) {
-    const auto& t = *(*jobs)[i];
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const auto& t = *jobs[i];
     std::string path = Reader::item("jobs", i);
-    CS_TRY(r.keys(
-        t, path,
-        {"id", "name", "user", "class", "pool", "per_task", "pending", "preemptible", "submit_time",
-         "constraints", "initialized", "remaining_work", "time_per_item", "init_time", "allocations"}));
+    r.keys(t, path,
+           {"id", "name", "user", "class", "pool", "per_task", "pending", "preemptible", "submit_time",
+            "constraints", "initialized", "remaining_work", "time_per_item", "init_time", "allocations"});
     JobInfo j;
     int64_t v = 0;
-    CS_TRY(r.integer(t, "id", path, v, 0, INT64_MAX, true));
+    r.integer(t, "id", path, v, 0, INT64_MAX, true);
     j.id = core::JobId{static_cast<uint64_t>(v)};
-    CS_TRY(r.string(t, "name", path, j.name));
-    CS_TRY(r.string(t, "user", path, j.user, true));
-    CS_TRY(r.string(t, "class", path, j.job_class));
-    CS_TRY(r.string(t, "pool", path, j.pool));
-    CS_TRY(r.resources(t, "per_task", path, j.per_task, true));
+    r.string(t, "name", path, j.name);
+    r.string(t, "user", path, j.user, true);
+    r.string(t, "class", path, j.job_class);
+    r.string(t, "pool", path, j.pool);
+    r.resources(t, "per_task", path, j.per_task, true);
     v = 0;
-    CS_TRY(r.integer(t, "pending", path, v, 0, 10'000'000));
+    r.integer(t, "pending", path, v, 0, 10'000'000);
     j.pending = static_cast<uint32_t>(v);
-    CS_TRY(r.boolean(t, "preemptible", path, j.preemptible));
-    CS_TRY(r.duration(t, "submit_time", path, j.submit_time));
-    CS_TRY(r.strings(t, "constraints", path, j.constraints));
-    CS_TRY(r.boolean(t, "initialized", path, j.initialized));
+    r.boolean(t, "preemptible", path, j.preemptible);
+    r.duration(t, "submit_time", path, j.submit_time);
+    r.strings(t, "constraints", path, j.constraints);
+    r.boolean(t, "initialized", path, j.initialized);
     if (t.get("remaining_work") || t.get("time_per_item") || t.get("init_time")) {
       PredictionInfo p;
       v = 0;
-      CS_TRY(r.integer(t, "remaining_work", path, v, 0, INT64_MAX));
+      r.integer(t, "remaining_work", path, v, 0, INT64_MAX);
       p.remaining_work = static_cast<uint64_t>(v);
-      CS_TRY(r.duration(t, "time_per_item", path, p.time_per_item));
-      CS_TRY(r.duration(t, "init_time", path, p.init_time));
+      r.duration(t, "time_per_item", path, p.time_per_item);
+      r.duration(t, "init_time", path, p.init_time);
       j.prediction = p;
     }
     auto allocs = r.tables(t, "allocations", path);
-    if (!allocs) return allocs.error();
-    for (size_t k = 0; k < allocs->size(); ++k) {
-      const auto& a = *(*allocs)[k];
+    for (size_t k = 0; k < allocs.size(); ++k) {
+      const auto& a = *allocs[k];
       std::string apath = path + "." + Reader::item("allocations", k);
-      CS_TRY(r.keys(a, apath, {"index", "node", "start", "interruptible", "initialized"}));
+      r.keys(a, apath, {"index", "node", "start", "interruptible", "initialized"});
       AllocationInfo info;
       int64_t index = static_cast<int64_t>(k);
-      CS_TRY(r.integer(a, "index", apath, index, 0, UINT32_MAX));
+      r.integer(a, "index", apath, index, 0, UINT32_MAX);
       info.index = static_cast<core::TaskIndex>(index);
       int64_t node = 0;
-      CS_TRY(r.integer(a, "node", apath, node, 0, UINT32_MAX, true));
+      r.integer(a, "node", apath, node, 0, UINT32_MAX, true);
       info.node = core::NodeId{static_cast<uint32_t>(node)};
-      CS_TRY(r.duration(a, "start", apath, info.start, true));
-      CS_TRY(r.boolean(a, "interruptible", apath, info.interruptible));
-      CS_TRY(r.boolean(a, "initialized", apath, info.initialized));
+      r.duration(a, "start", apath, info.start, true);
+      r.boolean(a, "interruptible", apath, info.interruptible);
+      r.boolean(a, "initialized", apath, info.initialized);
       j.allocations.push_back(info);
     }
     snap.jobs.push_back(std::move(j));
   }
-  return Status::ok();
 }
 
-Status read_state(const Reader& r, const toml::table& t, PolicyState& st) {
-  CS_TRY(r.keys(t, "state", {"jobs", "pools", "nodes"}));
+void read_state(Reader& r, const toml::table& t, PolicyState& st) {
+  r.keys(t, "state", {"jobs", "pools", "nodes"});
   auto jobs = r.tables(t, "jobs", "state");
-  if (!jobs) return jobs.error();
-  for (size_t i = 0; i < jobs->size(); ++i) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
     std::string path = "state." + Reader::item("jobs", i);
-    CS_TRY(r.keys(*(*jobs)[i], path, {"id", "below_fair_share_since"}));
+    r.keys(*jobs[i], path, {"id", "below_fair_share_since"});
     int64_t id = 0;
     Duration since{};
-    CS_TRY(r.integer(*(*jobs)[i], "id", path, id, 0, INT64_MAX, true));
-    CS_TRY(r.duration(*(*jobs)[i], "below_fair_share_since", path, since, true));
+    r.integer(*jobs[i], "id", path, id, 0, INT64_MAX, true);
+    r.duration(*jobs[i], "below_fair_share_since", path, since, true);
     st.job_below_fair_share_since.emplace_back(core::JobId{static_cast<uint64_t>(id)}, since);
   }
   auto pools = r.tables(t, "pools", "state");
-  if (!pools) return pools.error();
-  for (size_t i = 0; i < pools->size(); ++i) {
+  for (size_t i = 0; i < pools.size(); ++i) {
     std::string path = "state." + Reader::item("pools", i);
-    CS_TRY(r.keys(*(*pools)[i], path, {"name", "below_fair_share_since"}));
+    r.keys(*pools[i], path, {"name", "below_fair_share_since"});
     std::string name;
     Duration since{};
-    CS_TRY(r.string(*(*pools)[i], "name", path, name, true));
-    CS_TRY(r.duration(*(*pools)[i], "below_fair_share_since", path, since, true));
+    r.string(*pools[i], "name", path, name, true);
+    r.duration(*pools[i], "below_fair_share_since", path, since, true);
     st.pool_below_fair_share_since.emplace_back(name, since);
   }
   auto nodes = r.tables(t, "nodes", "state");
-  if (!nodes) return nodes.error();
-  for (size_t i = 0; i < nodes->size(); ++i) {
+  for (size_t i = 0; i < nodes.size(); ++i) {
     std::string path = "state." + Reader::item("nodes", i);
-    CS_TRY(r.keys(*(*nodes)[i], path, {"id", "last_preemptive_scheduling"}));
+    r.keys(*nodes[i], path, {"id", "last_preemptive_scheduling"});
     int64_t id = 0;
     Duration at{};
-    CS_TRY(r.integer(*(*nodes)[i], "id", path, id, 0, UINT32_MAX, true));
-    CS_TRY(r.duration(*(*nodes)[i], "last_preemptive_scheduling", path, at, true));
+    r.integer(*nodes[i], "id", path, id, 0, UINT32_MAX, true);
+    r.duration(*nodes[i], "last_preemptive_scheduling", path, at, true);
     st.node_last_preemptive_scheduling.emplace_back(core::NodeId{static_cast<uint32_t>(id)}, at);
   }
   std::sort(st.job_below_fair_share_since.begin(), st.job_below_fair_share_since.end());
   std::sort(st.pool_below_fair_share_since.begin(), st.pool_below_fair_share_since.end());
   std::sort(st.node_last_preemptive_scheduling.begin(), st.node_last_preemptive_scheduling.end());
-  return Status::ok();
 }
-
-#undef CS_TRY
 
 // ---------------------------------------------------------------------------
 // JSON.
@@ -529,34 +215,22 @@ CLI::Option* add_duration(CLI::App& app, const std::string& name, Duration& targ
 core::Expected<Snapshot> parse_policy_snapshot(std::string_view text, std::string_view source,
                                                PolicyState* state) {
   Reader r(source);
-  toml::table root;
-  try {
-    root = toml::parse(text, source);
-  } catch (const toml::parse_error& e) {
-    return core::make_error(Errc::parse_error, std::string(source) + ":" +
-                                                   std::to_string(e.source().begin.line) + ": " +
-                                                   std::string(e.description()));
-  }
-  if (auto s = r.keys(
-          root, "", {"now", "settings", "preemption", "pools", "classes", "users", "nodes", "jobs", "state"});
-      !s)
-    return s.error();
+  auto root = policy_toml::parse(text, r);
+  if (!root) return r.first_error();
   Snapshot snap;
-  if (auto s = r.duration(root, "now", "", snap.now); !s) return s.error();
-  auto settings = r.table(root, "settings", "");
-  if (!settings) return settings.error();
-  if (*settings)
-    if (auto s = read_settings(r, **settings, snap.settings); !s) return s.error();
-  auto preemption = r.table(root, "preemption", "");
-  if (!preemption) return preemption.error();
-  if (*preemption)
-    if (auto s = read_preemption(r, **preemption, snap.settings.preemption); !s) return s.error();
-  for (auto* read : {read_pools, read_classes, read_users, read_nodes, read_jobs})
-    if (auto s = read(r, root, snap); !s) return s.error();
-  auto st = r.table(root, "state", "");
-  if (!st) return st.error();
-  if (*st && state)
-    if (auto s = read_state(r, **st, *state); !s) return s.error();
+  r.keys(*root, "", {"now", "settings", "preemption", "pools", "classes", "users", "nodes", "jobs", "state"});
+  r.duration(*root, "now", "", snap.now);
+  if (const toml::table* settings = r.table(*root, "settings", ""))
+    policy_toml::read_settings(r, *settings, snap.settings);
+  if (const toml::table* preemption = r.table(*root, "preemption", ""))
+    policy_toml::read_preemption(r, *preemption, snap.settings.preemption);
+  policy_toml::read_pools(r, *root, snap.pools);
+  policy_toml::read_classes(r, *root, snap.classes);
+  policy_toml::read_users(r, *root, snap.users);
+  read_nodes(r, *root, snap);
+  read_jobs(r, *root, snap);
+  if (const toml::table* st = r.table(*root, "state", ""); st && state) read_state(r, *st, *state);
+  if (!r.ok()) return r.first_error();
   // What the model checks (names resolve, ids unique, ...) is reported with
   // the file name; the message names the entity and field.
   if (auto s = validate(snap); !s)

@@ -297,7 +297,7 @@ int run_sim(const SimOptions& cli) {
   std::optional<storage::NodeStore::Batch> first_registration;
   if (node_store) first_registration = node_store->batch();
   for (auto& spec : specs) {
-    actors::NodeActorConfig nc{spec, ledger, node_store, std::nullopt};
+    actors::NodeActorConfig nc{spec, ledger, node_store, std::nullopt, nullptr, false};
     if (auto it = stored_nodes.find(spec.id); it != stored_nodes.end()) {
       nc.restored = actors::restore_ledger(it->second, ledger, clock);
     } else if (node_store) {

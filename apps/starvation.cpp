@@ -62,7 +62,7 @@ int run_starvation_scenario(const SimOptions& opt) {
   auto scheduler = sys.spawn(actors::scheduler, sc);
   std::vector<actors::node_actor> nodes;
   for (const auto& spec : specs) {
-    nodes.push_back(sys.spawn(actors::node, actors::NodeActorConfig{spec, {}, nullptr, std::nullopt}));
+    nodes.push_back(sys.spawn(actors::node, actors::NodeActorConfig{spec, {}, nullptr, std::nullopt, nullptr, false}));
     self->send(scheduler, actors::register_atom::value, nodes.back());
   }
   auto status = [&] {

@@ -47,6 +47,16 @@ Status validate(const JobSpec& job) {
     if (auto st = validate_label_selector(c); !st) return bad("constraints", st.error().message);
   if (job.max_run_time.count() < 0) return bad("max_run_time", "must not be negative");
   if (job.simulated_runtime.count() < 0) return bad("simulated_runtime", "must not be negative");
+  for (const auto& a : job.command)
+    if (a.find('\0') != std::string::npos) return bad("command", "an argument contains a NUL byte");
+  for (const auto& [k, v] : job.env) {
+    if (k.empty() || k.find('=') != std::string::npos || k.find('\0') != std::string::npos)
+      return bad("env", "invalid variable name '" + k + "'");
+    if (v.find('\0') != std::string::npos) return bad("env", "the value of " + k + " contains a NUL byte");
+  }
+  if (!job.command.empty() && job.command.front().empty()) return bad("command", "the program name is empty");
+  if (job.max_retries > 1000) return bad("max_retries", "at most 1000");
+  if (job.max_lost_retries > 1000) return bad("max_lost_retries", "at most 1000");
   return Status::ok();
 }
 

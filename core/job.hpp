@@ -4,7 +4,9 @@
 // equivalence classes): a million pending tasks cost one record per job, not a
 // million objects.
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <vector>
 
@@ -34,6 +36,37 @@ enum class TaskState : uint8_t {
 std::string_view to_string(TaskState s);
 inline bool is_final(TaskState s) { return s >= TaskState::succeeded; }
 
+/// What a node runs for each task of a job: a command, its environment and
+/// working directory, and the limit on how long it may run.
+struct TaskLaunch {
+  std::vector<std::string> argv;
+  std::vector<std::pair<std::string, std::string>> env;
+  /// Empty: the agent's default directory.
+  std::string workdir;
+  /// Killed (and failed) when running longer than this; zero: no limit.
+  Duration max_run_time{0};
+
+  friend bool operator==(const TaskLaunch&, const TaskLaunch&) = default;
+};
+
+/// A shared, immutable TaskLaunch that compares by value: a job's claims all
+/// point at one copy.
+class LaunchRef {
+ public:
+  LaunchRef() = default;
+  explicit LaunchRef(TaskLaunch launch) : ptr_(std::make_shared<const TaskLaunch>(std::move(launch))) {}
+  explicit operator bool() const { return ptr_ != nullptr; }
+  const TaskLaunch& operator*() const { return *ptr_; }
+  const TaskLaunch* operator->() const { return ptr_.get(); }
+  friend bool operator==(const LaunchRef& a, const LaunchRef& b) {
+    if (!a.ptr_ || !b.ptr_) return a.ptr_ == b.ptr_;
+    return *a.ptr_ == *b.ptr_;
+  }
+
+ private:
+  std::shared_ptr<const TaskLaunch> ptr_;
+};
+
 struct JobSpec {
   JobId id;
   std::string name;
@@ -54,6 +87,15 @@ struct JobSpec {
   Duration simulated_runtime{0};
   /// When the submitter created the job; latency is measured from here.
   TimePoint submit_time{0};
+  /// The command every task runs; empty for synthetic jobs (sim, --simulate).
+  std::vector<std::string> command;
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string workdir;
+  /// A task that fails (exits non-zero, or is killed at max_run_time) runs
+  /// again this many times; 0: a failure is final.
+  uint32_t max_retries = 0;
+  /// A task whose node is lost runs again this many times.
+  uint32_t max_lost_retries = 3;
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

@@ -116,6 +116,7 @@ ClaimReply NodeLedger::claim(const ClaimRequest& request, TimePoint now) {
   live.per_task = request.per_task;
   live.tasks = request.tasks;
   live.simulated_runtime = request.simulated_runtime;
+  live.launch = request.launch;
   claimed_ += total;
   starting_ += static_cast<uint32_t>(live.tasks.size());
   push_deadline(live.expires);
@@ -155,6 +156,7 @@ ConfirmReply NodeLedger::confirm(const ConfirmRequest& request, TimePoint now) {
     a.resources = claim.per_task;
     a.confirmed_at = now;
     a.claim_id = claim.id;
+    a.launch = claim.launch;
     a.running = runs_now;
     if (claim.simulated_runtime.count() > 0)
       a.finishes_at = now + config_.start_delay + claim.simulated_runtime;

@@ -29,6 +29,8 @@ struct ClaimRequest {
   std::vector<TaskIndex> tasks;
   /// Synthetic tasks: how long each runs once confirmed (zero = until released).
   Duration simulated_runtime{0};
+  /// Real tasks: what the node runs for each (none for synthetic jobs).
+  LaunchRef launch;
 
   Resources total() const { return per_task.times(static_cast<int64_t>(tasks.size())); }
   friend bool operator==(const ClaimRequest&, const ClaimRequest&) = default;
@@ -144,6 +146,7 @@ struct LiveClaim {
   Resources per_task;
   std::vector<TaskIndex> tasks;
   Duration simulated_runtime{0};
+  LaunchRef launch;
 
   Resources total() const { return per_task.times(static_cast<int64_t>(tasks.size())); }
   friend bool operator==(const LiveClaim&, const LiveClaim&) = default;
@@ -159,6 +162,9 @@ struct Allocation {
   /// Synthetic tasks: when the task succeeds on its own; kNever otherwise.
   TimePoint finishes_at = kNever;
   ClaimId claim_id;
+  /// Real tasks: what runs (kept for the node actor; not stored on disk: a
+  /// task does not outlive its agent).
+  LaunchRef launch;
   friend bool operator==(const Allocation&, const Allocation&) = default;
 };
 

@@ -125,6 +125,8 @@ Expected<JobRecord> Scheduler::admit(JobSpec job) const {
   r.class_index = static_cast<uint32_t>(cls - config_.classes.begin());
   r.priority = cls->priority;
   r.by_state[static_cast<size_t>(TaskState::pending)] = job.count;
+  if (!job.command.empty())
+    r.launch = LaunchRef(TaskLaunch{job.command, job.env, job.workdir, job.max_run_time});
   r.spec = std::move(job);
   return r;
 }
@@ -144,7 +146,8 @@ Status Scheduler::submit(JobSpec job, TimePoint now) {
   return Status::ok();
 }
 
-Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, TimePoint now) {
+Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, TimePoint now,
+                              bool cancelled) {
   auto admitted = admit(std::move(job));
   if (!admitted) return admitted.error();
   auto [it, inserted] = jobs_.emplace(admitted->spec.id, std::move(*admitted));
@@ -181,6 +184,17 @@ Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, Time
   }
   // Lowest index first out of the requeued stack.
   std::reverse(j.requeued.begin(), j.requeued.end());
+  if (cancelled) {
+    // Whatever the records did not end yet ended with the cancel.
+    j.cancelled = true;
+    j.reason = "cancelled";
+    std::vector<TaskIndex> open = j.requeued;
+    for (TaskIndex t = j.next_fresh; t < j.spec.count; ++t) open.push_back(t);
+    j.requeued.clear();
+    j.next_fresh = j.spec.count;
+    if (!open.empty() && j.tasks.empty()) j.tasks.resize(j.spec.count);
+    for (auto t : open) set_task_state(j, t, TaskState::cancelled);
+  }
   pending_tasks_ += j.pending();
   ++stats_.jobs_submitted;
   stats_.tasks_submitted += j.spec.count;
@@ -517,6 +531,7 @@ ClaimRequest Scheduler::make_claim(JobRecord& j, NodeIndex n, std::vector<TaskIn
   c.per_task = j.spec.per_task;
   c.tasks = std::move(tasks);
   c.simulated_runtime = j.spec.simulated_runtime;
+  c.launch = j.launch;
   return c;
 }
 
@@ -608,6 +623,15 @@ bool Scheduler::place_gang(JobRecord& j, TimePoint now, Outbox& out) {
 
 void Scheduler::return_to_queue(JobRecord& j, const std::vector<TaskIndex>& tasks,
                                 bool count_attempt, const std::string& why, TimePoint now) {
+  if (j.cancelled) {
+    // Nothing of a cancelled job goes back to the queue.
+    for (auto t : tasks) {
+      set_task_state(j, t, TaskState::cancelled);
+      j.tasks[t].node_plus_one = 0;
+    }
+    journal_tasks(j.spec.id, tasks, TaskState::cancelled, NodeId{}, ClaimId{});
+    return;
+  }
   bool exhausted = false;
   std::vector<TaskIndex> unjournal;
   for (auto t : tasks) {
@@ -721,6 +745,20 @@ void Scheduler::on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& o
   observe_generation(c.node, reply.snapshot, accepted, out);
   JobRecord& j = jobs_.at(c.request.job);
 
+  if (accepted && j.cancelled) {
+    // Cancelled meanwhile: give the room back instead of confirming.
+    ReleaseRequest r;
+    r.partition = config_.partition;
+    r.epoch = config_.epoch;
+    r.node = c.request.node;
+    r.claim_id = c.request.claim_id;
+    r.job = c.request.job;
+    out.releases.push_back(std::move(r));
+    for (auto t : c.request.tasks) set_task_state(j, t, TaskState::cancelled);
+    in_flight_.erase(it);
+    maybe_finished(j, out);
+    return;
+  }
   if (accepted) {
     ++stats_.claims_accepted;
     c.accepted = true;
@@ -867,6 +905,21 @@ void Scheduler::on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbo
     gang_reply(c.gang, now, out);
     return;
   }
+  if (confirmed && j.cancelled) {
+    // Cancelled while its confirm was on the way: free it again.
+    ReleaseRequest r;
+    r.partition = config_.partition;
+    r.epoch = config_.epoch;
+    r.node = c.request.node;
+    r.job = c.request.job;
+    r.tasks = c.request.tasks;
+    r.reason = TaskState::cancelled;
+    out.releases.push_back(std::move(r));
+    for (auto t : c.request.tasks) set_task_state(j, t, TaskState::cancelled);
+    in_flight_.erase(it);
+    maybe_finished(j, out);
+    return;
+  }
   if (confirmed) {
     mark_running(j, c, now);
     in_flight_.erase(it);
@@ -970,10 +1023,149 @@ void Scheduler::process_events(const NodeDelta& delta, TimePoint now, Outbox& ou
     } else if (state != TaskState::running) {
       continue;  // duplicate or stale
     }
-    set_task_state(j, ev.task.index, ev.final_state);
-    record_final(j, ev);
-    ++stats_.tasks_finished;
-    maybe_finished(j, out);
+    end_task(j, ev, now, out);
+  }
+}
+
+void Scheduler::end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbox& out) {
+  TaskRecord& r = j.tasks[ev.task.index];
+  r.exit_code = ev.exit_code;
+  bool again = !j.cancelled &&
+               ((ev.final_state == TaskState::failed && r.failures < j.spec.max_retries) ||
+                (ev.final_state == TaskState::lost && r.losses < j.spec.max_lost_retries));
+  if (again) {
+    ++(ev.final_state == TaskState::failed ? r.failures : r.losses);
+    ++stats_.tasks_retried;
+    if (ev.final_state == TaskState::lost) ++stats_.tasks_lost;
+    std::string why = ev.final_state == TaskState::failed
+                          ? "task " + std::to_string(ev.task.index) + " failed (exit code " +
+                                std::to_string(ev.exit_code) + "), retry " +
+                                std::to_string(r.failures) + " of " +
+                                std::to_string(j.spec.max_retries)
+                          : "task " + std::to_string(ev.task.index) + " was lost with its node, retry " +
+                                std::to_string(r.losses) + " of " +
+                                std::to_string(j.spec.max_lost_retries);
+    j.last_removal = why;
+    return_to_queue(j, {ev.task.index}, false, why, now);
+    return;
+  }
+  set_task_state(j, ev.task.index, ev.final_state);
+  record_final(j, ev);
+  ++stats_.tasks_finished;
+  maybe_finished(j, out);
+}
+
+Status Scheduler::cancel(JobId id, TimePoint now, Outbox& out) {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return make_error(Errc::unknown_name, "unknown job " + std::to_string(id.value));
+  JobRecord& j = it->second;
+  if (j.cancelled) return Status::ok();  // cancelling twice is harmless
+  if (j.finished())
+    return make_error(Errc::wrong_state, "job " + std::to_string(id.value) + " already ended");
+  j.cancelled = true;
+  dequeue(j);
+  if (j.parked) {
+    parked_.erase(key_of(j));
+    for (auto b = backoff_.begin(); b != backoff_.end();)
+      b = b->second == id ? backoff_.erase(b) : std::next(b);
+    j.parked = false;
+  }
+  if (j.tasks.empty()) j.tasks.resize(j.spec.count);
+  // Pending tasks end here; running ones are released on their nodes (the
+  // agent kills them); claimed ones end when their claim comes back.
+  std::map<NodeIndex, std::vector<TaskIndex>> release;
+  std::vector<TaskIndex> ended;
+  for (TaskIndex t = 0; t < j.spec.count; ++t) {
+    TaskRecord& r = j.tasks[t];
+    if (r.state == TaskState::pending) {
+      ended.push_back(t);
+    } else if (r.state == TaskState::running) {
+      if (r.node_plus_one != 0) release[r.node_plus_one - 1].push_back(t);
+      ended.push_back(t);
+    }
+  }
+  pending_tasks_ -= j.pending();
+  j.requeued.clear();
+  j.next_fresh = j.spec.count;
+  for (auto t : ended) set_task_state(j, t, TaskState::cancelled);
+  for (auto& [n, tasks] : release) {
+    ReleaseRequest r;
+    r.partition = config_.partition;
+    r.epoch = config_.epoch;
+    r.node = view_.node(n).id;
+    r.job = id;
+    r.tasks = tasks;
+    r.reason = TaskState::cancelled;
+    out.releases.push_back(std::move(r));
+  }
+  journal_tasks(id, ended, TaskState::cancelled, NodeId{}, ClaimId{});
+  if (config_.journal) journal_.jobs_cancelled.push_back(j.spec);
+  j.reason = "cancelled";
+  (void)now;
+  maybe_finished(j, out);
+  return Status::ok();
+}
+
+void Scheduler::node_down(NodeId node, TimePoint now, Outbox& out) {
+  auto n = view_.find_node(node);
+  if (!n) return;
+  NodeSnapshot s;
+  s.node = node;
+  s.generation = view_.node(*n).generation;
+  s.state = NodeState::down;
+  s.capacity = view_.node(*n).capacity;
+  s.free = view_.node(*n).reported_free;
+  view_.apply_snapshot(*n, s);
+  // Claims to it will not be answered: give up on them now.
+  std::vector<ClaimId> claims;
+  for (const auto& [id, c] : in_flight_)
+    if (c.node == *n && !c.accepted) claims.push_back(id);
+  std::sort(claims.begin(), claims.end());
+  for (auto id : claims) {
+    InFlightClaim& c = in_flight_.at(id);
+    c.sent_at = TimePoint::min();  // on_tick's timeout path takes it from here
+  }
+  if (!claims.empty()) on_tick(now, out);
+  // Releases of preempted tasks there: the task is gone with the node.
+  for (auto it = releasing_.begin(); it != releasing_.end();) {
+    if (it->second.request.node != node) {
+      ++it;
+      continue;
+    }
+    JobRecord& j = jobs_.at(it->second.request.job);
+    auto tasks = it->second.request.tasks;
+    it = releasing_.erase(it);
+    view_.remove_change_in_flight(*n);
+    for (auto t : tasks) j.tasks[t].node_plus_one = 0;
+    return_to_queue(j, tasks, false, j.last_removal, now);
+  }
+  // Running tasks: lost.
+  std::vector<std::pair<JobId, TaskIndex>> lost;
+  for (const auto& [id, j] : jobs_) {
+    if (j.count_in(TaskState::running) == 0 || j.tasks.empty()) continue;
+    for (TaskIndex t = 0; t < j.spec.count; ++t)
+      if (j.tasks[t].state == TaskState::running && j.tasks[t].node_plus_one == *n + 1)
+        lost.emplace_back(id, t);
+  }
+  std::sort(lost.begin(), lost.end());
+  for (auto [id, t] : lost) {
+    NodeEvent ev;
+    ev.kind = NodeEvent::Kind::task_finished;
+    ev.partition = config_.partition;
+    ev.task = TaskRef{id, t};
+    ev.final_state = TaskState::lost;
+    ev.exit_code = -1;
+    JobRecord& j = jobs_.at(id);
+    j.tasks[t].node_plus_one = 0;
+    end_task(j, ev, now, out);
+  }
+  // Anything restored onto it and still unverified is lost too.
+  if (auto it = unverified_.find(node); it != unverified_.end()) {
+    auto tasks = std::move(it->second);
+    unverified_.erase(it);
+    std::map<JobId, std::vector<TaskIndex>> by_job;
+    for (const auto& t : tasks) by_job[t.job].push_back(t.index);
+    for (auto& [id, indices] : by_job) declare_lost(jobs_.at(id), indices, now);
   }
 }
 
@@ -1081,6 +1273,38 @@ std::string Scheduler::explain(JobId id) const {
   if (j.spec.gang)
     return "gang of " + std::to_string(j.pending()) + " tasks waits until all fit at once: " + why;
   return "waiting for capacity: " + why;
+}
+
+Expected<JobView> Scheduler::job_view(JobId id, bool with_tasks) const {
+  auto it = jobs_.find(id);
+  if (it == jobs_.end()) return make_error(Errc::unknown_name, "unknown job " + std::to_string(id.value));
+  const JobRecord& j = it->second;
+  JobView v;
+  v.spec = j.spec;
+  v.by_state = j.by_state;
+  v.state = job_state(j.by_state, j.spec.count, j.cancelled);
+  if (v.state == JobState::pending || (v.state == JobState::running && j.pending() > 0))
+    v.reason = explain(id);
+  v.last_removal = j.last_removal;
+  v.preemptions = j.preemptions;
+  v.evictions = j.evictions;
+  if (with_tasks) {
+    v.tasks.reserve(j.spec.count);
+    for (TaskIndex t = 0; t < j.spec.count; ++t) {
+      TaskView tv;
+      tv.index = t;
+      if (!j.tasks.empty()) {
+        const TaskRecord& r = j.tasks[t];
+        tv.state = r.state;
+        if (r.node_plus_one != 0) tv.node = view_.node(r.node_plus_one - 1).id;
+        tv.exit_code = r.exit_code;
+        tv.failures = r.failures;
+        tv.losses = r.losses;
+      }
+      v.tasks.push_back(tv);
+    }
+  }
+  return v;
 }
 
 Status Scheduler::check_accounting() const {

@@ -24,6 +24,7 @@
 #include "core/histogram.hpp"
 #include "core/placement.hpp"
 #include "core/protocol.hpp"
+#include "core/status.hpp"
 
 namespace claimsched::core {
 
@@ -114,14 +115,18 @@ struct Journal {
   std::vector<JobSpec> jobs_accepted;
   std::vector<TaskChange> task_changes;
   std::vector<NodeSpec> nodes_registered;
+  /// Jobs the user cancelled (their record is kept, marked cancelled).
+  std::vector<JobSpec> jobs_cancelled;
 
   bool empty() const {
-    return jobs_accepted.empty() && task_changes.empty() && nodes_registered.empty();
+    return jobs_accepted.empty() && task_changes.empty() && nodes_registered.empty() &&
+           jobs_cancelled.empty();
   }
   void clear() {
     jobs_accepted.clear();
     task_changes.clear();
     nodes_registered.clear();
+    jobs_cancelled.clear();
   }
 };
 
@@ -149,6 +154,8 @@ struct SchedulerStats {
   /// Tasks confirmed on a node.
   uint64_t placements = 0;
   uint64_t tasks_finished = 0;
+  /// Tasks run again after they failed, or after their node was lost.
+  uint64_t tasks_retried = 0;
   uint64_t tasks_requeued = 0;
   uint64_t claim_timeouts = 0;
   uint64_t late_replies = 0;
@@ -183,6 +190,11 @@ struct TaskRecord {
   bool journaled = false;
   /// When its current placement was confirmed (allocations are ordered by it).
   TimePoint started{0};
+  /// Times it failed / its node was lost (retries are bounded by the job).
+  uint16_t failures = 0;
+  uint16_t losses = 0;
+  /// The exit code of its last run (0 until it ran).
+  int32_t exit_code = 0;
 };
 
 struct JobRecord {
@@ -215,6 +227,10 @@ struct JobRecord {
   uint32_t evictions = 0;
   /// The last removal, in words (what, why, for whom).
   std::string last_removal;
+  /// What every task runs (none for synthetic jobs).
+  LaunchRef launch;
+  /// The user cancelled it: nothing of it is placed or confirmed any more.
+  bool cancelled = false;
   /// Consecutive times its tasks exhausted their claim attempts; the job then
   /// backs off (doubling) before it is placed again. Reset by a placement.
   uint8_t backoff_level = 0;
@@ -241,7 +257,8 @@ class Scheduler {
   /// Rebuilds a job from the partition store after a restart. Final tasks stay
   /// final; tasks recorded on a node count as running until that node reports
   /// (reconcile_node) or recovery_grace passes; the rest are pending.
-  Status restore_job(JobSpec job, std::vector<RestoredTask> tasks, TimePoint now);
+  Status restore_job(JobSpec job, std::vector<RestoredTask> tasks, TimePoint now,
+                     bool cancelled = false);
 
   /// Compares a node's full report with what the scheduler believes, on every
   /// (re)registration. The documented rule: the scheduler's durable records
@@ -265,6 +282,17 @@ class Scheduler {
   /// so the room goes to it. Errors: unknown or not running.
   Status preempt(TaskRef task, TaskState kind, const std::string& why, TimePoint now, Outbox& out,
                  std::optional<JobId> for_job = std::nullopt);
+
+  /// Cancels a job: pending tasks end as cancelled, running ones are released
+  /// on their nodes (the agent kills them) and end as cancelled. Errors:
+  /// unknown job, or a job that already ended.
+  Status cancel(JobId job, TimePoint now, Outbox& out);
+
+  /// A node stopped answering (its heartbeats stopped for the grace period):
+  /// it takes no more claims, and what ran there is lost and goes back to the
+  /// queue (within the job's max_lost_retries). When the node comes back it
+  /// registers again and reconcile_node decides what it still runs.
+  void node_down(NodeId node, TimePoint now, Outbox& out);
 
   /// What must be durable before the confirms and acknowledgements of the
   /// same step are sent; empty unless config().journal.
@@ -303,6 +331,8 @@ class Scheduler {
   bool fenced() const { return fenced_; }
   /// Why a job is pending, in words (computed now, from the current view).
   std::string explain(JobId id) const;
+  /// What a client sees of a job (with its tasks, or without for listings).
+  Expected<JobView> job_view(JobId id, bool with_tasks) const;
   /// Calls f(job, tasks, node) for every claim in flight (placements under
   /// way), in claim id order.
   void for_each_claim_in_flight(
@@ -375,6 +405,9 @@ class Scheduler {
   void on_fenced();
   void maybe_finished(JobRecord& j, Outbox& out);
   void record_final(JobRecord& j, const NodeEvent& ev);
+  /// A task left its node (ended, or its node was lost): by the job's retry
+  /// limits it runs again or ends in `final_state`.
+  void end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbox& out);
   void process_events(const NodeDelta& delta, TimePoint now, Outbox& out);
   /// reconcile_node's rule over a node's allocations (and live claims, if
   /// given); with check_running, every task believed running there is

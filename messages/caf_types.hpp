@@ -43,6 +43,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(claimsched, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(claimsched, (claimsched::core::NodeDelta))
   CAF_ADD_TYPE_ID(claimsched, (claimsched::core::NodeReport))
   CAF_ADD_TYPE_ID(claimsched, (claimsched::messages::ChangeBatch))
+  CAF_ADD_TYPE_ID(claimsched, (claimsched::core::JobView))
+  CAF_ADD_TYPE_ID(claimsched, (claimsched::core::NodeStatus))
 
 CAF_END_TYPE_ID_BLOCK(claimsched)
 
@@ -121,6 +123,8 @@ CLAIMSCHED_INSPECT_AS_PROTO(ReleaseRequest)
 CLAIMSCHED_INSPECT_AS_PROTO(ReleaseReply)
 CLAIMSCHED_INSPECT_AS_PROTO(NodeDelta)
 CLAIMSCHED_INSPECT_AS_PROTO(NodeReport)
+CLAIMSCHED_INSPECT_AS_PROTO(JobView)
+CLAIMSCHED_INSPECT_AS_PROTO(NodeStatus)
 
 #undef CLAIMSCHED_INSPECT_AS_PROTO
 

@@ -79,6 +79,8 @@ constexpr core::TaskState kLastTaskState = core::TaskState::cancelled;
 constexpr core::ClaimOutcome kLastClaimOutcome = core::ClaimOutcome::invalid;
 constexpr core::ConfirmOutcome kLastConfirmOutcome = core::ConfirmOutcome::stale_epoch;
 constexpr core::NodeEvent::Kind kLastNodeEventKind = core::NodeEvent::Kind::task_started;
+constexpr core::JobState kLastJobState = core::JobState::cancelled;
+static_assert(pb::JobState_MAX == static_cast<int>(kLastJobState) + 1);
 
 static_assert(pb::NodeState_MAX == static_cast<int>(kLastNodeState) + 1);
 static_assert(pb::TaskState_MAX == static_cast<int>(kLastTaskState) + 1);
@@ -290,6 +292,57 @@ Status read_snapshot(bool present, const pb::NodeSnapshot& in, const Path& p,
 
 // -- jobs ---------------------------------------------------------------------
 
+Status read_env(const google::protobuf::RepeatedPtrField<pb::EnvVar>& in, const Path& p,
+                std::vector<std::pair<std::string, std::string>>& out) {
+  out.clear();
+  out.reserve(static_cast<size_t>(in.size()));
+  for (int i = 0; i < in.size(); ++i) {
+    const auto& e = in.Get(i);
+    if (e.name().empty() || e.name().find('=') != std::string::npos ||
+        e.name().find('\0') != std::string::npos)
+      return corrupt(Path{Path{p, i}, "name"}, "invalid variable name");
+    if (e.value().find('\0') != std::string::npos)
+      return corrupt(Path{Path{p, i}, "value"}, "contains a NUL byte");
+    out.emplace_back(e.name(), e.value());
+  }
+  return Status::ok();
+}
+
+Status read_argv(const google::protobuf::RepeatedPtrField<std::string>& in, const Path& p,
+                 std::vector<std::string>& out) {
+  out.assign(in.begin(), in.end());
+  for (size_t i = 0; i < out.size(); ++i)
+    if (out[i].find('\0') != std::string::npos)
+      return corrupt(Path{p, static_cast<int>(i)}, "contains a NUL byte");
+  return Status::ok();
+}
+
+Status read_launch(bool present, const pb::TaskLaunch& in, const Path& p, core::LaunchRef& out) {
+  if (!present) {
+    out = core::LaunchRef{};
+    return Status::ok();
+  }
+  core::TaskLaunch l;
+  CLAIMSCHED_TRY(read_argv(in.argv(), Path{p, "argv"}, l.argv));
+  if (l.argv.empty() || l.argv.front().empty()) return corrupt(Path{p, "argv"}, "no program");
+  CLAIMSCHED_TRY(read_env(in.env(), Path{p, "env"}, l.env));
+  l.workdir = in.workdir();
+  CLAIMSCHED_TRY(read_duration(in.max_run_time_ns(), Path{p, "max_run_time_ns"}, l.max_run_time));
+  out = core::LaunchRef(std::move(l));
+  return Status::ok();
+}
+
+void write_launch(const core::LaunchRef& in, pb::TaskLaunch& out) {
+  for (const auto& a : in->argv) out.add_argv(a);
+  for (const auto& [k, v] : in->env) {
+    auto* e = out.add_env();
+    e->set_name(k);
+    e->set_value(v);
+  }
+  out.set_workdir(in->workdir);
+  out.set_max_run_time_ns(in->max_run_time.count());
+}
+
 Status read(const pb::JobSpec& in, const Path& p, core::JobSpec& out) {
   CLAIMSCHED_TRY(read_id(in.id(), Path{p, "id"}, out.id));
   out.name = in.name();
@@ -307,6 +360,12 @@ Status read(const pb::JobSpec& in, const Path& p, core::JobSpec& out) {
   CLAIMSCHED_TRY(read_duration(in.simulated_runtime_ns(), Path{p, "simulated_runtime_ns"},
                                out.simulated_runtime));
   out.submit_time = read_time(in.submit_time_ns());
+  CLAIMSCHED_TRY(read_argv(in.command(), Path{p, "command"}, out.command));
+  CLAIMSCHED_TRY(read_env(in.env(), Path{p, "env"}, out.env));
+  out.workdir = in.workdir();
+  CLAIMSCHED_TRY(read_u32(in.max_retries(), Path{p, "max_retries"}, out.max_retries));
+  if (in.has_max_lost_retries())
+    CLAIMSCHED_TRY(read_u32(in.max_lost_retries(), Path{p, "max_lost_retries"}, out.max_lost_retries));
   return Status::ok();
 }
 
@@ -325,6 +384,7 @@ Status read(const pb::ClaimRequest& in, const Path& p, core::ClaimRequest& out) 
   CLAIMSCHED_TRY(read_resources(in.has_per_task(), in.per_task(), Path{p, "per_task"},
                                 Negatives::reject, out.per_task));
   CLAIMSCHED_TRY(read_tasks(in.tasks(), Path{p, "tasks"}, true, out.tasks));
+  CLAIMSCHED_TRY(read_launch(in.has_launch(), in.launch(), Path{p, "launch"}, out.launch));
   return read_duration(in.simulated_runtime_ns(), Path{p, "simulated_runtime_ns"},
                        out.simulated_runtime);
 }
@@ -386,6 +446,7 @@ Status read(const pb::LiveClaim& in, const Path& p, core::LiveClaim& out) {
   CLAIMSCHED_TRY(read_resources(in.has_per_task(), in.per_task(), Path{p, "per_task"},
                                 Negatives::reject, out.per_task));
   CLAIMSCHED_TRY(read_tasks(in.tasks(), Path{p, "tasks"}, true, out.tasks));
+  CLAIMSCHED_TRY(read_launch(in.has_launch(), in.launch(), Path{p, "launch"}, out.launch));
   return read_duration(in.simulated_runtime_ns(), Path{p, "simulated_runtime_ns"},
                        out.simulated_runtime);
 }
@@ -399,6 +460,7 @@ Status read(const pb::Allocation& in, const Path& p, core::Allocation& out) {
                                 Negatives::reject, out.resources));
   out.confirmed_at = read_time(in.confirmed_at_ns());
   out.finishes_at = read_time(in.finishes_at_ns());
+  CLAIMSCHED_TRY(read_launch(in.has_launch(), in.launch(), Path{p, "launch"}, out.launch));
   return read_id(in.claim_id(), Path{p, "claim_id"}, out.claim_id);
 }
 
@@ -455,6 +517,45 @@ Status read(const pb::NodeReport& in, const Path& p, core::NodeReport& out) {
     CLAIMSCHED_TRY(
         read(in.allocations(i), Path{allocations, i}, out.allocations[static_cast<size_t>(i)]));
   return Status::ok();
+}
+
+Status read(const pb::TaskView& in, const Path& p, core::TaskView& out) {
+  CLAIMSCHED_TRY(read_u32(in.index(), Path{p, "index"}, out.index));
+  CLAIMSCHED_TRY(read_enum(in.state(), kLastTaskState, Path{p, "state"}, out.state));
+  out.node = core::NodeId{};
+  if (in.node() != 0) CLAIMSCHED_TRY(read_id(in.node(), Path{p, "node"}, out.node));
+  out.exit_code = in.exit_code();
+  CLAIMSCHED_TRY(read_u32(in.failures(), Path{p, "failures"}, out.failures));
+  return read_u32(in.losses(), Path{p, "losses"}, out.losses);
+}
+
+Status read(const pb::JobView& in, const Path& p, core::JobView& out) {
+  if (!in.has_spec()) return corrupt(Path{p, "spec"}, "missing");
+  CLAIMSCHED_TRY(read(in.spec(), Path{p, "spec"}, out.spec));
+  CLAIMSCHED_TRY(read_enum(in.state(), kLastJobState, Path{p, "state"}, out.state));
+  if (in.by_state_size() != static_cast<int>(out.by_state.size()))
+    return corrupt(Path{p, "by_state"}, "needs " + std::to_string(out.by_state.size()) + " entries");
+  for (int i = 0; i < in.by_state_size(); ++i)
+    CLAIMSCHED_TRY(read_u32(in.by_state(i), Path{Path{p, "by_state"}, i}, out.by_state[static_cast<size_t>(i)]));
+  out.reason = in.reason();
+  out.last_removal = in.last_removal();
+  CLAIMSCHED_TRY(read_u32(in.preemptions(), Path{p, "preemptions"}, out.preemptions));
+  CLAIMSCHED_TRY(read_u32(in.evictions(), Path{p, "evictions"}, out.evictions));
+  Path tasks{p, "tasks"};
+  out.tasks.clear();
+  out.tasks.resize(static_cast<size_t>(in.tasks_size()));
+  for (int i = 0; i < in.tasks_size(); ++i)
+    CLAIMSCHED_TRY(read(in.tasks(i), Path{tasks, i}, out.tasks[static_cast<size_t>(i)]));
+  return Status::ok();
+}
+
+Status read(const pb::NodeStatus& in, const Path& p, core::NodeStatus& out) {
+  if (!in.has_spec()) return corrupt(Path{p, "spec"}, "missing");
+  CLAIMSCHED_TRY(read(in.spec(), Path{p, "spec"}, out.spec));
+  CLAIMSCHED_TRY(read_snapshot(in.has_snapshot(), in.snapshot(), Path{p, "snapshot"}, out.snapshot));
+  out.alive = in.alive();
+  out.silent_ms = in.silent_ms();
+  return read_u32(in.running_tasks(), Path{p, "running_tasks"}, out.running_tasks);
 }
 
 // -- top level ----------------------------------------------------------------
@@ -545,6 +646,15 @@ void to_proto(const core::JobSpec& in, pb::JobSpec& out) {
   out.set_max_run_time_ns(in.max_run_time.count());
   out.set_simulated_runtime_ns(in.simulated_runtime.count());
   out.set_submit_time_ns(in.submit_time.count());
+  for (const auto& a : in.command) out.add_command(a);
+  for (const auto& [k, v] : in.env) {
+    auto* e = out.add_env();
+    e->set_name(k);
+    e->set_value(v);
+  }
+  out.set_workdir(in.workdir);
+  out.set_max_retries(in.max_retries);
+  out.set_max_lost_retries(in.max_lost_retries);
 }
 
 void to_proto(const core::ClaimRequest& in, pb::ClaimRequest& out) {
@@ -558,6 +668,7 @@ void to_proto(const core::ClaimRequest& in, pb::ClaimRequest& out) {
   to_proto(in.per_task, *out.mutable_per_task());
   write_tasks(in.tasks, *out.mutable_tasks());
   out.set_simulated_runtime_ns(in.simulated_runtime.count());
+  if (in.launch) write_launch(in.launch, *out.mutable_launch());
 }
 
 void to_proto(const core::ClaimReply& in, pb::ClaimReply& out) {
@@ -630,6 +741,7 @@ void to_proto(const core::LiveClaim& in, pb::LiveClaim& out) {
   to_proto(in.per_task, *out.mutable_per_task());
   write_tasks(in.tasks, *out.mutable_tasks());
   out.set_simulated_runtime_ns(in.simulated_runtime.count());
+  if (in.launch) write_launch(in.launch, *out.mutable_launch());
 }
 
 void to_proto(const core::Allocation& in, pb::Allocation& out) {
@@ -641,6 +753,7 @@ void to_proto(const core::Allocation& in, pb::Allocation& out) {
   out.set_confirmed_at_ns(in.confirmed_at.count());
   out.set_finishes_at_ns(in.finishes_at.count());
   out.set_claim_id(in.claim_id.value);
+  if (in.launch) write_launch(in.launch, *out.mutable_launch());
 }
 
 void to_proto(const core::NodeReport& in, pb::NodeReport& out) {
@@ -656,6 +769,38 @@ void to_proto(const core::NodeReport& in, pb::NodeReport& out) {
   for (const auto& c : in.claims) to_proto(c, *out.add_claims());
   out.mutable_allocations()->Reserve(static_cast<int>(in.allocations.size()));
   for (const auto& a : in.allocations) to_proto(a, *out.add_allocations());
+}
+
+void to_proto(const core::TaskView& in, pb::TaskView& out) {
+  out.Clear();
+  out.set_index(in.index);
+  out.set_state(static_cast<pb::TaskState>(to_wire(in.state)));
+  out.set_node(in.node.value);
+  out.set_exit_code(in.exit_code);
+  out.set_failures(in.failures);
+  out.set_losses(in.losses);
+}
+
+void to_proto(const core::JobView& in, pb::JobView& out) {
+  out.Clear();
+  to_proto(in.spec, *out.mutable_spec());
+  out.set_state(static_cast<pb::JobState>(to_wire(in.state)));
+  for (auto n : in.by_state) out.add_by_state(n);
+  out.set_reason(in.reason);
+  out.set_last_removal(in.last_removal);
+  out.set_preemptions(in.preemptions);
+  out.set_evictions(in.evictions);
+  out.mutable_tasks()->Reserve(static_cast<int>(in.tasks.size()));
+  for (const auto& t : in.tasks) to_proto(t, *out.add_tasks());
+}
+
+void to_proto(const core::NodeStatus& in, pb::NodeStatus& out) {
+  out.Clear();
+  to_proto(in.spec, *out.mutable_spec());
+  to_proto(in.snapshot, *out.mutable_snapshot());
+  out.set_alive(in.alive);
+  out.set_silent_ms(in.silent_ms);
+  out.set_running_tasks(in.running_tasks);
 }
 
 // -- from_proto / encode / decode ---------------------------------------------
@@ -683,6 +828,9 @@ CLAIMSCHED_CODEC_IMPL(NodeDelta)
 CLAIMSCHED_CODEC_IMPL(LiveClaim)
 CLAIMSCHED_CODEC_IMPL(Allocation)
 CLAIMSCHED_CODEC_IMPL(NodeReport)
+CLAIMSCHED_CODEC_IMPL(TaskView)
+CLAIMSCHED_CODEC_IMPL(JobView)
+CLAIMSCHED_CODEC_IMPL(NodeStatus)
 
 #undef CLAIMSCHED_CODEC_IMPL
 #undef CLAIMSCHED_TRY

@@ -12,6 +12,7 @@
 #include "core/job.hpp"
 #include "core/node.hpp"
 #include "core/protocol.hpp"
+#include "core/status.hpp"
 #include "messages/claimsched.pb.h"
 
 namespace claimsched::messages {
@@ -41,6 +42,9 @@ CLAIMSCHED_CODEC(NodeDelta)
 CLAIMSCHED_CODEC(LiveClaim)
 CLAIMSCHED_CODEC(Allocation)
 CLAIMSCHED_CODEC(NodeReport)
+CLAIMSCHED_CODEC(TaskView)
+CLAIMSCHED_CODEC(JobView)
+CLAIMSCHED_CODEC(NodeStatus)
 
 #undef CLAIMSCHED_CODEC
 

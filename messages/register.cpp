@@ -13,6 +13,12 @@ std::atomic<uint64_t> decode_failure_count{0};
 
 void register_types(caf::actor_system_config& cfg) {
   cfg.add_message_types<caf::id_block::claimsched>();
+  // add_message_types registers each type but not std::vector of it (unlike
+  // add_message_type): the vectors that travel in messages are added here.
+  cfg.add_message_type<core::JobId>("claimsched::core::JobId");
+  cfg.add_message_type<core::JobView>("claimsched::core::JobView");
+  cfg.add_message_type<core::NodeStatus>("claimsched::core::NodeStatus");
+  cfg.add_message_type<messages::ChangeBatch>("claimsched::messages::ChangeBatch");
   // 0.17.6: add_error_category<T>(atom) does not compile; the renderer
   // overload does. The rendering is core::Error::to_string, prefixed with the
   // category, e.g. "claimsched: corrupt data: ClaimRequest.tasks: empty".

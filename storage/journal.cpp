@@ -10,6 +10,8 @@ void append_journal(const core::Journal& journal, core::Epoch epoch, core::TimeP
     batch.put_node(StoredNode{node, core::NodeState::up, wall_now});
   for (const auto& job : journal.jobs_accepted)
     batch.put_job(StoredJob{job, JobStatus::active, wall_now, core::TimePoint{0}});
+  for (const auto& job : journal.jobs_cancelled)
+    batch.put_job(StoredJob{job, JobStatus::cancelled, wall_now, wall_now});
   for (const auto& change : journal.task_changes) {
     StoredTask t;
     t.state = change.state;
@@ -27,7 +29,12 @@ core::Expected<RecoveredPartition> recover_partition(PartitionStore& store,
                                                      core::TimePoint now) {
   auto started = std::chrono::steady_clock::now();
   RecoveredPartition out;
-  std::map<core::JobId, std::pair<core::JobSpec, std::vector<core::RestoredTask>>> jobs;
+  struct Job {
+    core::JobSpec spec;
+    std::vector<core::RestoredTask> tasks;
+    bool cancelled = false;
+  };
+  std::map<core::JobId, Job> jobs;
   core::Epoch stored_epoch = 0;
   RecoveryVisitor visitor;
   visitor.meta = [&](const PartitionMeta& meta) {
@@ -35,17 +42,18 @@ core::Expected<RecoveredPartition> recover_partition(PartitionStore& store,
     return core::Status::ok();
   };
   visitor.job = [&](const StoredJob& job) {
-    if (job.status == JobStatus::cancelled) return core::Status::ok();
-    jobs[job.spec.id].first = job.spec;
+    auto& j = jobs[job.spec.id];
+    j.spec = job.spec;
+    j.cancelled = job.status == JobStatus::cancelled;
     return core::Status::ok();
   };
   visitor.task = [&](core::JobId job, core::TaskIndex index, const StoredTask& task) {
     ++out.task_records;
     auto it = jobs.find(job);
-    // Tasks of a cancelled job, or of a job whose record a crash lost with
-    // the rest of its batch, have nothing to rebuild.
+    // Tasks of a job whose record a crash lost with the rest of its batch
+    // have nothing to rebuild.
     if (it == jobs.end()) return core::Status::ok();
-    it->second.second.push_back(core::RestoredTask{index, task.state, task.node, task.exit_code});
+    it->second.tasks.push_back(core::RestoredTask{index, task.state, task.node, task.exit_code});
     return core::Status::ok();
   };
   if (auto st = store.recover(visitor); !st) return st.error();
@@ -60,7 +68,8 @@ core::Expected<RecoveredPartition> recover_partition(PartitionStore& store,
   out.epoch = config.epoch;
   out.scheduler = std::make_unique<core::Scheduler>(std::move(config));
   for (auto& [id, entry] : jobs) {
-    if (auto st = out.scheduler->restore_job(std::move(entry.first), std::move(entry.second), now);
+    if (auto st = out.scheduler->restore_job(std::move(entry.spec), std::move(entry.tasks), now,
+                                             entry.cancelled);
         !st)
       return core::make_error(st.error().code, "recovering job " + std::to_string(id.value) +
                                                    " from " + store.path() + ": " +

@@ -66,7 +66,7 @@ class SchedulerNodeTest : public ActorTest {
   node_actor add_node(scheduler_actor s, core::NodeSpec spec, core::Duration ttl = 10s) {
     core::LedgerConfig ledger;
     ledger.claim_ttl = ttl;
-    auto n = spawn(actors::node, actors::NodeActorConfig{std::move(spec), ledger, nullptr, std::nullopt});
+    auto n = spawn(actors::node, actors::NodeActorConfig{std::move(spec), ledger, nullptr, std::nullopt, nullptr, false});
     if (s) caf::anon_send(s, actors::register_atom::value, n);
     run();
     return n;
@@ -235,6 +235,7 @@ node_actor::behavior_type silent_node(node_actor::pointer, core::NodeSpec spec) 
       [](actors::snapshot_atom) {},
       [=](actors::report_atom) { return core::NodeReport{}; },
       [](actors::tick_atom) {},
+      [](actors::TaskEnded&) {},
   };
 }
 

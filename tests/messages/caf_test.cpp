@@ -141,7 +141,7 @@ using CafTypes =
     ::testing::Types<core::NodeId, core::JobId, core::NodeSpec, core::NodeSnapshot, core::JobSpec,
                      core::ClaimRequest, core::ClaimReply, core::ConfirmRequest, core::ConfirmReply,
                      core::ReleaseRequest, core::ReleaseReply, core::NodeDelta, core::NodeReport,
-                     messages::ChangeBatch>;
+                     messages::ChangeBatch, core::JobView, core::NodeStatus>;
 
 struct CafTypeNames {
   template <class T>
@@ -153,7 +153,7 @@ struct CafTypeNames {
 
 TYPED_TEST_SUITE(CafTyped, CafTypes, CafTypeNames);
 
-static_assert(caf::id_block::claimsched::end - caf::id_block::claimsched::begin == 14,
+static_assert(caf::id_block::claimsched::end - caf::id_block::claimsched::begin == 16,
               "CafTypes must list every type of the claimsched block");
 
 TYPED_TEST(CafTyped, RoundTripThroughBinarySerializer) {

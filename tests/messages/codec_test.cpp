@@ -45,6 +45,9 @@ CLAIMSCHED_PROTO_OF(NodeDelta)
 CLAIMSCHED_PROTO_OF(LiveClaim)
 CLAIMSCHED_PROTO_OF(Allocation)
 CLAIMSCHED_PROTO_OF(NodeReport)
+CLAIMSCHED_PROTO_OF(TaskView)
+CLAIMSCHED_PROTO_OF(JobView)
+CLAIMSCHED_PROTO_OF(NodeStatus)
 #undef CLAIMSCHED_PROTO_OF
 
 /// Fails for every field (recursively) that holds its Protobuf default: the
@@ -103,7 +106,8 @@ using AllTypes =
     ::testing::Types<core::NodeSpec, core::NodeSnapshot, core::JobSpec, core::ClaimRequest,
                      core::ClaimReply, core::ConfirmRequest, core::ConfirmReply,
                      core::ReleaseRequest, core::ReleaseReply, core::NodeEvent, core::NodeDelta,
-                     core::LiveClaim, core::Allocation, core::NodeReport>;
+                     core::LiveClaim, core::Allocation, core::NodeReport, core::TaskView,
+                     core::JobView, core::NodeStatus>;
 
 struct TypeNames {
   template <class T>

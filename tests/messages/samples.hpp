@@ -70,7 +70,16 @@ inline core::JobSpec sample_job(bool preemptible = true) {
   j.max_run_time = 2h;
   j.simulated_runtime = 1500ms;
   j.submit_time = core::TimePoint{1'700'000'000'123'456'789LL};
+  j.command = {"/usr/bin/train", "--epochs", "90"};
+  j.env = {{"CUDA_VISIBLE_DEVICES", "0,1"}, {"MODE", "fast"}};
+  j.workdir = "/srv/train";
+  j.max_retries = 2;
+  j.max_lost_retries = 5;
   return j;
+}
+
+inline core::LaunchRef sample_launch() {
+  return core::LaunchRef(core::TaskLaunch{{"/bin/sh", "-c", "echo $MODE"}, {{"MODE", "fast"}}, "/tmp", 90s});
 }
 
 inline core::ClaimRequest sample_claim() {
@@ -84,6 +93,7 @@ inline core::ClaimRequest sample_claim() {
   c.per_task = sample_resources(2);
   c.tasks = {0, 7, 4'294'967'295u};
   c.simulated_runtime = 250ms;
+  c.launch = sample_launch();
   return c;
 }
 
@@ -153,6 +163,7 @@ inline core::LiveClaim sample_live_claim(int n = 0) {
   c.per_task = sample_resources(3);
   c.tasks = {static_cast<core::TaskIndex>(10 + n), static_cast<core::TaskIndex>(11 + n)};
   c.simulated_runtime = 3s;
+  c.launch = sample_launch();
   return c;
 }
 
@@ -165,6 +176,7 @@ inline core::Allocation sample_allocation(int n = 0) {
   a.confirmed_at = core::TimePoint{5s};
   a.finishes_at = n == 0 ? core::kNever : core::TimePoint{8s};
   a.claim_id = core::ClaimId{400};
+  a.launch = sample_launch();
   return a;
 }
 
@@ -247,6 +259,44 @@ inline core::Allocation sample<core::Allocation>() {
 template <>
 inline core::NodeReport sample<core::NodeReport>() {
   return sample_report();
+}
+
+inline core::TaskView sample_task_view(int n = 0) {
+  core::TaskView t;
+  t.index = static_cast<core::TaskIndex>(3 + n);
+  t.state = core::TaskState::failed;
+  t.node = core::NodeId{17};
+  t.exit_code = -9;
+  t.failures = 2;
+  t.losses = 1;
+  return t;
+}
+template <>
+inline core::TaskView sample<core::TaskView>() {
+  return sample_task_view();
+}
+template <>
+inline core::JobView sample<core::JobView>() {
+  core::JobView v;
+  v.spec = sample_job();
+  v.state = core::JobState::running;
+  for (size_t i = 0; i < v.by_state.size(); ++i) v.by_state[i] = static_cast<uint32_t>(i + 1);
+  v.reason = "waiting for capacity";
+  v.last_removal = "preempted task 3 on node 17";
+  v.preemptions = 4;
+  v.evictions = 1;
+  v.tasks = {sample_task_view(0), sample_task_view(1)};
+  return v;
+}
+template <>
+inline core::NodeStatus sample<core::NodeStatus>() {
+  core::NodeStatus n;
+  n.spec = sample_node_spec();
+  n.snapshot = sample_snapshot();
+  n.alive = true;
+  n.silent_ms = 1234;
+  n.running_tasks = 7;
+  return n;
 }
 
 }  // namespace claimsched::messages::samples

@@ -1,0 +1,122 @@
+#include "actors/process_executor.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <filesystem>
+
+namespace claimsched::actors {
+
+ProcessExecutor::ProcessExecutor(std::string output_dir) : output_dir_(std::move(output_dir)) {
+  supervisor_ = std::make_unique<agent::ProcessSupervisor>(
+      [this](uint64_t handle, agent::TaskExit how) { exited(handle, std::move(how)); });
+}
+
+ProcessExecutor::~ProcessExecutor() { supervisor_.reset(); }
+
+std::string ProcessExecutor::stdout_path(core::TaskRef task) const {
+  return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + ".out";
+}
+
+std::string ProcessExecutor::stderr_path(core::TaskRef task) const {
+  return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + ".err";
+}
+
+core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec& spec,
+                                    const core::Allocation& a) {
+  const core::TaskLaunch& launch = *a.launch;
+  agent::LaunchSpec ls;
+  ls.argv = launch.argv;
+  ls.env = agent::task_environment(a.task.job, a.task.index, spec.name, a.resources);
+  ls.env.insert(ls.env.end(), launch.env.begin(), launch.env.end());
+  ls.workdir = launch.workdir;
+  if (ls.workdir.empty()) {
+    ls.workdir = output_dir_ + "/" + std::to_string(a.task.job.value);
+    std::error_code ec;
+    std::filesystem::create_directories(ls.workdir, ec);
+    if (ec)
+      return core::make_error(core::Errc::io_error,
+                              "cannot create the task directory " + ls.workdir + ": " + ec.message());
+  }
+  ls.stdout_path = stdout_path(a.task);
+  ls.stderr_path = stderr_path(a.task);
+  ls.max_run_time = launch.max_run_time;
+  // Not under the lock: the supervisor's thread reports exits through
+  // exited(), which takes it, while start() waits for that thread.
+  auto handle = supervisor_->start(ls);
+  if (!handle) return handle.error();
+  std::optional<agent::TaskExit> early;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (auto it = early_.find(*handle); it != early_.end()) {
+      early = std::move(it->second);  // it ended before it was registered
+      early_.erase(it);
+    } else {
+      by_handle_[*handle] = Running{node, a.task};
+      by_task_[a.task] = *handle;
+    }
+  }
+  if (early) report(Running{node, a.task}, std::move(*early));
+  return core::Status::ok();
+}
+
+void ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
+  uint64_t handle = 0;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto it = by_task_.find(task);
+    if (it == by_task_.end()) return;
+    handle = it->second;
+  }
+  supervisor_->kill(handle, reason);
+}
+
+void ProcessExecutor::exited(uint64_t handle, agent::TaskExit how) {
+  Running r;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto it = by_handle_.find(handle);
+    if (it == by_handle_.end()) {
+      early_.emplace(handle, std::move(how));  // start() has not registered it yet
+      return;
+    }
+    r = it->second;
+    by_handle_.erase(it);
+    if (auto t = by_task_.find(r.task); t != by_task_.end() && t->second == handle) by_task_.erase(t);
+  }
+  report(r, std::move(how));
+}
+
+void ProcessExecutor::report(const Running& r, agent::TaskExit how) {
+  TaskEnded e;
+  e.task = r.task;
+  e.detail = how.detail;
+  switch (how.how) {
+    case agent::TaskExit::How::exited:
+      e.state = how.exit_code == 0 ? core::TaskState::succeeded : core::TaskState::failed;
+      e.exit_code = how.exit_code;
+      break;
+    case agent::TaskExit::How::killed_by_signal:
+      e.state = core::TaskState::failed;
+      e.exit_code = 128 + how.signal;
+      break;
+    case agent::TaskExit::How::timed_out:
+      e.state = core::TaskState::failed;
+      e.exit_code = how.exit_code >= 0 ? how.exit_code : 128 + how.signal;
+      break;
+    case agent::TaskExit::How::failed_to_start:
+      e.state = core::TaskState::failed;
+      e.exit_code = -1;
+      break;
+    case agent::TaskExit::How::killed_on_request:
+      // Released on purpose (cancel, preemption): the node already freed it
+      // and this finds nothing. Otherwise the agent is shutting down: the
+      // task did not end on its own and runs again elsewhere.
+      e.state = core::TaskState::lost;
+      e.exit_code = how.exit_code >= 0 ? how.exit_code : 128 + how.signal;
+      break;
+  }
+  spdlog::debug("task {}.{} ended: {}", r.task.job.value, r.task.index, how.detail);
+  if (r.node) caf::anon_send(r.node, std::move(e));
+}
+
+}  // namespace claimsched::actors

@@ -1,0 +1,51 @@
+#pragma once
+
+// The agent's TaskExecutor: every task a process, through the
+// ProcessSupervisor (agent/process_supervisor.hpp). Output goes to
+// <output_dir>/<job>/<task>.out and .err (appended: a retried task's runs
+// follow each other); a task without a working directory runs in
+// <output_dir>/<job>.
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+
+#include "actors/task_executor.hpp"
+#include "agent/process_supervisor.hpp"
+
+namespace claimsched::actors {
+
+class ProcessExecutor : public TaskExecutor {
+ public:
+  explicit ProcessExecutor(std::string output_dir);
+  ~ProcessExecutor() override;
+
+  core::Status start(const caf::actor& node, const core::NodeSpec& spec,
+                     const core::Allocation& allocation) override;
+  void kill(core::TaskRef task, const std::string& reason) override;
+
+  /// Where a task's standard output goes.
+  std::string stdout_path(core::TaskRef task) const;
+  std::string stderr_path(core::TaskRef task) const;
+
+ private:
+  struct Running {
+    caf::actor node;
+    core::TaskRef task;
+  };
+  void exited(uint64_t handle, agent::TaskExit how);
+  void report(const Running& r, agent::TaskExit how);
+
+  std::string output_dir_;
+  std::mutex mutex_;
+  std::map<uint64_t, Running> by_handle_;
+  std::map<core::TaskRef, uint64_t> by_task_;
+  /// Exits reported before start() registered their process.
+  std::map<uint64_t, agent::TaskExit> early_;
+  /// Last: its destructor reports what it kills through exited(), which
+  /// needs the maps above.
+  std::unique_ptr<agent::ProcessSupervisor> supervisor_;
+};
+
+}  // namespace claimsched::actors

@@ -1,0 +1,28 @@
+#include "actors/registration.hpp"
+
+#include <caf/io/all.hpp>
+#include <thread>
+
+#include "actors/actors.hpp"
+
+namespace claimsched::actors {
+
+void configure(caf::actor_system_config& cfg, const LinkOptions& link) {
+  messages::register_types(cfg);
+  // Handles that cross the network: an agent registers its node actor with
+  // the gateway; a scheduler subscribes to a remote node as a listener.
+  cfg.add_message_type<node_actor>("claimsched::node_actor");
+  cfg.add_message_type<node_listener_actor>("claimsched::node_listener_actor");
+  cfg.add_message_type<gateway_actor>("claimsched::gateway_actor");
+  cfg.load<caf::io::middleman>();
+  auto ms = [](core::Duration d) {
+    return caf::timespan{std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()};
+  };
+  if (link.heartbeat.count() > 0) cfg.set("middleman.heartbeat-interval", ms(link.heartbeat));
+  if (link.timeout.count() > 0) cfg.set("middleman.connection-timeout", ms(link.timeout));
+  uint32_t threads = link.threads != 0 ? link.threads : std::max(1u, std::thread::hardware_concurrency());
+  cfg.set("scheduler.max-threads", static_cast<size_t>(threads));
+  cfg.set("scheduler.max-throughput", size_t{300});
+}
+
+}  // namespace claimsched::actors

@@ -1,0 +1,27 @@
+#pragma once
+
+// Everything a claimsched process adds to its CAF configuration: the message
+// types (messages::register_types), the actor handle types that travel
+// between processes, and the middleman's failure detection. Every process
+// calls it, or a type known only to the sender arrives empty.
+
+#include <caf/actor_system_config.hpp>
+
+#include "core/ids.hpp"
+
+namespace claimsched::actors {
+
+struct LinkOptions {
+  /// CAF's heartbeat between connected processes; zero leaves CAF's default
+  /// (off, and a hung peer is never detected).
+  core::Duration heartbeat = std::chrono::milliseconds(250);
+  /// A connection silent this long is closed (down_msg to monitors).
+  core::Duration timeout = std::chrono::seconds(2);
+  /// Worker threads (0: one per core).
+  uint32_t threads = 0;
+};
+
+/// Registers types, loads the middleman and sets its timeouts.
+void configure(caf::actor_system_config& cfg, const LinkOptions& link = {});
+
+}  // namespace claimsched::actors

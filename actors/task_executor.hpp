@@ -1,0 +1,28 @@
+#pragma once
+
+// How a node actor runs real tasks. The agent plugs in an executor that
+// starts processes (agent/process_supervisor); sims have none. An executor
+// reports every task it started exactly once, as a TaskEnded message to the
+// node actor that started it.
+
+#include <string>
+
+#include "actors/actors.hpp"
+
+namespace claimsched::actors {
+
+class TaskExecutor {
+ public:
+  virtual ~TaskExecutor() = default;
+  /// Starts the task of `allocation` on the node described by `spec`; its end
+  /// comes back to `node` as a TaskEnded. An error means it did not start
+  /// (and no TaskEnded follows).
+  virtual core::Status start(const caf::actor& node, const core::NodeSpec& spec,
+                             const core::Allocation& allocation) = 0;
+  /// Stops the task (it was released: cancelled, preempted, evicted); its
+  /// TaskEnded still follows.
+  virtual void kill(core::TaskRef task, const std::string& reason) = 0;
+};
+
+}  // namespace claimsched::actors
+

@@ -1,0 +1,774 @@
+#include "agent/process_supervisor.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/eventfd.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cassert>
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <future>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <system_error>
+#include <thread>
+#include <variant>
+
+#include "core/duration.hpp"
+
+extern char** environ;
+
+namespace claimsched::agent {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr std::string_view kReservedPrefix = "CLAIMSCHED_";
+constexpr std::string_view kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
+/// How often children without a pidfd (pidfd_open failed, e.g. EMFILE) are
+/// polled for their exit.
+constexpr auto kPollInterval = std::chrono::milliseconds(20);
+/// The fallback for close_range: descriptors 3 .. this - 1 are marked
+/// close-on-exec one by one.
+constexpr int kMaxFdScan = 65536;
+
+class UniqueFd {
+ public:
+  UniqueFd() = default;
+  explicit UniqueFd(int fd) : fd_(fd) {}
+  UniqueFd(UniqueFd&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  UniqueFd& operator=(UniqueFd&& o) noexcept {
+    if (this != &o) reset(std::exchange(o.fd_, -1));
+    return *this;
+  }
+  UniqueFd(const UniqueFd&) = delete;
+  UniqueFd& operator=(const UniqueFd&) = delete;
+  ~UniqueFd() { reset(); }
+
+  int get() const { return fd_; }
+  explicit operator bool() const { return fd_ >= 0; }
+  void reset(int fd = -1) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = fd;
+  }
+
+ private:
+  int fd_ = -1;
+};
+
+std::string errno_text(int err) { return std::system_category().message(err); }
+
+std::string signal_name(int sig) {
+  if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
+  return "signal " + std::to_string(sig);
+}
+
+std::string in_quotes(std::string_view s) { return "'" + std::string(s) + "'"; }
+
+core::Error io_error(std::string message) { return core::make_error(core::Errc::io_error, std::move(message)); }
+core::Error invalid(std::string message) {
+  return core::make_error(core::Errc::invalid_argument, std::move(message));
+}
+
+bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
+
+/// Moves `fd` above 0..2 so that the child's dup2 onto 0..2 cannot clobber
+/// it (an agent started with stdin closed gets fd 0 from open()).
+core::Expected<UniqueFd> above_stdio(UniqueFd fd) {
+  if (fd.get() > 2) return fd;
+  int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
+  if (moved < 0) return io_error("fcntl(F_DUPFD_CLOEXEC): " + errno_text(errno));
+  return UniqueFd(moved);
+}
+
+// ---- what the child does between fork and execve --------------------------
+// Only async-signal-safe calls: everything is prepared before the fork.
+
+enum class Stage : int32_t { setsid, pdeathsig, parent_gone, dup_stdin, dup_stdout, dup_stderr, chdir, exec };
+
+struct ChildReport {
+  Stage stage;
+  int32_t error;
+};
+
+struct ChildArgs {
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  const char* workdir;  // nullptr: stay
+  int stdin_fd, stdout_fd, stderr_fd, report_fd;
+  pid_t parent;
+  int max_fd;
+};
+
+[[noreturn]] void fail_in_child(int report_fd, Stage stage) {
+  ChildReport report{stage, errno};
+  // Nothing to do if this fails: the parent then sees EOF and a child that
+  // exited 127, which it reports as a failed start too.
+  [[maybe_unused]] ssize_t n = ::write(report_fd, &report, sizeof report);
+  ::_exit(127);
+}
+
+[[noreturn]] void run_child(const ChildArgs& a) {
+  if (::setsid() < 0) fail_in_child(a.report_fd, Stage::setsid);
+  // Fires when the forking thread (the supervisor's) exits; the getppid
+  // check catches a parent that died before the prctl.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail_in_child(a.report_fd, Stage::pdeathsig);
+  if (::getppid() != a.parent) {
+    errno = ESRCH;
+    fail_in_child(a.report_fd, Stage::parent_gone);
+  }
+  // Handlers are reset by execve anyway, ignored signals are not. Signals are
+  // blocked here (the supervisor thread blocks all), so no handler of the
+  // agent can run in the child before this.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int s = 1; s < NSIG; ++s)
+    if (s != SIGKILL && s != SIGSTOP) ::sigaction(s, &dfl, nullptr);  // EINVAL for glibc's own: fine
+  if (::dup2(a.stdin_fd, 0) < 0) fail_in_child(a.report_fd, Stage::dup_stdin);
+  if (::dup2(a.stdout_fd, 1) < 0) fail_in_child(a.report_fd, Stage::dup_stdout);
+  if (::dup2(a.stderr_fd, 2) < 0) fail_in_child(a.report_fd, Stage::dup_stderr);
+  if (a.workdir != nullptr && ::chdir(a.workdir) != 0) fail_in_child(a.report_fd, Stage::chdir);
+  // Descriptors the agent's libraries opened without O_CLOEXEC (sockets,
+  // database files) must not leak into tasks.
+  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
+    for (int fd = 3; fd < a.max_fd; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(a.path, a.argv, a.envp);
+  fail_in_child(a.report_fd, Stage::exec);
+}
+
+// ---- preparing a start, on the caller's thread -------------------------------
+
+/// A validated LaunchSpec with its files open: everything the fork needs.
+struct Prepared {
+  std::string command;  // argv[0] as given, for messages
+  std::string path;     // what execve gets
+  std::string workdir;  // absolute; empty: the agent's
+  std::vector<std::string> argv_storage, env_storage;
+  std::vector<char*> argv, envp;
+  UniqueFd stdin_fd, stdout_fd, stderr_fd;
+  core::Duration max_run_time{0};
+  int max_fd = kMaxFdScan;
+};
+
+core::Status validate(const LaunchSpec& spec) {
+  if (spec.argv.empty()) return invalid("argv is empty: there is no command to run");
+  if (spec.argv.front().empty()) return invalid("argv[0] is empty: there is no command to run");
+  for (size_t i = 0; i < spec.argv.size(); ++i)
+    if (has_nul(spec.argv[i])) return invalid("argv[" + std::to_string(i) + "] contains a NUL byte");
+  for (const auto& [name, value] : spec.env) {
+    if (name.empty()) return invalid("an environment variable has an empty name");
+    if (name.find('=') != std::string::npos || has_nul(name))
+      return invalid("environment variable name " + in_quotes(name) + " contains '=' or a NUL byte");
+    if (has_nul(value)) return invalid("environment variable " + name + " contains a NUL byte");
+  }
+  if (has_nul(spec.workdir)) return invalid("workdir contains a NUL byte");
+  if (has_nul(spec.stdout_path)) return invalid("stdout_path contains a NUL byte");
+  if (has_nul(spec.stderr_path)) return invalid("stderr_path contains a NUL byte");
+  if (spec.max_run_time.count() < 0) return invalid("max_run_time is negative");
+  return {};
+}
+
+/// The agent's environment without CLAIMSCHED_*, then spec.env; sorted by name.
+std::map<std::string, std::string> child_environment(const LaunchSpec& spec) {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view kv(*e);
+    auto eq = kv.find('=');
+    if (eq == std::string_view::npos || eq == 0) continue;
+    auto name = kv.substr(0, eq);
+    if (name.starts_with(kReservedPrefix)) continue;
+    env.insert_or_assign(std::string(name), std::string(kv.substr(eq + 1)));
+  }
+  for (const auto& [name, value] : spec.env) env.insert_or_assign(name, value);
+  return env;
+}
+
+/// execve's path for `command`: itself if it contains '/', else the first
+/// executable regular file named so in `search_path`'s directories.
+core::Expected<std::string> resolve_command(const std::string& command, std::string_view search_path,
+                                            const std::string& workdir) {
+  if (command.find('/') != std::string::npos) return command;  // execve reports what is wrong
+  std::string denied;
+  size_t begin = 0;
+  while (begin <= search_path.size()) {
+    size_t end = search_path.find(':', begin);
+    if (end == std::string_view::npos) end = search_path.size();
+    std::string_view dir = search_path.substr(begin, end - begin);
+    begin = end + 1;
+    if (dir.empty()) continue;
+    fs::path candidate = fs::path(dir) / command;
+    if (candidate.is_relative() && !workdir.empty()) candidate = fs::path(workdir) / candidate;
+    struct stat st {};
+    if (::stat(candidate.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (::access(candidate.c_str(), X_OK) != 0) {
+      if (denied.empty()) denied = candidate.string();
+      continue;
+    }
+    return candidate.string();
+  }
+  if (!denied.empty())
+    return io_error("cannot run " + in_quotes(command) + ": " + in_quotes(denied) + " is not executable");
+  return io_error("command not found: " + in_quotes(command) + " (PATH=" + std::string(search_path) + ")");
+}
+
+core::Expected<UniqueFd> open_output(const std::string& given, const std::string& workdir, const char* what) {
+  if (given.empty()) {
+    UniqueFd fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
+    if (!fd) return io_error(std::string("cannot open /dev/null for ") + what + ": " + errno_text(errno));
+    return above_stdio(std::move(fd));
+  }
+  fs::path path(given);
+  if (path.is_relative() && !workdir.empty()) path = fs::path(workdir) / path;
+  if (path.has_parent_path()) {
+    std::error_code ec;
+    fs::create_directories(path.parent_path(), ec);
+    if (ec)
+      return io_error("cannot create the directory " + in_quotes(path.parent_path().string()) + " for " + what +
+                      ": " + ec.message());
+  }
+  // O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of hanging.
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0666));
+  if (!fd) return io_error(std::string("cannot open the ") + what + " file " + in_quotes(path.string()) + ": " +
+                           errno_text(errno));
+  int flags = ::fcntl(fd.get(), F_GETFL);
+  if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
+  return above_stdio(std::move(fd));
+}
+
+core::Expected<Prepared> prepare(const LaunchSpec& spec) {
+  if (auto st = validate(spec); !st) return st.error();
+  Prepared p;
+  p.command = spec.argv.front();
+  p.max_run_time = spec.max_run_time;
+
+  if (!spec.workdir.empty()) {
+    std::error_code ec;
+    fs::path abs = fs::absolute(spec.workdir, ec);
+    if (ec) return io_error("working directory " + in_quotes(spec.workdir) + ": " + ec.message());
+    struct stat st {};
+    if (::stat(abs.c_str(), &st) != 0) {
+      int err = errno;
+      if (err == ENOENT) return io_error("working directory " + in_quotes(spec.workdir) + " does not exist");
+      return io_error("working directory " + in_quotes(spec.workdir) + ": " + errno_text(err));
+    }
+    if (!S_ISDIR(st.st_mode)) return io_error("working directory " + in_quotes(spec.workdir) + " is not a directory");
+    p.workdir = abs.lexically_normal().string();
+  }
+
+  auto env = child_environment(spec);
+  auto path_var = env.find("PATH");
+  auto path = resolve_command(p.command, path_var != env.end() ? std::string_view(path_var->second) : kDefaultPath,
+                              p.workdir);
+  if (!path) return path.error();
+  p.path = std::move(*path);
+
+  p.argv_storage = spec.argv;
+  p.env_storage.reserve(env.size());
+  for (auto& [name, value] : env) p.env_storage.push_back(name + "=" + value);
+  for (auto& s : p.argv_storage) p.argv.push_back(s.data());
+  p.argv.push_back(nullptr);
+  for (auto& s : p.env_storage) p.envp.push_back(s.data());
+  p.envp.push_back(nullptr);
+
+  UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!in) return io_error("cannot open /dev/null for stdin: " + errno_text(errno));
+  auto stdin_fd = above_stdio(std::move(in));
+  if (!stdin_fd) return stdin_fd.error();
+  p.stdin_fd = std::move(*stdin_fd);
+  auto out = open_output(spec.stdout_path, p.workdir, "stdout");
+  if (!out) return out.error();
+  p.stdout_fd = std::move(*out);
+  auto err = open_output(spec.stderr_path, p.workdir, "stderr");
+  if (!err) return err.error();
+  p.stderr_fd = std::move(*err);
+
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    p.max_fd = static_cast<int>(std::min<rlim_t>(limit.rlim_cur, kMaxFdScan));
+  return p;
+}
+
+std::string describe_stage(Stage stage, const Prepared& p) {
+  switch (stage) {
+    case Stage::setsid:
+      return "setsid";
+    case Stage::pdeathsig:
+      return "prctl(PR_SET_PDEATHSIG)";
+    case Stage::parent_gone:
+      return "the supervisor died during the start";
+    case Stage::dup_stdin:
+      return "redirecting stdin";
+    case Stage::dup_stdout:
+      return "redirecting stdout";
+    case Stage::dup_stderr:
+      return "redirecting stderr";
+    case Stage::chdir:
+      return "chdir to " + in_quotes(p.workdir);
+    case Stage::exec:
+      return "execve of " + in_quotes(p.path);
+  }
+  return "starting";
+}
+
+/// Waits for `pid` (our child) without reaping anything else.
+bool reap(pid_t pid, int& status) {
+  for (;;) {
+    pid_t r = ::waitpid(pid, &status, 0);
+    if (r == pid) return true;
+    if (r < 0 && errno == EINTR) continue;
+    return false;
+  }
+}
+
+int poll_timeout_ms(Clock::duration d) {
+  if (d <= Clock::duration::zero()) return 0;
+  auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
+  return static_cast<int>(std::min<int64_t>(ms, INT_MAX));
+}
+
+}  // namespace
+
+// ---- TaskExit -----------------------------------------------------------------
+
+TaskExit TaskExit::start_failure(const core::Error& error) {
+  return TaskExit{How::failed_to_start, -1, 0, error.message.empty() ? error.to_string() : error.message};
+}
+
+std::string_view to_string(TaskExit::How how) {
+  switch (how) {
+    case TaskExit::How::exited:
+      return "exited";
+    case TaskExit::How::killed_by_signal:
+      return "killed by signal";
+    case TaskExit::How::timed_out:
+      return "timed out";
+    case TaskExit::How::failed_to_start:
+      return "failed to start";
+    case TaskExit::How::killed_on_request:
+      return "killed on request";
+  }
+  return "unknown";
+}
+
+// ---- the supervisor -------------------------------------------------------------
+
+struct ProcessSupervisor::Impl {
+  struct StartRequest {
+    Prepared* prepared;
+    std::promise<core::Expected<uint64_t>> result;
+  };
+  struct KillRequest {
+    uint64_t handle;
+    std::string reason;
+  };
+  using Request = std::variant<StartRequest, KillRequest>;
+
+  struct Child {
+    pid_t pid = 0;
+    UniqueFd pidfd;  // -1: polled every kPollInterval
+    std::string command;
+    core::Duration max_run_time{0};
+    std::optional<Clock::time_point> deadline;  // max_run_time
+    std::optional<Clock::time_point> kill_at;   // SIGKILL after SIGTERM
+    std::optional<TaskExit::How> ending;        // why we terminate it
+    std::string reason;
+  };
+
+  OnExit on_exit;
+  SupervisorOptions options;
+  UniqueFd wake_fd;
+  std::atomic<size_t> running{0};
+
+  std::mutex mutex;
+  std::deque<Request> queue;  // guarded by mutex
+  bool stopping = false;      // guarded by mutex
+
+  // The supervisor thread's own state.
+  std::map<uint64_t, Child> children;
+  uint64_t next_handle = 1;
+  bool shutting_down = false;
+
+  std::thread thread;
+
+  bool on_thread() const { return std::this_thread::get_id() == thread.get_id(); }
+
+  void wake() {
+    uint64_t one = 1;
+    [[maybe_unused]] ssize_t n = ::write(wake_fd.get(), &one, sizeof one);  // EAGAIN: already awake
+  }
+
+  // ---- starting ----
+
+  core::Expected<uint64_t> launch(Prepared& p) {
+    if (shutting_down) return core::make_error(core::Errc::wrong_state, "the supervisor is shutting down");
+    int pipe_fds[2];
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return io_error("pipe2: " + errno_text(errno));
+    UniqueFd report_read(pipe_fds[0]);
+    auto report_write = above_stdio(UniqueFd(pipe_fds[1]));
+    if (!report_write) return report_write.error();
+
+    ChildArgs args{p.path.c_str(),
+                   p.argv.data(),
+                   p.envp.data(),
+                   p.workdir.empty() ? nullptr : p.workdir.c_str(),
+                   p.stdin_fd.get(),
+                   p.stdout_fd.get(),
+                   p.stderr_fd.get(),
+                   report_write->get(),
+                   ::getpid(),
+                   p.max_fd};
+    const auto started = Clock::now();
+    pid_t pid = ::fork();
+    if (pid < 0) return io_error("cannot start " + in_quotes(p.command) + ": fork: " + errno_text(errno));
+    if (pid == 0) run_child(args);
+
+    report_write->reset();
+    p.stdin_fd.reset();
+    p.stdout_fd.reset();
+    p.stderr_fd.reset();
+    // syscall(): glibc 2.36's <sys/pidfd.h> lacks extern "C" for C++.
+    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!pidfd)
+      spdlog::warn("process-supervisor: pidfd_open({}) failed ({}); polling for its exit", pid, errno_text(errno));
+
+    if (auto failure = await_exec(report_read.get(), pid, p)) {
+      int status = 0;
+      reap(pid, status);
+      return *failure;
+    }
+
+    const uint64_t handle = next_handle++;
+    Child child;
+    child.pid = pid;
+    child.pidfd = std::move(pidfd);
+    child.command = p.command;
+    child.max_run_time = p.max_run_time;
+    if (p.max_run_time.count() > 0)
+      child.deadline = started + std::chrono::duration_cast<Clock::duration>(p.max_run_time);
+    children.emplace(handle, std::move(child));
+    running.fetch_add(1);
+    spdlog::debug("process-supervisor: started {} as pid {} (handle {})", in_quotes(p.command), pid, handle);
+    return handle;
+  }
+
+  /// Waits until the child's execve closes the report pipe (success) or the
+  /// child reports a failure. On failure the child is exiting or killed; the
+  /// caller reaps it.
+  std::optional<core::Error> await_exec(int report_fd, pid_t pid, const Prepared& p) {
+    const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(options.exec_timeout);
+    ChildReport report{};
+    size_t got = 0;
+    for (;;) {
+      pollfd pfd{report_fd, POLLIN, 0};
+      int r = ::poll(&pfd, 1, poll_timeout_ms(give_up - Clock::now()));
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) {
+        ::kill(pid, SIGKILL);
+        return io_error("cannot start " + in_quotes(p.command) + ": it did not reach execve within " +
+                        core::format_duration(options.exec_timeout));
+      }
+      ssize_t n = ::read(report_fd, reinterpret_cast<char*>(&report) + got, sizeof report - got);
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n < 0) {
+        int err = errno;
+        ::kill(pid, SIGKILL);
+        return io_error("cannot start " + in_quotes(p.command) + ": reading the start report: " + errno_text(err));
+      }
+      if (n == 0) {
+        if (got == 0) return std::nullopt;  // execve closed the pipe: running
+        ::kill(pid, SIGKILL);
+        return io_error("cannot start " + in_quotes(p.command) + ": a truncated start report");
+      }
+      got += static_cast<size_t>(n);
+      if (got == sizeof report)
+        return io_error("cannot start " + in_quotes(p.command) + ": " + describe_stage(report.stage, p) + ": " +
+                        errno_text(report.error));
+    }
+  }
+
+  // ---- terminating ----
+
+  void signal_group(const Child& c, int sig) {
+    // The leader is our unreaped child, so neither its pid nor its group id
+    // can have been reused. If it left its group, signal it alone.
+    if (::kill(-c.pid, sig) != 0 && errno == ESRCH) ::kill(c.pid, sig);
+  }
+
+  void begin_termination(Child& c, TaskExit::How how, std::string reason, Clock::time_point now) {
+    if (c.ending) return;
+    c.ending = how;
+    c.reason = std::move(reason);
+    if (options.kill_grace.count() <= 0) {
+      signal_group(c, SIGKILL);
+      return;
+    }
+    signal_group(c, SIGTERM);
+    c.kill_at = now + std::chrono::duration_cast<Clock::duration>(options.kill_grace);
+  }
+
+  void do_kill(uint64_t handle, std::string reason) {
+    auto it = children.find(handle);
+    if (it == children.end()) {
+      spdlog::debug("process-supervisor: kill of handle {} ignored: not running", handle);
+      return;
+    }
+    begin_termination(it->second, TaskExit::How::killed_on_request, std::move(reason), Clock::now());
+  }
+
+  // ---- reaping ----
+
+  TaskExit make_exit(const Child& c, int status) const {
+    TaskExit e;
+    std::string observed;
+    if (WIFEXITED(status)) {
+      e.exit_code = WEXITSTATUS(status);
+      observed = "exited with status " + std::to_string(e.exit_code);
+    } else if (WIFSIGNALED(status)) {
+      e.signal = WTERMSIG(status);
+      observed = "killed by signal " + std::to_string(e.signal) + " (" + signal_name(e.signal) + ")";
+      if (WCOREDUMP(status)) observed += ", core dumped";
+    } else {
+      observed = "ended with wait status " + std::to_string(status);
+    }
+    if (!c.ending) {
+      e.how = WIFEXITED(status) ? TaskExit::How::exited : TaskExit::How::killed_by_signal;
+      e.detail = std::move(observed);
+      return e;
+    }
+    e.how = *c.ending;
+    if (e.how == TaskExit::How::timed_out)
+      e.detail = "exceeded its maximum run time of " + core::format_duration(c.max_run_time);
+    else
+      e.detail = c.reason.empty() ? "killed on request" : "killed on request: " + c.reason;
+    e.detail += "; " + observed;
+    return e;
+  }
+
+  /// The exit of `c` if it has ended; its group's leftovers are killed first.
+  std::optional<TaskExit> check_exited(Child& c) {
+    siginfo_t info{};
+    int r;
+    do {
+      r = ::waitid(P_PID, static_cast<id_t>(c.pid), &info, WEXITED | WNOHANG | WNOWAIT);
+    } while (r != 0 && errno == EINTR);
+    if (r != 0) {
+      int err = errno;
+      spdlog::error("process-supervisor: pid {} ({}) vanished: {}; was SIGCHLD ignored or waitpid(-1) called?",
+                    c.pid, c.command, errno_text(err));
+      TaskExit e{c.ending.value_or(TaskExit::How::exited), -1, 0,
+                 "exit status lost: the process was reaped by someone else (" + errno_text(err) + ")"};
+      return e;
+    }
+    if (info.si_pid == 0) return std::nullopt;
+    // A zombie now: its pid still names its group, so this reaches only the
+    // group's leftovers (background children of a shell, say).
+    ::kill(-c.pid, SIGKILL);
+    int status = 0;
+    if (!reap(c.pid, status)) {
+      int err = errno;
+      return TaskExit{c.ending.value_or(TaskExit::How::exited), -1, 0,
+                      "exit status lost: waitpid failed (" + errno_text(err) + ")"};
+    }
+    return make_exit(c, status);
+  }
+
+  void report(uint64_t handle, TaskExit exit) {
+    running.fetch_sub(1);
+    spdlog::debug("process-supervisor: handle {} {}", handle, exit.detail);
+    if (!on_exit) return;
+    try {
+      on_exit(handle, std::move(exit));
+    } catch (const std::exception& e) {
+      spdlog::error("process-supervisor: on_exit for handle {} threw: {}", handle, e.what());
+    } catch (...) {
+      spdlog::error("process-supervisor: on_exit for handle {} threw", handle);
+    }
+  }
+
+  // ---- the loop ----
+
+  void handle_requests() {
+    std::deque<Request> requests;
+    {
+      std::lock_guard lock(mutex);
+      requests.swap(queue);
+      if (stopping) shutting_down = true;
+    }
+    for (auto& request : requests) {
+      if (auto* start = std::get_if<StartRequest>(&request))
+        start->result.set_value(launch(*start->prepared));
+      else if (auto* kill = std::get_if<KillRequest>(&request))
+        do_kill(kill->handle, std::move(kill->reason));
+    }
+  }
+
+  void run() {
+    bool terminated_all = false;
+    for (;;) {
+      handle_requests();
+      auto now = Clock::now();
+      if (shutting_down && !terminated_all) {
+        terminated_all = true;
+        for (auto& [handle, c] : children)
+          begin_termination(c, TaskExit::How::killed_on_request, "supervisor shutting down", now);
+      }
+      if (shutting_down && children.empty()) break;
+
+      std::optional<Clock::time_point> next_timer;
+      auto consider = [&](Clock::time_point t) { next_timer = next_timer ? std::min(*next_timer, t) : t; };
+      for (auto& [handle, c] : children) {
+        if (!c.ending && c.deadline && now >= *c.deadline)
+          begin_termination(c, TaskExit::How::timed_out, {}, now);
+        if (c.kill_at && now >= *c.kill_at) {
+          signal_group(c, SIGKILL);
+          c.kill_at.reset();
+        }
+        if (!c.ending && c.deadline) consider(*c.deadline);
+        if (c.kill_at) consider(*c.kill_at);
+        if (!c.pidfd) consider(now + kPollInterval);
+      }
+
+      std::vector<pollfd> fds{{wake_fd.get(), POLLIN, 0}};
+      std::vector<uint64_t> owners;
+      for (auto& [handle, c] : children) {
+        if (!c.pidfd) continue;
+        fds.push_back({c.pidfd.get(), POLLIN, 0});
+        owners.push_back(handle);
+      }
+      int timeout = next_timer ? poll_timeout_ms(*next_timer - Clock::now()) : -1;
+      int r = ::poll(fds.data(), fds.size(), timeout);
+      if (r < 0 && errno != EINTR) {
+        spdlog::error("process-supervisor: poll failed: {}", errno_text(errno));
+        std::this_thread::sleep_for(kPollInterval);
+      }
+      if (r > 0 && (fds[0].revents & POLLIN) != 0) {
+        uint64_t count;
+        [[maybe_unused]] ssize_t n = ::read(wake_fd.get(), &count, sizeof count);
+      }
+
+      std::vector<uint64_t> ready;
+      for (size_t i = 0; r > 0 && i < owners.size(); ++i)
+        if (fds[i + 1].revents != 0) ready.push_back(owners[i]);
+      for (auto& [handle, c] : children)
+        if (!c.pidfd) ready.push_back(handle);
+      std::vector<std::pair<uint64_t, TaskExit>> finished;
+      for (uint64_t handle : ready) {
+        auto it = children.find(handle);
+        if (auto exit = check_exited(it->second)) {
+          finished.emplace_back(handle, std::move(*exit));
+          children.erase(it);
+        }
+      }
+      // After the bookkeeping: a callback may start or kill inline.
+      for (auto& [handle, exit] : finished) report(handle, std::move(exit));
+    }
+
+    std::deque<Request> rest;
+    {
+      std::lock_guard lock(mutex);
+      rest.swap(queue);
+    }
+    for (auto& request : rest)
+      if (auto* start = std::get_if<StartRequest>(&request))
+        start->result.set_value(core::make_error(core::Errc::wrong_state, "the supervisor is shutting down"));
+  }
+};
+
+ProcessSupervisor::ProcessSupervisor(OnExit on_exit, SupervisorOptions options) : impl_(std::make_unique<Impl>()) {
+  impl_->on_exit = std::move(on_exit);
+  impl_->options = options;
+  impl_->wake_fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!impl_->wake_fd) throw std::system_error(errno, std::system_category(), "process-supervisor: eventfd");
+  // The thread starts with every signal blocked, and keeps them so.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    impl_->thread = std::thread([impl = impl_.get()] { impl->run(); });
+  } catch (...) {
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    throw;
+  }
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+}
+
+ProcessSupervisor::~ProcessSupervisor() {
+  assert(!impl_->on_thread() && "a ProcessSupervisor must not be destroyed from its own on_exit");
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->stopping = true;
+  }
+  impl_->wake();
+  impl_->thread.join();
+}
+
+core::Expected<uint64_t> ProcessSupervisor::start(const LaunchSpec& spec) {
+  auto prepared = prepare(spec);
+  if (!prepared) return prepared.error();
+  if (impl_->on_thread()) return impl_->launch(*prepared);
+  std::future<core::Expected<uint64_t>> result;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopping) return core::make_error(core::Errc::wrong_state, "the supervisor is shutting down");
+    Impl::StartRequest request{&*prepared, {}};
+    result = request.result.get_future();
+    impl_->queue.emplace_back(std::move(request));
+  }
+  impl_->wake();
+  return result.get();
+}
+
+void ProcessSupervisor::kill(uint64_t handle, std::string reason) {
+  if (impl_->on_thread()) {
+    impl_->do_kill(handle, std::move(reason));
+    return;
+  }
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopping) return;
+    impl_->queue.emplace_back(Impl::KillRequest{handle, std::move(reason)});
+  }
+  impl_->wake();
+}
+
+size_t ProcessSupervisor::running() const { return impl_->running.load(); }
+
+std::vector<std::pair<std::string, std::string>> task_environment(core::JobId job, core::TaskIndex index,
+                                                                  std::string_view node_name,
+                                                                  const core::Resources& resources) {
+  std::vector<std::pair<std::string, std::string>> env{
+      {"CLAIMSCHED_JOB_ID", std::to_string(job.value)},
+      {"CLAIMSCHED_TASK_INDEX", std::to_string(index)},
+      {"CLAIMSCHED_NODE", std::string(node_name)},
+      {"CLAIMSCHED_RESOURCES", resources.to_string()},
+      {"CLAIMSCHED_CPU_MILLICORES", std::to_string(resources[core::dim::cpu])},
+      {"CLAIMSCHED_MEMORY_BYTES", std::to_string(resources[core::dim::memory])},
+  };
+  if (resources[core::dim::gpu] > 0) env.emplace_back("CLAIMSCHED_GPU", std::to_string(resources[core::dim::gpu]));
+  return env;
+}
+
+}  // namespace claimsched::agent

@@ -1,0 +1,177 @@
+#pragma once
+
+// Runs a task's command as a real process and reports how it ended. Plain C++
+// (no CAF): the node actor owns a ProcessSupervisor, calls start/kill from its
+// own thread and forwards the on_exit callbacks to itself as messages.
+//
+// Threads. The supervisor owns one thread. It forks every child (so the
+// children's PR_SET_PDEATHSIG, which fires when the *forking thread* exits,
+// is tied to a thread that lives exactly as long as the supervisor), reaps
+// them (waitpid on its own pids only, woken by a pidfd per child; it never
+// calls waitpid(-1) and never touches SIGCHLD), enforces max_run_time and
+// the SIGTERM -> SIGKILL escalation, and invokes on_exit. The thread blocks
+// every signal, so process-directed signals (SIGTERM/SIGINT handlers of the
+// agent) are never delivered to it.
+//
+// Environment of a child: the agent's environment (read at start()) minus
+// every variable whose name starts with CLAIMSCHED_ (the agent's own settings,
+// which may hold a token, and a stale task identity if the agent itself runs as
+// a task), plus spec.env (later entries win). Anything else in the agent's
+// environment reaches every task: keep secrets out of it.
+//
+// A child runs in a session and process group of its own (setsid: pgid = its
+// pid, no controlling terminal, so a Ctrl-C at the agent's terminal does not
+// reach tasks), with stdin from /dev/null, every inherited descriptor above 2
+// closed, all signal dispositions at their defaults and an empty signal mask
+// (an agent that ignores SIGPIPE does not pass that on). When the process
+// ends, whatever is left of its process group (background children) is killed
+// with SIGKILL before the exit is reported: a finished task holds nothing.
+//
+// Caveats:
+// - PDEATHSIG kills the *direct* child when the agent dies without running the
+//   destructor (SIGKILL, crash). Grandchildren of a killed child survive as
+//   orphans; only a cgroup could catch them. The kernel also clears PDEATHSIG
+//   when the child execs a set-uid/set-gid or file-capability binary.
+// - A task's descendants that leave its process group (setsid, setpgid)
+//   escape the group kills.
+// - Orphans are reparented to pid 1 (or a subreaper), which must reap them:
+//   in a container, run the agent under an init (tini, docker --init).
+// - If another part of the process sets SIGCHLD to SIG_IGN or calls
+//   waitpid(-1), the exit status of a child is lost; it is still reported,
+//   once, as exited with exit_code -1 and a detail saying so.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/ids.hpp"
+#include "core/resources.hpp"
+
+namespace claimsched::agent {
+
+/// What to run. Strings must not contain NUL bytes.
+struct LaunchSpec {
+  /// argv[0] is the command: a path if it contains '/', else looked up in the
+  /// PATH of the child's environment (default /usr/local/bin:/usr/bin:/bin).
+  /// A relative path is relative to workdir.
+  std::vector<std::string> argv;
+  /// Added to the inherited environment (see the file comment); a name must
+  /// be non-empty and contain no '='; a later duplicate wins.
+  std::vector<std::pair<std::string, std::string>> env;
+  /// Must be an existing directory; empty means the agent's working directory.
+  std::string workdir;
+  /// Appended to (O_APPEND), created 0666 & ~umask with missing parent
+  /// directories. A relative path is relative to workdir. Empty means
+  /// /dev/null. Both may name the same file.
+  std::string stdout_path, stderr_path;
+  /// Measured from the fork; when exceeded the process group is terminated
+  /// (SIGTERM, SIGKILL after the grace) and the exit is How::timed_out.
+  /// Zero means no limit; negative is invalid.
+  core::Duration max_run_time{0};
+};
+
+/// How a started process ended. `how` says why it ended; exit_code and signal
+/// say what was observed, also for timed_out and killed_on_request (a task
+/// that handles SIGTERM and exits 0 is timed_out with exit_code 0).
+struct TaskExit {
+  enum class How {
+    /// Exited on its own; exit_code is its status.
+    exited,
+    /// Killed by a signal nobody here sent; signal is that signal.
+    killed_by_signal,
+    /// Exceeded LaunchSpec::max_run_time and was terminated.
+    timed_out,
+    /// Never ran. ProcessSupervisor::start reports this as its error, never
+    /// through on_exit; start_failure() lets a caller report both the same way.
+    failed_to_start,
+    /// Terminated by kill() or by the supervisor's destructor; detail holds
+    /// the reason.
+    killed_on_request,
+  };
+  How how = How::exited;
+  /// The exit status if the process exited, else -1.
+  int exit_code = -1;
+  /// The terminating signal if a signal ended the process, else 0.
+  int signal = 0;
+  /// One line for people: "exited with status 3", "killed by signal 9
+  /// (SIGKILL)", "exceeded its maximum run time of 200ms; killed by ...".
+  std::string detail;
+
+  /// True if the process exited on its own with status 0.
+  bool succeeded() const { return how == How::exited && exit_code == 0; }
+  /// The exit to report for a task whose start() failed.
+  static TaskExit start_failure(const core::Error& error);
+};
+
+std::string_view to_string(TaskExit::How how);
+
+struct SupervisorOptions {
+  /// Between SIGTERM and SIGKILL to the process group, for kill(), timeouts
+  /// and the destructor. Negative counts as zero (SIGKILL at once).
+  core::Duration kill_grace = std::chrono::seconds(2);
+  /// How long start() waits for the child to reach execve before it kills it
+  /// and fails (a chdir into a hung network mount, say).
+  core::Duration exec_timeout = std::chrono::seconds(10);
+};
+
+class ProcessSupervisor {
+ public:
+  /// Called once per successful start(), on the supervisor's thread, after
+  /// running() stopped counting the process. It may call start() and kill()
+  /// (they run inline on that thread) but must not destroy the supervisor,
+  /// and should return quickly: no other exit is reported meanwhile.
+  /// Exceptions it throws are logged and dropped.
+  using OnExit = std::function<void(uint64_t handle, TaskExit)>;
+
+  explicit ProcessSupervisor(OnExit on_exit, SupervisorOptions options = {});
+  /// Terminates every running process group (SIGTERM, SIGKILL after the
+  /// grace), reports each through on_exit (killed_on_request, "supervisor
+  /// shutting down") and returns when all are reaped. No start() or kill()
+  /// may run concurrently with or after it.
+  ~ProcessSupervisor();
+
+  ProcessSupervisor(const ProcessSupervisor&) = delete;
+  ProcessSupervisor& operator=(const ProcessSupervisor&) = delete;
+
+  /// Forks and execs `spec`; returns a handle (never 0, never reused) once the
+  /// child has successfully called execve. Every failure to get there is the
+  /// returned error and no callback follows: invalid_argument for a malformed
+  /// spec (empty argv, NUL bytes, bad env names, negative max_run_time),
+  /// io_error for the rest (command not found or not executable, missing
+  /// workdir, unwritable output files, fork or execve failure, with the errno
+  /// text), wrong_state once the destructor has begun. On success exactly one
+  /// on_exit for the handle follows. Thread-safe; blocks until the child has
+  /// exec'd (typically a millisecond, at most exec_timeout).
+  core::Expected<uint64_t> start(const LaunchSpec& spec);
+
+  /// Terminates the process group of `handle` (SIGTERM, SIGKILL after the
+  /// grace); its exit is reported as killed_on_request with `reason`. Does
+  /// not wait. Unknown or already finished handles and repeated kills are
+  /// ignored (the first reason to terminate a process wins, also against a
+  /// timeout). Thread-safe.
+  void kill(uint64_t handle, std::string reason);
+
+  /// Processes started and not yet reported. Thread-safe.
+  size_t running() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+/// The variables that tell a task who it is: CLAIMSCHED_JOB_ID,
+/// CLAIMSCHED_TASK_INDEX, CLAIMSCHED_NODE (the node's name),
+/// CLAIMSCHED_RESOURCES (Resources::to_string, e.g. "cpu=2,memory=4Gi"),
+/// CLAIMSCHED_CPU_MILLICORES, CLAIMSCHED_MEMORY_BYTES, and CLAIMSCHED_GPU when
+/// the task has GPUs. In that order.
+std::vector<std::pair<std::string, std::string>> task_environment(core::JobId job,
+                                                                  core::TaskIndex index,
+                                                                  std::string_view node_name,
+                                                                  const core::Resources& resources);
+
+}  // namespace claimsched::agent

@@ -1,0 +1,205 @@
+#include "apps/agent_main.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <caf/io/all.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+
+#include "actors/clock.hpp"
+#include "actors/node_actor.hpp"
+#include "actors/node_persistence.hpp"
+#include "actors/process_executor.hpp"
+#include "actors/registration.hpp"
+#include "agent/machine.hpp"
+#include "apps/cluster_config.hpp"
+#include "apps/signals.hpp"
+#include "storage/node_store.hpp"
+
+namespace claimsched::apps {
+
+namespace {
+
+int fail(int code, const std::string& what) {
+  std::fprintf(stderr, "claimsched agent: %s\n", what.c_str());
+  return code;
+}
+
+}  // namespace
+
+core::NodeId node_id_of(std::string_view name) {
+  uint32_t h = 2166136261u;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 16777619u;
+  }
+  return core::NodeId{h == 0 ? 1u : h};
+}
+
+int run_agent(const AgentOptions& opt) {
+  block_stop_signals();
+  ClusterConfig config;
+  if (!opt.config.empty()) {
+    auto loaded = load_cluster_config(opt.config);
+    if (!loaded) {
+      std::fprintf(stderr, "%s\n", loaded.error().message.c_str());
+      return 2;
+    }
+    config = std::move(*loaded);
+  }
+  AgentConfig a = config.agent;
+  if (!opt.server.empty()) a.server = opt.server;
+  else if (const char* env = std::getenv("CLAIMSCHED_SERVER"); env && *env && opt.config.empty()) a.server = env;
+  if (!opt.name.empty()) a.name = opt.name;
+  if (a.name.empty()) a.name = agent::host_name();
+  if (!opt.pool.empty()) a.pool = opt.pool;
+  if (!opt.resources.empty()) a.resources = opt.resources;
+  if (!opt.labels.empty()) a.labels = opt.labels;
+  if (!opt.state_dir.empty()) a.state_dir = opt.state_dir;
+  if (opt.max_starting >= 0) a.max_starting = static_cast<uint32_t>(opt.max_starting);
+
+  core::Resources capacity;
+  if (!a.resources.empty()) {
+    auto r = core::Resources::parse(a.resources);
+    if (!r) return fail(2, "resources: " + r.error().message);
+    capacity = *r;
+  } else {
+    auto r = agent::detect_machine_capacity();
+    if (!r) return fail(2, "cannot detect this machine's capacity (give --resources): " + r.error().message);
+    capacity = *r;
+  }
+  auto colon = a.server.rfind(':');
+  if (colon == std::string::npos) return fail(2, "server '" + a.server + "' is not HOST:PORT");
+  std::string host = a.server.substr(0, colon);
+  uint16_t port = 0;
+  try {
+    port = static_cast<uint16_t>(std::stoi(a.server.substr(colon + 1)));
+  } catch (const std::exception&) {
+    return fail(2, "server '" + a.server + "' has no valid port");
+  }
+  std::error_code ec;
+  std::filesystem::create_directories(a.state_dir, ec);
+  if (ec) return fail(2, "cannot create the state directory " + a.state_dir + ": " + ec.message());
+
+  caf::actor_system_config cfg;
+  actors::LinkOptions link;
+  link.heartbeat = config.timeouts.link_heartbeat;
+  link.timeout = config.timeouts.link_timeout;
+  actors::configure(cfg, link);
+  caf::actor_system sys{cfg};
+
+  storage::StoreOptions so;
+  so.log_level = storage::RocksLogLevel::error;
+  auto store = storage::NodeStore::open(a.state_dir + "/nodes", {config.cluster_id, a.name}, so);
+  if (!store) return fail(1, store.error().to_string());
+  std::shared_ptr<storage::NodeStore> node_store = std::move(*store);
+  std::map<core::NodeId, storage::LoadedNode> stored;
+  if (auto st = node_store->load([&](storage::LoadedNode&& n) {
+        auto id = n.header.spec.id;
+        stored.emplace(id, std::move(n));
+        return core::Status::ok();
+      });
+      !st)
+    return fail(1, st.error().to_string());
+
+  std::shared_ptr<actors::TaskExecutor> executor;
+  if (opt.simulate == 0) executor = std::make_shared<actors::ProcessExecutor>(a.state_dir + "/tasks");
+  core::LedgerConfig ledger;
+  ledger.claim_ttl = config.timeouts.claim_ttl;
+  uint32_t count = std::max<uint32_t>(1, opt.simulate);
+  std::vector<core::NodeSpec> specs;
+  std::vector<actors::node_actor> nodes;
+  auto clock = actors::ClockMapping{actors::now(sys), actors::wall_now()};
+  auto fresh = node_store->batch();
+  for (uint32_t i = 0; i < count; ++i) {
+    core::NodeSpec spec;
+    spec.name = opt.simulate == 0 ? a.name : a.name + "-" + std::to_string(i + 1);
+    spec.id = node_id_of(spec.name);
+    spec.pool = a.pool;
+    spec.capacity = capacity;
+    spec.labels = a.labels;
+    spec.max_starting = a.max_starting;
+    actors::NodeActorConfig nc{spec, ledger, node_store, std::nullopt, executor, opt.simulate > 0};
+    if (auto it = stored.find(spec.id); it != stored.end()) {
+      nc.restored = actors::restore_ledger(it->second, ledger, clock);
+      nc.restored->set_capacity(capacity);
+    } else {
+      core::NodeReport r;
+      r.spec = spec;
+      r.snapshot = core::NodeLedger(spec.id, capacity, ledger).snapshot();
+      fresh.put_report(r);
+    }
+    specs.push_back(spec);
+    nodes.push_back(sys.spawn(actors::node, std::move(nc)));
+  }
+  if (!fresh.empty())
+    if (auto st = node_store->write(std::move(fresh)); !st) return fail(1, st.error().to_string());
+  spdlog::info("claimsched agent {}: {} node(s) of {} in pool {}, state in {}", a.name, count,
+               capacity.to_string(), a.pool, a.state_dir);
+
+  caf::scoped_actor self{sys};
+  bool stopping = false;
+  int exit_code = 0;
+  auto backoff = std::chrono::milliseconds(200);
+  bool said_unreachable = false;
+  while (!stopping) {
+    auto remote = sys.middleman().remote_actor<actors::gateway_actor>(host, port);
+    if (!remote) {
+      if (!said_unreachable)
+        spdlog::warn("claimsched agent {}: cannot reach the server at {}: {}; retrying", a.name, a.server,
+                     sys.render(remote.error()));
+      said_unreachable = true;
+      stopping = wait_for_stop_signal(backoff);
+      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
+      continue;
+    }
+    said_unreachable = false;
+    backoff = std::chrono::milliseconds(200);
+    auto gw = *remote;
+    self->monitor(gw);
+    auto interval = std::chrono::milliseconds(1000);
+    bool registered = true;
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      self->request(gw, std::chrono::seconds(10), actors::register_atom::value, specs[i], nodes[i])
+          .receive([&](uint64_t ms) { interval = std::chrono::milliseconds(std::max<uint64_t>(ms, 50)); },
+                   [&](caf::error& err) {
+                     auto e = messages::from_caf_error(err, &sys);
+                     spdlog::error("claimsched agent {}: the server refused node {}: {}", a.name,
+                                   specs[i].name, e.message);
+                     registered = false;
+                     if (e.code == core::Errc::invalid_argument || e.code == core::Errc::unknown_name ||
+                         e.code == core::Errc::duplicate) {
+                       stopping = true;
+                       exit_code = 1;
+                     }
+                   });
+      if (!registered) break;
+    }
+    if (!registered) {
+      self->demonitor(gw.address());
+      if (!stopping) stopping = wait_for_stop_signal(backoff);
+      continue;
+    }
+    spdlog::info("claimsched agent {}: registered with {}", a.name, a.server);
+    bool lost = false;
+    while (!lost && !stopping) {
+      for (const auto& s : specs) self->send(gw, actors::heartbeat_atom::value, s.id);
+      auto deadline = std::chrono::steady_clock::now() + interval;
+      while (!lost && !stopping && std::chrono::steady_clock::now() < deadline) {
+        self->receive([&](caf::down_msg&) { lost = true; },
+                      caf::after(std::chrono::milliseconds(100)) >> [&] {});
+        stopping = wait_for_stop_signal(std::chrono::milliseconds(0));
+      }
+    }
+    if (lost) spdlog::warn("claimsched agent {}: lost the server; reconnecting", a.name);
+    self->demonitor(gw.address());
+  }
+  spdlog::info("claimsched agent {}: stopping", a.name);
+  for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);
+  for (auto& n : nodes) self->wait_for(n);
+  return exit_code;
+}
+
+}  // namespace claimsched::apps

@@ -1,0 +1,290 @@
+#include "apps/client.hpp"
+
+#include <CLI/CLI.hpp>
+#include <caf/io/all.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "actors/actors.hpp"
+#include "actors/registration.hpp"
+#include "apps/job_file.hpp"
+#include "core/duration.hpp"
+
+namespace claimsched::apps {
+
+namespace {
+
+constexpr int kOk = 0;
+constexpr int kRefused = 1;
+constexpr int kUsage = 2;
+constexpr int kUnreachable = 3;
+
+const char* kCommands[] = {"submit", "status", "queue", "nodes", "cancel", "pools", "explain"};
+
+std::string server_address(const ClientOptions& o) {
+  if (!o.server.empty()) return o.server;
+  if (const char* env = std::getenv("CLAIMSCHED_SERVER"); env && *env) return env;
+  return "127.0.0.1:7070";
+}
+
+int fail(int code, const std::string& message) {
+  std::fprintf(stderr, "claimsched: %s\n", message.c_str());
+  return code;
+}
+
+core::Expected<core::JobSpec> job_from(const ClientOptions& o) {
+  core::JobSpec j;
+  if (!o.file.empty()) {
+    std::ifstream in(o.file);
+    if (!in) return core::make_error(core::Errc::io_error, "cannot read job file " + o.file);
+    std::stringstream text;
+    text << in.rdbuf();
+    auto parsed = parse_job_file(text.str(), o.file);
+    if (!parsed) return parsed.error();
+    j = std::move(*parsed);
+  } else {
+    j.name = o.name;
+    j.job_class = o.job_class;
+    j.pool = o.pool;
+    j.count = o.count;
+    auto r = core::Resources::parse(o.resources);
+    if (!r) return core::make_error(core::Errc::invalid_argument, "--resources: " + r.error().message);
+    j.per_task = *r;
+    for (const auto& e : o.env) {
+      auto eq = e.find('=');
+      if (eq == std::string::npos || eq == 0)
+        return core::make_error(core::Errc::invalid_argument, "--env: expected NAME=VALUE, got '" + e + "'");
+      j.env.emplace_back(e.substr(0, eq), e.substr(eq + 1));
+    }
+    j.constraints = o.constraints;
+    j.workdir = o.workdir;
+    for (const auto& [flag, text, target] :
+         {std::tuple{"--max-run-time", &o.max_run_time, &j.max_run_time},
+          std::tuple{"--duration", &o.duration, &j.simulated_runtime}}) {
+      if (text->empty()) continue;
+      auto d = core::parse_duration(*text);
+      if (!d) return core::make_error(core::Errc::invalid_argument, std::string(flag) + ": " + d.error().message);
+      *target = *d;
+    }
+    j.max_retries = o.max_retries;
+    if (o.max_lost_retries >= 0) j.max_lost_retries = static_cast<uint32_t>(o.max_lost_retries);
+    j.gang = o.gang;
+    j.preemptible = !o.not_preemptible;
+    j.command = o.command;
+  }
+  if (j.user.empty()) {
+    const char* user = std::getenv("USER");
+    j.user = user && *user ? user : "unknown";
+  }
+  if (auto st = core::validate(j); !st) return st.error();
+  return j;
+}
+
+nlohmann::json to_json(const core::JobView& v) {
+  nlohmann::json tasks = nlohmann::json::object();
+  for (size_t s = 0; s < v.by_state.size(); ++s)
+    if (v.by_state[s] > 0) tasks[std::string(core::to_string(static_cast<core::TaskState>(s)))] = v.by_state[s];
+  nlohmann::json j{{"job", v.spec.id.value}, {"name", v.spec.name}, {"user", v.spec.user},
+                   {"class", v.spec.job_class}, {"pool", v.spec.pool}, {"count", v.spec.count},
+                   {"resources", v.spec.per_task.to_string()}, {"state", std::string(core::to_string(v.state))},
+                   {"tasks_by_state", tasks}, {"reason", v.reason}, {"last_removal", v.last_removal},
+                   {"preemptions", v.preemptions}, {"evictions", v.evictions}, {"command", v.spec.command}};
+  if (!v.tasks.empty()) {
+    auto& list = j["tasks"] = nlohmann::json::array();
+    for (const auto& t : v.tasks)
+      list.push_back({{"index", t.index}, {"state", std::string(core::to_string(t.state))},
+                      {"node", t.node.value}, {"exit_code", t.exit_code}, {"failures", t.failures},
+                      {"losses", t.losses}});
+  }
+  return j;
+}
+
+std::string counts(const core::JobView& v) {
+  std::string out;
+  for (size_t s = 0; s < v.by_state.size(); ++s) {
+    if (v.by_state[s] == 0) continue;
+    if (!out.empty()) out += ", ";
+    out += std::to_string(v.by_state[s]) + " " + std::string(core::to_string(static_cast<core::TaskState>(s)));
+  }
+  return out;
+}
+
+void print_job(const core::JobView& v) {
+  std::printf("job %llu%s of %s, class %s, pool %s: %s (%s)\n", static_cast<unsigned long long>(v.spec.id.value),
+              v.spec.name.empty() ? "" : (" (" + v.spec.name + ")").c_str(), v.spec.user.c_str(),
+              v.spec.job_class.c_str(), v.spec.pool.c_str(), std::string(core::to_string(v.state)).c_str(),
+              counts(v).c_str());
+  if (!v.reason.empty()) std::printf("  waiting: %s\n", v.reason.c_str());
+  if (!v.last_removal.empty()) std::printf("  last taken away: %s\n", v.last_removal.c_str());
+  for (const auto& t : v.tasks) {
+    std::printf("  task %u: %s", t.index, std::string(core::to_string(t.state)).c_str());
+    if (t.node.value != 0) std::printf(" on node %u", t.node.value);
+    if (core::is_final(t.state) || t.failures > 0) std::printf(", exit code %d", t.exit_code);
+    if (t.failures > 0) std::printf(", %u failure(s)", t.failures);
+    if (t.losses > 0) std::printf(", lost %u time(s)", t.losses);
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+bool is_client_command(const std::string& command) {
+  return std::find(std::begin(kCommands), std::end(kCommands), command) != std::end(kCommands);
+}
+
+void add_client_commands(CLI::App& app, ClientOptions& o) {
+  auto common = [&](CLI::App* c) {
+    c->add_option("--server", o.server, "HOST:PORT of the server (default: $CLAIMSCHED_SERVER or 127.0.0.1:7070)");
+    c->add_flag("--json", o.json, "Print JSON");
+  };
+  auto* submit = app.add_subcommand("submit", "Submit a job; prints its id");
+  common(submit);
+  submit->add_option("--file", o.file, "A job file (TOML or JSON; see apps/job_file.hpp)");
+  submit->add_option("--name", o.name, "Job name");
+  submit->add_option("--class", o.job_class, "Scheduling class (default: the cluster's)");
+  submit->add_option("--pool", o.pool, "Pool")->capture_default_str();
+  submit->add_option("--count", o.count, "Tasks")->capture_default_str();
+  submit->add_option("--resources", o.resources, "Per task, e.g. cpu=2,memory=4Gi")->capture_default_str();
+  submit->add_option("--env", o.env, "NAME=VALUE for every task (repeatable)");
+  submit->add_option("--constraint", o.constraints, "Node label selector: key, key=value, !key (repeatable)");
+  submit->add_option("--workdir", o.workdir, "Working directory on the node");
+  submit->add_option("--max-run-time", o.max_run_time, "Kill (and fail) a task running longer, e.g. 10m");
+  submit->add_option("--max-retries", o.max_retries, "Run a failed task again this many times")->capture_default_str();
+  submit->add_option("--max-lost-retries", o.max_lost_retries, "Run a task again this many times when its node is lost (default 3)");
+  submit->add_option("--duration", o.duration, "On simulated nodes: how long each task runs");
+  submit->add_flag("--gang", o.gang, "All tasks or none");
+  submit->add_flag("--not-preemptible", o.not_preemptible, "Never preempt its tasks");
+  submit->add_option("command", o.command, "The command every task runs (after --)");
+  for (const char* name : {"status", "cancel", "explain"}) {
+    auto* c = app.add_subcommand(name, std::string(name == std::string("status") ? "A job and its tasks"
+                                                   : name == std::string("cancel") ? "Cancel a job"
+                                                                                    : "Why a job waits or lost tasks"));
+    common(c);
+    c->add_option("job", o.job, "Job id")->required();
+  }
+  common(app.add_subcommand("queue", "Jobs that have not ended"));
+  common(app.add_subcommand("nodes", "Nodes and their state"));
+  common(app.add_subcommand("pools", "Fair share per pool, class, user and job"));
+}
+
+int run_client(const std::string& command, const ClientOptions& o) {
+  core::JobSpec job;
+  if (command == "submit") {
+    auto j = job_from(o);
+    if (!j) return fail(kUsage, j.error().message);
+    job = std::move(*j);
+  }
+  std::string address = server_address(o);
+  auto colon = address.rfind(':');
+  uint16_t port = 0;
+  if (colon == std::string::npos || colon == 0)
+    return fail(kUsage, "server '" + address + "' is not HOST:PORT");
+  try {
+    int p = std::stoi(address.substr(colon + 1));
+    if (p <= 0 || p > 65535) throw std::out_of_range("port");
+    port = static_cast<uint16_t>(p);
+  } catch (const std::exception&) {
+    return fail(kUsage, "server '" + address + "' has no valid port");
+  }
+  std::string host = address.substr(0, colon);
+
+  caf::actor_system_config cfg;
+  actors::LinkOptions link;
+  link.threads = 2;
+  actors::configure(cfg, link);
+  caf::actor_system sys{cfg};
+  auto remote = sys.middleman().remote_actor<actors::gateway_actor>(host, port);
+  if (!remote) return fail(kUnreachable, "cannot reach the server at " + address + ": " + sys.render(remote.error()));
+  auto gw = *remote;
+  caf::scoped_actor self{sys};
+  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.timeout);
+  int code = kOk;
+  auto refused = [&](caf::error& err) {
+    if (err == caf::sec::request_timeout || err == caf::sec::request_receiver_down)
+      code = fail(kUnreachable, "the server at " + address + " did not answer: " + sys.render(err));
+    else
+      code = fail(kRefused, messages::from_caf_error(err, &sys).message);
+  };
+  core::JobId id{o.job};
+  if (command == "submit") {
+    self->request(gw, timeout, job).receive(
+        [&](core::JobId id) {
+          if (o.json)
+            std::printf("%s\n", nlohmann::json{{"job", id.value}}.dump().c_str());
+          else
+            std::printf("%llu\n", static_cast<unsigned long long>(id.value));
+        },
+        refused);
+  } else if (command == "status" || command == "cancel") {
+    auto show = [&](core::JobView& v) {
+      if (o.json)
+        std::printf("%s\n", to_json(v).dump().c_str());
+      else
+        print_job(v);
+    };
+    if (command == "status")
+      self->request(gw, timeout, actors::status_atom::value, id).receive(show, refused);
+    else
+      self->request(gw, timeout, actors::cancel_atom::value, id).receive(show, refused);
+  } else if (command == "queue") {
+    self->request(gw, timeout, actors::queue_atom::value)
+        .receive(
+            [&](std::vector<core::JobView>& jobs) {
+              if (o.json) {
+                auto list = nlohmann::json::array();
+                for (const auto& v : jobs) list.push_back(to_json(v));
+                std::printf("%s\n", list.dump().c_str());
+                return;
+              }
+              std::printf("%-8s %-12s %-10s %-10s %-10s %-10s %s\n", "JOB", "NAME", "USER", "CLASS", "POOL",
+                          "STATE", "TASKS");
+              for (const auto& v : jobs)
+                std::printf("%-8llu %-12s %-10s %-10s %-10s %-10s %s\n",
+                            static_cast<unsigned long long>(v.spec.id.value), v.spec.name.c_str(),
+                            v.spec.user.c_str(), v.spec.job_class.c_str(), v.spec.pool.c_str(),
+                            std::string(core::to_string(v.state)).c_str(), counts(v).c_str());
+            },
+            refused);
+  } else if (command == "nodes") {
+    self->request(gw, timeout, actors::nodes_atom::value)
+        .receive(
+            [&](std::vector<core::NodeStatus>& nodes) {
+              if (o.json) {
+                auto list = nlohmann::json::array();
+                for (const auto& n : nodes)
+                  list.push_back({{"node", n.spec.id.value}, {"name", n.spec.name}, {"pool", n.spec.pool},
+                                  {"state", std::string(core::to_string(n.snapshot.state))}, {"alive", n.alive},
+                                  {"capacity", n.snapshot.capacity.to_string()},
+                                  {"free", n.snapshot.free.to_string()}, {"labels", n.spec.labels},
+                                  {"silent_ms", n.silent_ms}});
+                std::printf("%s\n", list.dump().c_str());
+                return;
+              }
+              std::printf("%-6s %-16s %-10s %-9s %-28s %s\n", "NODE", "NAME", "POOL", "STATE", "CAPACITY", "FREE");
+              for (const auto& n : nodes)
+                std::printf("%-6u %-16s %-10s %-9s %-28s %s\n", n.spec.id.value, n.spec.name.c_str(),
+                            n.spec.pool.c_str(), std::string(core::to_string(n.snapshot.state)).c_str(),
+                            n.snapshot.capacity.to_string().c_str(), n.snapshot.free.to_string().c_str());
+            },
+            refused);
+  } else if (command == "pools" || command == "explain") {
+    auto print = [&](std::string& text) {
+      if (o.json)
+        std::printf("%s\n", nlohmann::json{{command == "pools" ? "shares" : "explanation", text}}.dump().c_str());
+      else
+        std::printf("%s%s", text.c_str(), !text.empty() && text.back() == '\n' ? "" : "\n");
+    };
+    if (command == "pools")
+      self->request(gw, timeout, actors::pools_atom::value).receive(print, refused);
+    else
+      self->request(gw, timeout, actors::explain_atom::value, id).receive(print, refused);
+  } else {
+    return fail(kUsage, "unknown command '" + command + "'");
+  }
+  return code;
+}
+
+}  // namespace claimsched::apps

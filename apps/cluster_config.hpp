@@ -1,0 +1,142 @@
+#pragma once
+
+// The cluster's configuration: one TOML file for `claimsched server` (and the
+// agents' own section for `claimsched agent`). Every option has a default;
+// deploy/CONFIG.md documents each with its default, deploy/cluster.toml is an
+// example. `claimsched config check FILE` validates a file and names every
+// problem with its line.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/ids.hpp"
+#include "core/policy/driver.hpp"
+#include "core/resources.hpp"
+
+namespace claimsched::apps {
+
+/// One problem in a configuration file.
+struct ConfigProblem {
+  /// 1-based line of the offending value (0 when the file as a whole is wrong).
+  uint32_t line = 0;
+  /// Dotted path of the field: "partitions[1].pools", "storage.sync".
+  std::string field;
+  std::string message;
+
+  std::string to_string(std::string_view source) const;  // "cluster.toml:12: storage.sync: ..."
+};
+
+struct ListenConfig {
+  /// Address the gateway binds to.
+  std::string host = "127.0.0.1";
+  /// Port for clients and agents (0: pick a free one and print it).
+  uint16_t port = 7070;
+};
+
+struct StorageConfig {
+  /// Root of all state: one directory per partition under it.
+  std::string data_dir = "/var/lib/claimsched";
+  /// always | batch | none (see README, durability).
+  std::string sync = "batch";
+};
+
+struct TimeoutsConfig {
+  /// Agents send a heartbeat this often.
+  core::Duration heartbeat_interval = std::chrono::seconds(1);
+  /// A node with no heartbeat for this long is marked down; its tasks are
+  /// lost and go back to the queue.
+  core::Duration node_grace = std::chrono::seconds(10);
+  /// Unconfirmed claims expire on the node after this.
+  core::Duration claim_ttl = std::chrono::seconds(10);
+  /// A claim or confirm unanswered this long is given up (claim) or resent (confirm).
+  core::Duration reply_timeout = std::chrono::seconds(5);
+  /// After a server restart, tasks on nodes that have not come back by then are lost.
+  core::Duration recovery_grace = std::chrono::seconds(30);
+  /// CAF's middleman heartbeat and connection timeout between processes.
+  core::Duration link_heartbeat = std::chrono::milliseconds(250);
+  core::Duration link_timeout = std::chrono::seconds(2);
+};
+
+struct PartitionConfig {
+  core::PartitionId id;
+  /// Leaf pools this partition owns (disjoint across partitions).
+  std::vector<std::string> pools;
+};
+
+/// Settings for `claimsched agent`.
+struct AgentConfig {
+  /// Node name (default: the host name).
+  std::string name;
+  /// Leaf pool the node joins.
+  std::string pool = "default";
+  /// Capacity; empty: detected from /proc (all CPUs, MemTotal).
+  std::string resources;
+  std::vector<std::string> labels;
+  /// Where task outputs and the node's state live.
+  std::string state_dir = "/var/lib/claimsched-agent";
+  /// Nova's IO-ops limit: tasks starting at once (0: none).
+  uint32_t max_starting = 0;
+  /// The server (host:port); CLAIMSCHED_SERVER or --server override it.
+  std::string server = "127.0.0.1:7070";
+};
+
+/// The policy part of an empty file: one root pool "default", one
+/// fair_share class "batch" bound to it, which is also the default class.
+core::policy::PolicyConfig default_policy_config();
+
+struct ClusterConfig {
+  /// Names the cluster; every store refuses another cluster's data.
+  std::string cluster_id = "claimsched";
+  ListenConfig listen;
+  StorageConfig storage;
+  TimeoutsConfig timeouts;
+  /// Which partition owns which leaf pools.
+  std::vector<PartitionConfig> partitions{{core::PartitionId{1}, {"default"}}};
+  /// Pools ([[pools]]), classes ([[classes]]), users ([[users]]) and the
+  /// policy settings ([settings], [preemption]) in the same format as a
+  /// `claimsched policy eval` snapshot (deploy/POLICY.md). Defaults: one pool
+  /// "default", one fair_share class "batch". The default class is
+  /// [settings].default_class (absent: the first class of [[classes]]).
+  core::policy::PolicyConfig policy = default_policy_config();
+  /// Per class: fill_first | spread (the [[classes]] key `scorer`), one entry
+  /// per class in [[classes]] order (absent: fill_first).
+  std::vector<std::pair<std::string, std::string>> class_scorers{{"batch", "fill_first"}};
+  /// Run the fair-share and preemption cycles ([policy] enabled = true);
+  /// off: classes order the queue by priority only, nothing is preempted.
+  bool preemption = false;
+  AgentConfig agent;
+  /// Claims in flight per partition.
+  uint32_t max_claims_in_flight = 512;
+  /// Retries of a task whose node was lost, unless the job says otherwise.
+  uint32_t default_max_lost_retries = 3;
+};
+
+/// Parses and validates `toml` (named `source` in messages). On failure the
+/// error lists every problem found, one per line, each with its line.
+core::Expected<ClusterConfig> parse_cluster_config(std::string_view toml, std::string_view source);
+/// Reads and parses a file.
+core::Expected<ClusterConfig> load_cluster_config(const std::string& path);
+/// Every problem in `toml` (empty: it is valid).
+std::vector<ConfigProblem> check_cluster_config(std::string_view toml);
+
+/// What parse and check share: the configuration as far as it could be read
+/// (a value with a problem keeps its default) and every problem, sorted by
+/// line. Never throws, whatever `toml` holds.
+struct ConfigReport {
+  ClusterConfig config;
+  std::vector<ConfigProblem> problems;
+
+  bool ok() const { return problems.empty(); }
+};
+ConfigReport analyze_cluster_config(std::string_view toml, std::string_view source);
+
+/// Leaf pools of the pool tree (pools that are no pool's parent), in
+/// [[pools]] order.
+std::vector<std::string> leaf_pools(const core::policy::PolicyConfig& policy);
+
+}  // namespace claimsched::apps
