@@ -2,7 +2,10 @@
 
 #include <CLI/CLI.hpp>
 #include <caf/io/all.hpp>
+#include <cmath>
 #include <cstdio>
+#include <deque>
+#include <thread>
 #include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -129,6 +132,98 @@ void print_job(const core::JobView& v) {
   }
 }
 
+double ms_between(core::TimePoint a, core::TimePoint b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double quantile(std::vector<double> v, double q) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) ;
+  return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
+}
+
+/// `submit --repeat N [--wait]`: N jobs with a window of requests in flight;
+/// with --wait, polls until all ended and prints rates and latencies computed
+/// from the server's own clock (submit, first task running, last task ended).
+template <class Refused>
+int submit_many(caf::scoped_actor& self, const actors::gateway_actor& gw, const core::JobSpec& job,
+                const ClientOptions& o, std::chrono::milliseconds timeout, Refused& refused) {
+  constexpr size_t kWindow = 256;
+  std::vector<core::JobId> ids;
+  ids.reserve(o.repeat);
+  int code = 0;
+  auto started = std::chrono::steady_clock::now();
+  std::deque<decltype(self->request(gw, timeout, job))> inflight;
+  uint32_t sent = 0;
+  while (sent < o.repeat || !inflight.empty()) {
+    while (inflight.size() < kWindow && sent < o.repeat) {
+      inflight.push_back(self->request(gw, timeout, job));
+      ++sent;
+    }
+    inflight.front().receive([&](core::JobId id) { ids.push_back(id); },
+                             [&](caf::error& err) {
+                               refused(err);
+                               code = kRefused;
+                             });
+    inflight.pop_front();
+  }
+  double submit_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  if (!o.wait) {
+    for (auto id : ids) std::printf("%llu\n", static_cast<unsigned long long>(id.value));
+    return code;
+  }
+  std::sort(ids.begin(), ids.end());
+  for (;;) {
+    bool open = false;
+    bool failed = false;
+    self->request(gw, timeout, actors::queue_atom::value)
+        .receive(
+            [&](std::vector<core::JobView>& jobs) {
+              for (const auto& v : jobs) open |= std::binary_search(ids.begin(), ids.end(), v.spec.id);
+            },
+            [&](caf::error& err) {
+              refused(err);
+              failed = true;
+            });
+    if (failed) return kUnreachable;
+    if (!open) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  std::vector<double> placement, completion;
+  core::TimePoint first_submit = core::kNever, last_end{0};
+  uint64_t succeeded = 0;
+  std::deque<decltype(self->request(gw, timeout, actors::status_atom::value, core::JobId{}))> views;
+  size_t next = 0;
+  while (next < ids.size() || !views.empty()) {
+    while (views.size() < kWindow && next < ids.size())
+      views.push_back(self->request(gw, timeout, actors::status_atom::value, ids[next++]));
+    views.front().receive(
+        [&](core::JobView& v) {
+          succeeded += v.state == core::JobState::succeeded;
+          first_submit = std::min(first_submit, v.spec.submit_time);
+          if (v.started_at != core::kNever) placement.push_back(ms_between(v.spec.submit_time, v.started_at));
+          if (v.finished_at != core::kNever) {
+            completion.push_back(ms_between(v.spec.submit_time, v.finished_at));
+            last_end = std::max(last_end, v.finished_at);
+          }
+        },
+        [&](caf::error& err) { refused(err); });
+    views.pop_front();
+  }
+  double complete_s = std::chrono::duration<double>(last_end - first_submit).count();
+  nlohmann::json j{{"jobs", ids.size()},
+                   {"succeeded", succeeded},
+                   {"submit_per_sec", submit_s > 0 ? static_cast<double>(ids.size()) / submit_s : 0.0},
+                   {"complete_per_sec", complete_s > 0 ? static_cast<double>(ids.size()) / complete_s : 0.0},
+                   {"latency_p50_ms", quantile(completion, 0.5)},
+                   {"latency_p99_ms", quantile(completion, 0.99)},
+                   {"placement_p50_ms", quantile(placement, 0.5)},
+                   {"placement_p99_ms", quantile(placement, 0.99)}};
+  std::printf("%s\n", j.dump().c_str());
+  return code;
+}
+
 }  // namespace
 
 bool is_client_command(const std::string& command) {
@@ -156,6 +251,8 @@ void add_client_commands(CLI::App& app, ClientOptions& o) {
   submit->add_option("--max-lost-retries", o.max_lost_retries, "Run a task again this many times when its node is lost (default 3)");
   submit->add_option("--duration", o.duration, "On simulated nodes: how long each task runs");
   submit->add_flag("--gang", o.gang, "All tasks or none");
+  submit->add_option("--repeat", o.repeat, "Submit this many copies (pipelined)")->capture_default_str();
+  submit->add_flag("--wait", o.wait, "Wait until the submitted jobs end; print rates and latencies");
   submit->add_flag("--not-preemptible", o.not_preemptible, "Never preempt its tasks");
   submit->add_option("command", o.command, "The command every task runs (after --)");
   for (const char* name : {"status", "cancel", "explain"}) {
@@ -209,7 +306,9 @@ int run_client(const std::string& command, const ClientOptions& o) {
       code = fail(kRefused, messages::from_caf_error(err, &sys).message);
   };
   core::JobId id{o.job};
-  if (command == "submit") {
+  if (command == "submit" && (o.repeat > 1 || o.wait)) {
+    code = submit_many(self, gw, job, o, timeout, refused);
+  } else if (command == "submit") {
     self->request(gw, timeout, job).receive(
         [&](core::JobId id) {
           if (o.json)

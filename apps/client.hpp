@@ -44,6 +44,11 @@ struct ClientOptions {
   bool gang = false;
   bool not_preemptible = false;
   std::vector<std::string> command;
+  /// Submit this many copies (pipelined); prints one id per line.
+  uint32_t repeat = 1;
+  /// After submitting, wait until every submitted job ended and print a
+  /// summary (rates, latencies) instead of the ids.
+  bool wait = false;
 };
 
 /// Adds every client subcommand; `which` receives the name of the one given.

@@ -449,6 +449,15 @@ int run_sim(const SimOptions& cli) {
   auto& failures = report.failures;
   if (!report_error.empty()) failures.push_back("a node did not report: " + report_error);
   if (!node_check) failures.push_back(node_check.error().message);
+  if (totals.pending > 0 && !timed_out) {
+    std::vector<core::JobView> queued;
+    for (const auto& s : schedulers)
+      self->request(s, caf::infinite, actors::queue_atom::value)
+          .receive([&](std::vector<core::JobView>& v) { queued.insert(queued.end(), v.begin(), v.end()); },
+                   [&](caf::error& err) { failures.push_back("queue request failed: " + sys.render(err)); });
+    if (auto stranded = core::check_no_stranded_tasks(reports, queued); !stranded)
+      failures.push_back(stranded.error().message);
+  }
   for (const auto& r : reports)
     for (const auto& c : r.claims)
       if (c.expires < checked_at)

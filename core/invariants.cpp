@@ -51,4 +51,23 @@ Status check_cluster_invariants(const std::vector<NodeReport>& nodes, ClusterTot
   return Status::ok();
 }
 
+Status check_no_stranded_tasks(const std::vector<NodeReport>& nodes,
+                               const std::vector<JobView>& queued) {
+  for (const auto& job : queued) {
+    if (job.spec.gang || job.count_in(TaskState::pending) == 0) continue;
+    for (const auto& n : nodes) {
+      if (n.spec.pool != job.spec.pool || !job.spec.per_task.fits_in(n.snapshot.free) ||
+          !label_selectors_match(job.spec.constraints, n.spec.labels))
+        continue;
+      return make_error(Errc::wrong_state,
+                           "job " + std::to_string(job.spec.id.value) + " has " +
+                               std::to_string(job.count_in(TaskState::pending)) +
+                               " pending task(s) of " + job.spec.per_task.to_string() +
+                               " that fit node " + n.spec.name + " (free " +
+                               n.snapshot.free.to_string() + "): stranded by its scheduler");
+    }
+  }
+  return Status::ok();
+}
+
 }  // namespace claimsched::core

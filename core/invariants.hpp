@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "core/protocol.hpp"
+#include "core/status.hpp"
 
 namespace claimsched::core {
 
@@ -25,5 +26,11 @@ struct ClusterTotals {
 /// while allocated on another: the claim expires). The error describes the
 /// first violation; `totals` is filled either way.
 Status check_cluster_invariants(const std::vector<NodeReport>& nodes, ClusterTotals& totals);
+
+/// At rest, a pending task of a non-gang job that fits some node of its pool
+/// (free capacity, labels) was stranded by its scheduler (a stale view, a lost
+/// wake-up), not by fragmentation. The error names the first such task.
+Status check_no_stranded_tasks(const std::vector<NodeReport>& nodes,
+                               const std::vector<JobView>& queued);
 
 }  // namespace claimsched::core

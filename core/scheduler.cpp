@@ -708,6 +708,7 @@ void Scheduler::mark_running(JobRecord& j, const InFlightClaim& c, TimePoint now
     j.tasks[t].started = now;
   }
   j.backoff_level = 0;
+  j.first_running = std::min(j.first_running, now);
   auto n = static_cast<uint64_t>(c.request.tasks.size());
   stats_.placements += n;
   auto latency = now - std::max(j.spec.submit_time, started_at_);
@@ -756,7 +757,7 @@ void Scheduler::on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& o
     out.releases.push_back(std::move(r));
     for (auto t : c.request.tasks) set_task_state(j, t, TaskState::cancelled);
     in_flight_.erase(it);
-    maybe_finished(j, out);
+    maybe_finished(j, now, out);
     return;
   }
   if (accepted) {
@@ -830,7 +831,7 @@ void Scheduler::gang_reply(uint64_t gang_id, TimePoint now, Outbox& out) {
       in_flight_.erase(it);
     }
     gangs_.erase(gang_id);
-    maybe_finished(j, out);
+    maybe_finished(j, now, out);
     return;
   }
   // Failed: release everything the gang still holds, requeue it whole.
@@ -917,13 +918,13 @@ void Scheduler::on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbo
     out.releases.push_back(std::move(r));
     for (auto t : c.request.tasks) set_task_state(j, t, TaskState::cancelled);
     in_flight_.erase(it);
-    maybe_finished(j, out);
+    maybe_finished(j, now, out);
     return;
   }
   if (confirmed) {
     mark_running(j, c, now);
     in_flight_.erase(it);
-    maybe_finished(j, out);
+    maybe_finished(j, now, out);
     return;
   }
   ++stats_.confirms_failed;
@@ -1052,7 +1053,7 @@ void Scheduler::end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbo
   set_task_state(j, ev.task.index, ev.final_state);
   record_final(j, ev);
   ++stats_.tasks_finished;
-  maybe_finished(j, out);
+  maybe_finished(j, now, out);
 }
 
 Status Scheduler::cancel(JobId id, TimePoint now, Outbox& out) {
@@ -1101,8 +1102,7 @@ Status Scheduler::cancel(JobId id, TimePoint now, Outbox& out) {
   journal_tasks(id, ended, TaskState::cancelled, NodeId{}, ClaimId{});
   if (config_.journal) journal_.jobs_cancelled.push_back(j.spec);
   j.reason = "cancelled";
-  (void)now;
-  maybe_finished(j, out);
+  maybe_finished(j, now, out);
   return Status::ok();
 }
 
@@ -1175,8 +1175,9 @@ void Scheduler::record_final(JobRecord& j, const NodeEvent& ev) {
   journal_tasks(j.spec.id, {ev.task.index}, ev.final_state, NodeId{}, ev.claim_id, ev.exit_code);
 }
 
-void Scheduler::maybe_finished(JobRecord& j, Outbox& out) {
+void Scheduler::maybe_finished(JobRecord& j, TimePoint now, Outbox& out) {
   if (!j.finished()) return;
+  if (j.finished_at == kNever) j.finished_at = now;
   out.finished_jobs.push_back(j.spec.id);
 }
 
@@ -1288,6 +1289,8 @@ Expected<JobView> Scheduler::job_view(JobId id, bool with_tasks) const {
   v.last_removal = j.last_removal;
   v.preemptions = j.preemptions;
   v.evictions = j.evictions;
+  v.started_at = j.first_running;
+  v.finished_at = j.finished_at;
   if (with_tasks) {
     v.tasks.reserve(j.spec.count);
     for (TaskIndex t = 0; t < j.spec.count; ++t) {

@@ -231,6 +231,10 @@ struct JobRecord {
   LaunchRef launch;
   /// The user cancelled it: nothing of it is placed or confirmed any more.
   bool cancelled = false;
+  /// When its first task was confirmed on a node, and when its last ended
+  /// (the scheduler's clock; kNever until then).
+  TimePoint first_running = kNever;
+  TimePoint finished_at = kNever;
   /// Consecutive times its tasks exhausted their claim attempts; the job then
   /// backs off (doubling) before it is placed again. Reset by a placement.
   uint8_t backoff_level = 0;
@@ -403,7 +407,7 @@ class Scheduler {
   void confirm_claim(InFlightClaim& c, TimePoint now, Outbox& out);
   void mark_running(JobRecord& j, const InFlightClaim& c, TimePoint now);
   void on_fenced();
-  void maybe_finished(JobRecord& j, Outbox& out);
+  void maybe_finished(JobRecord& j, TimePoint now, Outbox& out);
   void record_final(JobRecord& j, const NodeEvent& ev);
   /// A task left its node (ended, or its node was lost): by the job's retry
   /// limits it runs again or ends in `final_state`.

@@ -53,6 +53,10 @@ struct JobView {
   std::string last_removal;
   uint32_t preemptions = 0;
   uint32_t evictions = 0;
+  /// When its first task ran and when its last ended (the scheduler's clock,
+  /// the same as spec.submit_time's when the gateway stamped it); kNever if not yet.
+  TimePoint started_at = kNever;
+  TimePoint finished_at = kNever;
   /// Per task; empty in queue listings.
   std::vector<TaskView> tasks;
 

@@ -546,6 +546,8 @@ Status read(const pb::JobView& in, const Path& p, core::JobView& out) {
   out.tasks.resize(static_cast<size_t>(in.tasks_size()));
   for (int i = 0; i < in.tasks_size(); ++i)
     CLAIMSCHED_TRY(read(in.tasks(i), Path{tasks, i}, out.tasks[static_cast<size_t>(i)]));
+  out.started_at = read_time(in.started_at_ns());
+  out.finished_at = read_time(in.finished_at_ns());
   return Status::ok();
 }
 
@@ -792,6 +794,8 @@ void to_proto(const core::JobView& in, pb::JobView& out) {
   out.set_evictions(in.evictions);
   out.mutable_tasks()->Reserve(static_cast<int>(in.tasks.size()));
   for (const auto& t : in.tasks) to_proto(t, *out.add_tasks());
+  out.set_started_at_ns(in.started_at.count());
+  out.set_finished_at_ns(in.finished_at.count());
 }
 
 void to_proto(const core::NodeStatus& in, pb::NodeStatus& out) {

@@ -95,5 +95,33 @@ TEST_F(InvariantsTest, ATaskAllocatedOnTwoNodesIsReported) {
   EXPECT_EQ(totals.allocations, 3u);  // filled either way
 }
 
+JobView pending_view(JobSpec spec, uint32_t pending) {
+  JobView v;
+  v.spec = std::move(spec);
+  v.by_state[static_cast<size_t>(TaskState::pending)] = pending;
+  return v;
+}
+
+TEST_F(InvariantsTest, APendingTaskThatFitsSomeNodeIsReportedAsStranded) {
+  // n1 has cpu=2 free (4 - 2 allocated), n2 cpu=1 (2 - 1 claimed).
+  auto nodes = std::vector<NodeReport>{report_of(n1), report_of(n2)};
+  auto st = check_no_stranded_tasks(nodes, {pending_view(testing::JobBuilder().id(7).cpu("2").build(), 3)});
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("job 7 has 3 pending task(s)"), std::string::npos) << st.error().message;
+  EXPECT_NE(st.error().message.find("fit node node-1"), std::string::npos) << st.error().message;
+}
+
+TEST_F(InvariantsTest, APendingTaskThatFitsNoNodeIsFragmentationNotAFault) {
+  auto nodes = std::vector<NodeReport>{report_of(n1), report_of(n2)};
+  EXPECT_TRUE(check_no_stranded_tasks(nodes, {pending_view(testing::JobBuilder().cpu("3").build(), 1)}));
+  // Fits by size, but only on a node of another pool or without the label.
+  EXPECT_TRUE(check_no_stranded_tasks(nodes, {pending_view(testing::JobBuilder().pool("gpu").build(), 1)}));
+  EXPECT_TRUE(check_no_stranded_tasks(
+      nodes, {pending_view(testing::JobBuilder().constraint("ssd").build(), 1)}));
+  // Gangs need room for all tasks at once; a placed job has nothing pending.
+  EXPECT_TRUE(check_no_stranded_tasks(nodes, {pending_view(testing::JobBuilder().gang().build(), 1)}));
+  EXPECT_TRUE(check_no_stranded_tasks(nodes, {pending_view(testing::JobBuilder().build(), 0)}));
+}
+
 }  // namespace
 }  // namespace claimsched::core

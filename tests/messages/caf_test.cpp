@@ -132,7 +132,8 @@ messages::ChangeBatch caf_sample<messages::ChangeBatch>() {
   messages::ChangeBatch b;
   b.sequence = 1'000'000'007;
   b.count = 3;
-  b.data = std::string("\x01\x02\x00 not parsed here", 21);
+  static constexpr char kBytes[] = "\x01\x02\x00 not parsed here";
+  b.data = std::string(kBytes, sizeof(kBytes) - 1);  // keeps the embedded NUL
   return b;
 }
 

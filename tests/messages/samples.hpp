@@ -286,6 +286,8 @@ inline core::JobView sample<core::JobView>() {
   v.preemptions = 4;
   v.evictions = 1;
   v.tasks = {sample_task_view(0), sample_task_view(1)};
+  v.started_at = core::TimePoint{5s};
+  v.finished_at = core::TimePoint{9s};
   return v;
 }
 template <>
