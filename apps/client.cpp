@@ -362,9 +362,9 @@ int run_client(const std::string& command, const ClientOptions& o) {
                 std::printf("%s\n", list.dump().c_str());
                 return;
               }
-              std::printf("%-6s %-16s %-10s %-9s %-28s %s\n", "NODE", "NAME", "POOL", "STATE", "CAPACITY", "FREE");
+              std::printf("%-10s %-16s %-10s %-9s %-28s %s\n", "NODE", "NAME", "POOL", "STATE", "CAPACITY", "FREE");
               for (const auto& n : nodes)
-                std::printf("%-6u %-16s %-10s %-9s %-28s %s\n", n.spec.id.value, n.spec.name.c_str(),
+                std::printf("%-10u %-16s %-10s %-9s %-28s %s\n", n.spec.id.value, n.spec.name.c_str(),
                             n.spec.pool.c_str(), std::string(core::to_string(n.snapshot.state)).c_str(),
                             n.snapshot.capacity.to_string().c_str(), n.snapshot.free.to_string().c_str());
             },

@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# A claimsched cluster on this machine: one server and N agents on 127.0.0.1,
+# each a separate process with its state and log under one directory.
+#
+#   deploy/local-cluster.sh start [--agents N] [--slots S] [--dir DIR] [--port P] [--config FILE]
+#   deploy/local-cluster.sh status
+#   deploy/local-cluster.sh stop
+#
+# start prints the address; point the client at it with
+#   export CLAIMSCHED_SERVER=127.0.0.1:PORT
+# Each agent offers cpu=S (S one-cpu task slots) and S GiB of memory. The
+# binary is $CLAIMSCHED_BIN, else build/apps/claimsched. The directory
+# (default $CLAIMSCHED_LOCAL_DIR, else /tmp/claimsched-local) keeps the
+# server's data, each agent's state and task outputs, the logs and the PIDs;
+# stop leaves it, so a second start resumes the same cluster.
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")/.." && pwd)"
+bin="${CLAIMSCHED_BIN:-$here/build/apps/claimsched}"
+dir="${CLAIMSCHED_LOCAL_DIR:-/tmp/claimsched-local}"
+agents=3
+slots=4
+port=0
+config=""
+
+die() { echo "local-cluster: $*" >&2; exit 1; }
+
+cmd="${1:-}"
+[[ -n "$cmd" ]] || die "usage: $0 start|status|stop [--agents N] [--slots S] [--dir DIR] [--port P] [--config FILE]"
+shift
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --agents) agents="$2"; shift 2 ;;
+    --slots) slots="$2"; shift 2 ;;
+    --dir) dir="$2"; shift 2 ;;
+    --port) port="$2"; shift 2 ;;
+    --config) config="$2"; shift 2 ;;
+    *) die "unknown option $1" ;;
+  esac
+done
+[[ "$agents" =~ ^[0-9]+$ && "$agents" -ge 1 ]] || die "--agents must be a positive number, got '$agents'"
+[[ "$slots" =~ ^[0-9]+$ && "$slots" -ge 1 ]] || die "--slots must be a positive number, got '$slots'"
+[[ "$port" =~ ^[0-9]+$ && "$port" -le 65535 ]] || die "--port must be 0-65535, got '$port'"
+
+alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+server_address() {
+  [[ -f "$dir/address" ]] || return 1
+  cat "$dir/address"
+}
+
+start() {
+  [[ -x "$bin" ]] || die "no claimsched binary at $bin (build first, or set CLAIMSCHED_BIN)"
+  mkdir -p "$dir"
+  if alive "$dir/server.pid"; then die "already running (server PID $(cat "$dir/server.pid")); stop it first"; fi
+  if [[ -z "$config" ]]; then
+    config="$dir/cluster.toml"
+    cat >"$config" <<EOF
+# Written by deploy/local-cluster.sh: one pool, one partition.
+cluster_id = "local"
+[listen]
+host = "127.0.0.1"
+port = $port
+[storage]
+data_dir = "$dir/server"
+[timeouts]
+node_grace = "5s"
+recovery_grace = "10s"
+EOF
+  fi
+  "$bin" config check "$config" >/dev/null || die "$config has problems (see above)"
+
+  # A restarted server keeps its port so the agents (which reconnect) find it.
+  local args=(server --config "$config")
+  if [[ "$port" == 0 && -f "$dir/address" ]]; then
+    local previous
+    previous="$(cat "$dir/address")"
+    args+=(--port "${previous##*:}")
+  fi
+  : >"$dir/server.log"
+  nohup "$bin" "${args[@]}" >"$dir/server.log" 2>&1 &
+  echo $! >"$dir/server.pid"
+  local address=""
+  for _ in $(seq 1 100); do
+    address="$(sed -n 's/^claimsched server listening on \([^ ]*\) .*/\1/p' "$dir/server.log" | head -1)"
+    [[ -n "$address" ]] && break
+    alive "$dir/server.pid" || { cat "$dir/server.log" >&2; die "the server exited"; }
+    sleep 0.1
+  done
+  [[ -n "$address" ]] || die "the server did not report its address within 10s (see $dir/server.log)"
+  echo "$address" >"$dir/address"
+
+  for i in $(seq 1 "$agents"); do
+    nohup "$bin" agent --server "$address" --name "local-$i" \
+      --resources "cpu=$slots,memory=${slots}Gi" --state-dir "$dir/agent-$i" \
+      >"$dir/agent-$i.log" 2>&1 &
+    echo $! >"$dir/agent-$i.pid"
+  done
+
+  # Ready when every agent's node is up.
+  for _ in $(seq 1 100); do
+    local up
+    up="$("$bin" nodes --json --server "$address" 2>/dev/null | grep -o '"alive":true' | wc -l || true)"
+    if [[ "$up" -ge "$agents" ]]; then
+      echo "local cluster up: server $address, $agents agent(s) of $slots slot(s), state in $dir"
+      echo "export CLAIMSCHED_SERVER=$address"
+      return 0
+    fi
+    sleep 0.1
+  done
+  die "only ${up:-0} of $agents node(s) came up within 10s (logs in $dir)"
+}
+
+status() {
+  local any=0
+  for pidfile in "$dir"/server.pid "$dir"/agent-*.pid; do
+    [[ -f "$pidfile" ]] || continue
+    local name
+    name="$(basename "$pidfile" .pid)"
+    if alive "$pidfile"; then
+      echo "$name: running (PID $(cat "$pidfile"))"
+      any=1
+    else
+      echo "$name: stopped"
+    fi
+  done
+  [[ $any == 1 ]] || { echo "local cluster: not running (dir $dir)"; return 3; }
+  if alive "$dir/server.pid"; then
+    "$bin" nodes --server "$(server_address)" || true
+  fi
+}
+
+stop() {
+  local pids=()
+  # Agents first, so the server does not count their nodes as lost.
+  for pidfile in "$dir"/agent-*.pid "$dir"/server.pid; do
+    [[ -f "$pidfile" ]] || continue
+    if alive "$pidfile"; then
+      kill -TERM "$(cat "$pidfile")" 2>/dev/null || true
+      pids+=("$(cat "$pidfile")")
+    fi
+  done
+  for _ in $(seq 1 100); do
+    local left=0
+    for p in "${pids[@]}"; do kill -0 "$p" 2>/dev/null && left=1; done
+    [[ $left == 0 ]] && break
+    sleep 0.1
+  done
+  for p in "${pids[@]}"; do
+    if kill -0 "$p" 2>/dev/null; then
+      echo "local-cluster: PID $p ignored SIGTERM for 10s; killing it" >&2
+      kill -KILL "$p" 2>/dev/null || true
+    fi
+  done
+  rm -f "$dir"/*.pid
+  echo "local cluster stopped (state kept in $dir)"
+}
+
+case "$cmd" in
+  start) start ;;
+  status) status ;;
+  stop) stop ;;
+  *) die "unknown command '$cmd' (start, status or stop)" ;;
+esac
