@@ -86,6 +86,8 @@ class LocalCluster {
         dir_ + "/" + name + ".log");
     ASSERT_TRUE(agents_[name]->started());
   }
+  /// Sends `signal` (SIGSTOP, SIGCONT, ...) without waiting for an exit.
+  void signal_agent(const std::string& name, int signal) { agents_.at(name)->kill(signal); }
   void kill_agent(const std::string& name, int signal = SIGKILL) {
     agents_.at(name)->kill(signal);
     agents_.at(name)->wait();

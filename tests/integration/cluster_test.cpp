@@ -112,6 +112,30 @@ TEST_F(ClusterTest, AKilledAgentsTasksCompleteElsewhereExactlyOnce) {
   EXPECT_EQ(check_completed_once(done, 8), "") << "nothing of the first job ran again";
 }
 
+TEST_F(ClusterTest, AnAgentThatComesBackAfterItsTasksWereRequeuedHasThemKilled) {
+  std::string done = cluster.dir() + "/done.log";
+  uint64_t job = cluster.submit("--count 8", task_that_logs(done, 6));
+  ASSERT_NE(job, 0u);
+  ASSERT_TRUE(LocalCluster::wait_until([&] { return count_tasks_on(*cluster.status(job), "running") == 8; }, 20s));
+  // a1 freezes (a network partition, as far as the server can tell) while its
+  // task processes keep running; past node_grace its tasks run again on a2.
+  cluster.signal_agent("a1", SIGSTOP);
+  ASSERT_TRUE(LocalCluster::wait_until(
+      [&] {
+        auto s = cluster.status(job);
+        int lost = 0;
+        for (const auto& t : (*s)["tasks"]) lost += t.value("losses", 0);
+        return lost == 4;
+      },
+      20s))
+      << cluster.status(job)->dump(2);
+  // Back before its old tasks would finish: the server has them killed.
+  cluster.signal_agent("a1", SIGCONT);
+  auto s = cluster.wait_for_job(job, 60s);
+  EXPECT_EQ(s.value("state", ""), "succeeded") << s.dump(2);
+  EXPECT_EQ(check_completed_once(done, 8), "");
+}
+
 TEST_F(ClusterTest, AServerRestartLosesNoJobAndKeepsRunningTasks) {
   std::string running_log = cluster.dir() + "/running.log";
   std::string queued_log = cluster.dir() + "/queued.log";
