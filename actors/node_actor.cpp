@@ -111,6 +111,7 @@ core::NodeReport make_report(self_ptr self) {
   r.claims = self->state.ledger.claims();
   r.allocations = self->state.ledger.allocations();
   r.epochs = self->state.ledger.epochs();
+  r.finished = self->state.ledger.recent_finished();
   return r;
 }
 

@@ -55,6 +55,7 @@ core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec
       by_task_[a.task] = *handle;
     }
   }
+  spdlog::debug("task {}.{}: started", a.task.job.value, a.task.index);
   if (early) report(Running{node, a.task}, std::move(*early));
   return core::Status::ok();
 }
@@ -64,9 +65,13 @@ void ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     auto it = by_task_.find(task);
-    if (it == by_task_.end()) return;
+    if (it == by_task_.end()) {
+      spdlog::debug("task {}.{}: not running here, nothing to kill ({})", task.job.value, task.index, reason);
+      return;
+    }
     handle = it->second;
   }
+  spdlog::debug("task {}.{}: killing it ({})", task.job.value, task.index, reason);
   supervisor_->kill(handle, reason);
 }
 

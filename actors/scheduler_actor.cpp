@@ -81,8 +81,11 @@ void flush(self_ptr self, core::TimePoint t) {
   auto& out = st.outbox;
   for (auto& c : out.claims)
     if (auto* n = node_handle(self, c.node)) self->send(*n, std::move(c));
-  for (auto& r : out.releases)
+  for (auto& r : out.releases) {
+    spdlog::debug("{}: releases claim {} / {} task(s) of job {} on node {} ({})", st.log_name, r.claim_id.value,
+                  r.tasks.size(), r.job.value, r.node.value, core::to_string(r.reason));
     if (auto* n = node_handle(self, r.node)) self->send(*n, std::move(r));
+  }
   for (auto id : out.snapshot_requests)
     if (auto* n = node_handle(self, id)) self->send(*n, snapshot_atom::value);
   st.jobs_finished += out.finished_jobs.size();

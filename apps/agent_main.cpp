@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <map>
 
+#include "actors/connect.hpp"
 #include "actors/clock.hpp"
 #include "actors/node_actor.hpp"
 #include "actors/node_persistence.hpp"
@@ -108,6 +109,9 @@ int run_agent(const AgentOptions& opt) {
   if (opt.simulate == 0) executor = std::make_shared<actors::ProcessExecutor>(a.state_dir + "/tasks");
   core::LedgerConfig ledger;
   ledger.claim_ttl = config.timeouts.claim_ttl;
+  // A real node remembers many task ends: while the server restarts, every
+  // task that ends here must still be reported ended, not lost and run again.
+  if (opt.simulate == 0) ledger.recent_finished = 4096;
   uint32_t count = std::max<uint32_t>(1, opt.simulate);
   std::vector<core::NodeSpec> specs;
   std::vector<actors::node_actor> nodes;
@@ -145,7 +149,7 @@ int run_agent(const AgentOptions& opt) {
   auto backoff = std::chrono::milliseconds(200);
   bool said_unreachable = false;
   while (!stopping) {
-    auto remote = sys.middleman().remote_actor<actors::gateway_actor>(host, port);
+    auto remote = actors::connect_gateway(sys, host, port, config.timeouts.link_timeout);
     if (!remote) {
       if (!said_unreachable)
         spdlog::warn("claimsched agent {}: cannot reach the server at {}: {}; retrying", a.name, a.server,

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "actors/connect.hpp"
 #include "actors/actors.hpp"
 #include "actors/registration.hpp"
 #include "apps/job_file.hpp"
@@ -293,7 +294,7 @@ int run_client(const std::string& command, const ClientOptions& o) {
   link.threads = 2;
   actors::configure(cfg, link);
   caf::actor_system sys{cfg};
-  auto remote = sys.middleman().remote_actor<actors::gateway_actor>(host, port);
+  auto remote = actors::connect_gateway(sys, host, port, o.timeout);
   if (!remote) return fail(kUnreachable, "cannot reach the server at " + address + ": " + sys.render(remote.error()));
   auto gw = *remote;
   caf::scoped_actor self{sys};

@@ -229,12 +229,13 @@ bool NodeLedger::finish_task(TaskRef task, TaskState final_state, int32_t exit_c
 }
 
 void NodeLedger::remember_finished(const NodeEvent& ev) {
-  if (recent_finished_.size() < kRecentFinished) {
+  if (config_.recent_finished == 0) return;
+  if (recent_finished_.size() < config_.recent_finished) {
     recent_finished_.push_back(ev);
     return;
   }
   recent_finished_[recent_next_] = ev;
-  recent_next_ = static_cast<uint32_t>((recent_next_ + 1) % kRecentFinished);
+  recent_next_ = static_cast<uint32_t>((recent_next_ + 1) % recent_finished_.size());
 }
 
 std::vector<NodeEvent> NodeLedger::recent_finished() const {

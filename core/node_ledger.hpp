@@ -22,6 +22,11 @@ struct LedgerConfig {
   Duration claim_ttl = std::chrono::seconds(10);
   /// Synthetic tasks: how long a confirmed task is "starting" before it runs.
   Duration start_delay{0};
+  /// How many task ends the node remembers for a scheduler that missed them
+  /// (a gap in its stream, or its own restart): that many tasks may end on
+  /// the node while its scheduler is away without being run again. An agent
+  /// keeps many; a sim node few (memory per node).
+  uint32_t recent_finished = 64;
 };
 
 class NodeLedger {
@@ -70,11 +75,10 @@ class NodeLedger {
   /// Highest epoch seen for `partition` (0 if none).
   Epoch highest_epoch(PartitionId partition) const;
   const LedgerConfig& config() const { return config_; }
-  /// The last kRecentFinished task_finished events, oldest first: a full
+  /// The last config.recent_finished task_finished events, oldest first: a full
   /// snapshot carries them, so a subscriber that missed deltas still learns
   /// how its tasks ended.
   std::vector<NodeEvent> recent_finished() const;
-  static constexpr size_t kRecentFinished = 64;
 
   /// Restores an allocation recorded before a restart (durability). The caller
   /// guarantees it fits; returns false if the task is already held.

@@ -176,6 +176,10 @@ struct NodeReport {
   std::vector<std::pair<PartitionId, Epoch>> epochs;
   std::vector<LiveClaim> claims;
   std::vector<Allocation> allocations;
+  /// The node's recently finished tasks (task_finished events, oldest
+  /// first): a scheduler that restarted learns how its tasks ended while it
+  /// was away instead of declaring them lost and running them again.
+  std::vector<NodeEvent> finished;
 
   friend bool operator==(const NodeReport&, const NodeReport&) = default;
 };

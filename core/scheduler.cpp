@@ -336,7 +336,33 @@ void Scheduler::declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, 
 }
 
 void Scheduler::reconcile_node(const NodeReport& report, TimePoint now, Outbox& out) {
+  end_tasks_finished_while_away(report, now, out);
   reconcile(report.spec.id, report.allocations, &report.claims, false, now, out);
+}
+
+void Scheduler::end_tasks_finished_while_away(const NodeReport& report, TimePoint now, Outbox& out) {
+  auto it = unverified_.find(report.spec.id);
+  if (it == unverified_.end() || report.finished.empty()) return;
+  std::vector<TaskRef> held;
+  held.reserve(report.allocations.size());
+  for (const auto& a : report.allocations) held.push_back(a.task);
+  std::sort(held.begin(), held.end());
+  // Oldest first: the last event of a task is its latest run's end.
+  std::map<TaskRef, const NodeEvent*> latest;
+  for (const auto& ev : report.finished)
+    if (ev.partition == config_.partition && ev.kind == NodeEvent::Kind::task_finished) latest[ev.task] = &ev;
+  const auto& expected = it->second;
+  for (const auto& [task, ev] : latest) {
+    // Held again: the node runs the task anew, the event is an older run's.
+    if (std::binary_search(held.begin(), held.end(), task)) continue;
+    if (std::find(expected.begin(), expected.end(), task) == expected.end()) continue;
+    auto jt = jobs_.find(task.job);
+    if (jt == jobs_.end()) continue;
+    JobRecord& j = jt->second;
+    if (task.index >= j.spec.count || j.tasks.empty() || j.tasks[task.index].state != TaskState::running)
+      continue;
+    end_task(j, *ev, now, out);
+  }
 }
 
 void Scheduler::reconcile(NodeId node, const std::vector<Allocation>& allocations,
@@ -398,8 +424,14 @@ void Scheduler::reconcile(NodeId node, const std::vector<Allocation>& allocation
   // Restored here, not held: lost.
   std::sort(held.begin(), held.end());
   std::map<JobId, std::vector<TaskIndex>> lost;
-  for (const auto& t : expected)
-    if (!std::binary_search(held.begin(), held.end(), t)) lost[t.job].push_back(t.index);
+  for (const auto& t : expected) {
+    if (std::binary_search(held.begin(), held.end(), t)) continue;
+    auto jt = jobs_.find(t.job);
+    // Ended meanwhile (end_tasks_finished_while_away, or an event): not lost.
+    if (jt == jobs_.end() || jt->second.tasks.empty() || jt->second.tasks[t.index].state != TaskState::running)
+      continue;
+    lost[t.job].push_back(t.index);
+  }
   for (auto& [job, tasks] : lost) declare_lost(jobs_.at(job), tasks, now);
 }
 

@@ -270,7 +270,8 @@ class Scheduler {
   /// node is adopted; one they do not (unknown job, task pending, final or on
   /// another node) is released; a live claim of ours that is not in flight is
   /// released; a task the records place here that the node does not hold is
-  /// lost and placed again.
+  /// lost and placed again, unless the node reports it finished (it ended
+  /// while this scheduler was away): then it ends as the node saw it end.
   void reconcile_node(const NodeReport& report, TimePoint now, Outbox& out);
 
   /// Orders `job` within its priority: a higher boost first, until the job
@@ -413,6 +414,9 @@ class Scheduler {
   /// limits it runs again or ends in `final_state`.
   void end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbox& out);
   void process_events(const NodeDelta& delta, TimePoint now, Outbox& out);
+  /// reconcile_node's first step: restored tasks of this node that it
+  /// reports finished (and does not hold again) end with the node's verdict.
+  void end_tasks_finished_while_away(const NodeReport& report, TimePoint now, Outbox& out);
   /// reconcile_node's rule over a node's allocations (and live claims, if
   /// given); with check_running, every task believed running there is
   /// expected too, not only those restored from the store.

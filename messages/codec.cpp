@@ -516,6 +516,11 @@ Status read(const pb::NodeReport& in, const Path& p, core::NodeReport& out) {
   for (int i = 0; i < in.allocations_size(); ++i)
     CLAIMSCHED_TRY(
         read(in.allocations(i), Path{allocations, i}, out.allocations[static_cast<size_t>(i)]));
+  Path finished{p, "finished"};
+  out.finished.clear();
+  out.finished.resize(static_cast<size_t>(in.finished_size()));
+  for (int i = 0; i < in.finished_size(); ++i)
+    CLAIMSCHED_TRY(read(in.finished(i), Path{finished, i}, out.finished[static_cast<size_t>(i)]));
   return Status::ok();
 }
 
@@ -771,6 +776,8 @@ void to_proto(const core::NodeReport& in, pb::NodeReport& out) {
   for (const auto& c : in.claims) to_proto(c, *out.add_claims());
   out.mutable_allocations()->Reserve(static_cast<int>(in.allocations.size()));
   for (const auto& a : in.allocations) to_proto(a, *out.add_allocations());
+  out.mutable_finished()->Reserve(static_cast<int>(in.finished.size()));
+  for (const auto& e : in.finished) to_proto(e, *out.add_finished());
 }
 
 void to_proto(const core::TaskView& in, pb::TaskView& out) {

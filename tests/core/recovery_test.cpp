@@ -155,6 +155,52 @@ TEST_F(RecoveryTest, RestoredTasksAreAdoptedLostOrReleasedByTheNodesReports) {
   EXPECT_EQ(journal.task_changes[0].tasks, (std::vector<TaskIndex>{2}));
 }
 
+TEST_F(RecoveryTest, TasksThatEndedWhileTheSchedulerWasAwayEndAsTheNodeSawThem) {
+  add_nodes(1);
+  // Before the crash: tasks 0, 1, 2 and 3 ran on node 1. While the scheduler
+  // was down, 0 succeeded, 1 failed with exit code 4 and 3 failed once, then
+  // ran again on the same node (it holds it again); 2 still runs.
+  auto run_task = [&](uint64_t claim, TaskIndex t) {
+    auto c = ClaimBuilder().id(claim).node(1).job(1).tasks({t}).build();
+    ASSERT_EQ(cluster.foreign_claim(0, c, false).outcome, ClaimOutcome::accepted);
+    ASSERT_EQ(cluster.ledger(0).confirm(testing::confirm_of(c), cluster.now()).outcome,
+              ConfirmOutcome::confirmed);
+  };
+  std::vector<NodeEvent> events;
+  for (TaskIndex t = 0; t < 4; ++t) run_task(t + 1, t);
+  ASSERT_TRUE(cluster.ledger(0).finish_task(TaskRef{JobId{1}, 0}, TaskState::succeeded, 0, events));
+  ASSERT_TRUE(cluster.ledger(0).finish_task(TaskRef{JobId{1}, 1}, TaskState::failed, 4, events));
+  ASSERT_TRUE(cluster.ledger(0).finish_task(TaskRef{JobId{1}, 3}, TaskState::failed, 9, events));
+  run_task(10, 3);
+
+  Scheduler sched(config(2));
+  ASSERT_TRUE(sched.restore_job(JobBuilder(1).count(4).cpu("500m").build(),
+                                {{0, TaskState::running, NodeId{1}, 0},
+                                 {1, TaskState::running, NodeId{1}, 0},
+                                 {2, TaskState::running, NodeId{1}, 0},
+                                 {3, TaskState::running, NodeId{1}, 0}},
+                                TimePoint{0}));
+  NodeReport r;
+  r.spec = cluster.spec(0);
+  r.snapshot = cluster.ledger(0).snapshot();
+  r.allocations = cluster.ledger(0).allocations();
+  r.finished = cluster.ledger(0).recent_finished();
+  ASSERT_TRUE(sched.add_node(r.spec, r.snapshot));
+  Outbox out;
+  sched.reconcile_node(r, TimePoint{0}, out);
+
+  const JobRecord* j = sched.job(JobId{1});
+  EXPECT_EQ(j->tasks[0].state, TaskState::succeeded);
+  EXPECT_EQ(j->tasks[1].state, TaskState::failed);
+  EXPECT_EQ(j->tasks[1].exit_code, 4);
+  EXPECT_EQ(j->tasks[2].state, TaskState::running) << "still held: adopted";
+  EXPECT_EQ(j->tasks[3].state, TaskState::running) << "held again: the failure was an older run's";
+  EXPECT_EQ(sched.stats().tasks_lost, 0u) << "nothing runs a second time";
+  EXPECT_EQ(j->pending(), 0u);
+  EXPECT_TRUE(out.releases.empty());
+  EXPECT_TRUE(sched.check_accounting()) << sched.check_accounting().error().message;
+}
+
 TEST_F(RecoveryTest, TasksOnANodeThatNeverReturnsAreLostAfterTheGrace) {
   Scheduler sched(config(2));
   ASSERT_TRUE(sched.restore_job(JobBuilder(1).count(2).cpu("1").build(),
@@ -230,11 +276,11 @@ TEST_F(RecoveryTest, AfterAGapTasksTheNodeNoLongerHoldsAreLost) {
   ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(1).cpu("1").build()));
   run();
   // The node frees the task and the delta saying so is lost; later the
-  // node ends more than kRecentFinished other tasks, so the snapshot no
+  // node ends more than config().recent_finished other tasks, so the snapshot no
   // longer remembers how ours ended.
   ASSERT_TRUE(cluster.finish_task(0, TaskRef{JobId{1}, 0}, TaskState::failed, 1));
   ASSERT_TRUE(cluster.take_to_scheduler(0, s));
-  for (uint32_t i = 0; i < NodeLedger::kRecentFinished; ++i) {
+  for (uint32_t i = 0; i < cluster.ledger(0).config().recent_finished; ++i) {
     auto c = ClaimBuilder().id(100 + i).partition(9).job(800).tasks({i}).build();
     ASSERT_EQ(cluster.foreign_claim(0, c, false).outcome, ClaimOutcome::accepted);
     ASSERT_EQ(cluster.ledger(0).confirm(testing::confirm_of(c), cluster.now()).outcome,

@@ -14,7 +14,6 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
-#include <regex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -50,7 +49,9 @@ class LocalCluster {
   /// Starts the server; the first start picks a free port, a restart reuses it
   /// (agents reconnect to the address they know).
   void start_server() {
-    std::vector<std::string> argv{CLAIMSCHED_BINARY, "server", "--config", config_};
+    // Debug level: a failing test leaves its directory, and the logs then
+    // tell what each process did.
+    std::vector<std::string> argv{CLAIMSCHED_BINARY, "--log-level", "debug", "server", "--config", config_};
     if (!address_.empty()) {
       argv.push_back("--port");
       argv.push_back(address_.substr(address_.rfind(':') + 1));
@@ -58,12 +59,12 @@ class LocalCluster {
     auto log_size = file_size(server_log());
     server_ = std::make_unique<BackgroundProcess>(argv, server_log());
     ASSERT_TRUE(server_->started());
-    static const std::regex listening("claimsched server listening on ([0-9.]+:[0-9]+)");
+    const std::string listening = "claimsched server listening on ";
     for (int i = 0; i < 200; ++i) {
-      std::smatch m;
       std::string text = read_file(server_log()).substr(log_size);
-      if (std::regex_search(text, m, listening)) {
-        address_ = m[1];
+      if (auto at = text.find(listening); at != std::string::npos) {
+        auto from = at + listening.size();
+        address_ = text.substr(from, text.find(' ', from) - from);
         return;
       }
       ASSERT_TRUE(server_->running()) << "server exited:\n" << text;
@@ -81,7 +82,7 @@ class LocalCluster {
   void start_agent(const std::string& name, const std::string& resources = "cpu=4,memory=4Gi") {
     agents_.erase(name);
     agents_[name] = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{CLAIMSCHED_BINARY, "agent", "--server", address_, "--name", name,
+        std::vector<std::string>{CLAIMSCHED_BINARY, "--log-level", "debug", "agent", "--server", address_, "--name", name,
                                  "--resources", resources, "--state-dir", dir_ + "/" + name},
         dir_ + "/" + name + ".log");
     ASSERT_TRUE(agents_[name]->started());

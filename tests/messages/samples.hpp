@@ -196,6 +196,7 @@ inline core::NodeReport sample_report() {
   r.epochs = {{core::PartitionId{5}, 42}, {core::PartitionId{6}, 7}};
   r.claims = {sample_live_claim(0), sample_live_claim(1)};
   r.allocations = {sample_allocation(0), sample_allocation(1)};
+  r.finished = {sample_event(0), sample_event(1)};
   return r;
 }
 

@@ -1,0 +1,21 @@
+#pragma once
+
+// Reaching the server's gateway from another process (agent, client).
+
+#include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
+#include <string>
+
+#include "actors/actors.hpp"
+
+namespace claimsched::actors {
+
+/// Connects to the gateway published at host:port, giving up after
+/// `timeout`. CAF 0.17's middleman().remote_actor() waits without a limit,
+/// and a connect that races the server's restart can leave it waiting for a
+/// handshake that never comes, with every later connect to the same address
+/// queued behind it: an agent would never reconnect.
+caf::expected<gateway_actor> connect_gateway(caf::actor_system& sys, const std::string& host, uint16_t port,
+                                             core::Duration timeout);
+
+}  // namespace claimsched::actors
