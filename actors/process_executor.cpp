@@ -23,6 +23,7 @@ std::string ProcessExecutor::stderr_path(core::TaskRef task) const {
 
 core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec& spec,
                                     const core::Allocation& a) {
+  const auto entered = std::chrono::steady_clock::now();
   const core::TaskLaunch& launch = *a.launch;
   agent::LaunchSpec ls;
   ls.argv = launch.argv;
@@ -55,7 +56,9 @@ core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec
       by_task_[a.task] = *handle;
     }
   }
-  spdlog::debug("task {}.{}: started", a.task.job.value, a.task.index);
+  spdlog::debug("task {}.{}: started ({} us in start)", a.task.job.value, a.task.index,
+                std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered)
+                    .count());
   if (early) report(Running{node, a.task}, std::move(*early));
   return core::Status::ok();
 }

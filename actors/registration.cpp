@@ -23,6 +23,7 @@ void configure(caf::actor_system_config& cfg, const LinkOptions& link) {
   uint32_t threads = link.threads != 0 ? link.threads : std::max(1u, std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", static_cast<size_t>(threads));
   cfg.set("scheduler.max-throughput", size_t{300});
+  if (link.shared_queue) cfg.set("scheduler.policy", caf::atom("sharing"));
 }
 
 }  // namespace claimsched::actors

@@ -19,6 +19,10 @@ struct LinkOptions {
   core::Duration timeout = std::chrono::seconds(2);
   /// Worker threads (0: one per core).
   uint32_t threads = 0;
+  /// One shared job queue whose idle workers sleep, instead of CAF's work
+  /// stealing, whose idle workers poll. Stealing wins for one busy process
+  /// (the sim); a server and agents sharing few cores lose to the polling.
+  bool shared_queue = false;
 };
 
 /// Registers types, loads the middleman and sets its timeouts.

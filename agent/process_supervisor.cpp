@@ -470,7 +470,8 @@ struct ProcessSupervisor::Impl {
       child.deadline = started + std::chrono::duration_cast<Clock::duration>(p.max_run_time);
     children.emplace(handle, std::move(child));
     running.fetch_add(1);
-    spdlog::debug("process-supervisor: started {} as pid {} (handle {})", in_quotes(p.command), pid, handle);
+    spdlog::debug("process-supervisor: started {} as pid {} (handle {}) in {} us", in_quotes(p.command), pid, handle,
+                  std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
     return handle;
   }
 

@@ -8,8 +8,8 @@
 #include <filesystem>
 #include <map>
 
-#include "actors/connect.hpp"
 #include "actors/clock.hpp"
+#include "actors/connect.hpp"
 #include "actors/node_actor.hpp"
 #include "actors/node_persistence.hpp"
 #include "actors/process_executor.hpp"
@@ -88,6 +88,7 @@ int run_agent(const AgentOptions& opt) {
   actors::LinkOptions link;
   link.heartbeat = config.timeouts.link_heartbeat;
   link.timeout = config.timeouts.link_timeout;
+  link.shared_queue = true;
   actors::configure(cfg, link);
   caf::actor_system sys{cfg};
 

@@ -1,5 +1,7 @@
 #include "apps/client.hpp"
 
+#include <pwd.h>
+#include <unistd.h>
 #include <CLI/CLI.hpp>
 #include <caf/io/all.hpp>
 #include <cmath>
@@ -11,8 +13,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "actors/connect.hpp"
 #include "actors/actors.hpp"
+#include "actors/connect.hpp"
 #include "actors/registration.hpp"
 #include "apps/job_file.hpp"
 #include "core/duration.hpp"
@@ -80,8 +82,10 @@ core::Expected<core::JobSpec> job_from(const ClientOptions& o) {
     j.command = o.command;
   }
   if (j.user.empty()) {
+    // $USER is unset under cron, systemd and plain `sh -c`; the account is not.
     const char* user = std::getenv("USER");
-    j.user = user && *user ? user : "unknown";
+    const passwd* account = user && *user ? nullptr : ::getpwuid(::getuid());
+    j.user = user && *user ? user : account && account->pw_name ? account->pw_name : "unknown";
   }
   if (auto st = core::validate(j); !st) return st.error();
   return j;
@@ -292,6 +296,7 @@ int run_client(const std::string& command, const ClientOptions& o) {
   caf::actor_system_config cfg;
   actors::LinkOptions link;
   link.threads = 2;
+  link.shared_queue = true;
   actors::configure(cfg, link);
   caf::actor_system sys{cfg};
   auto remote = actors::connect_gateway(sys, host, port, o.timeout);

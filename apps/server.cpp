@@ -76,6 +76,7 @@ int run_server(const ServerOptions& opt) {
   actors::LinkOptions link;
   link.heartbeat = config.timeouts.link_heartbeat;
   link.timeout = config.timeouts.link_timeout;
+  link.shared_queue = true;
   actors::configure(cfg, link);
   caf::actor_system sys{cfg};
 

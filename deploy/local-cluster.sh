@@ -69,6 +69,9 @@ recovery_grace = "10s"
 EOF
   fi
   "$bin" config check "$config" >/dev/null || die "$config has problems (see above)"
+  # A start that fails half way ends what it started: no stray server keeps
+  # the port (or a core) busy.
+  trap 'echo "local-cluster: start failed; stopping what was started" >&2; stop >/dev/null' EXIT
 
   # A restarted server keeps its port so the agents (which reconnect) find it.
   local args=(server --config "$config")
@@ -102,6 +105,7 @@ EOF
     local up
     up="$("$bin" nodes --json --server "$address" 2>/dev/null | grep -o '"alive":true' | wc -l || true)"
     if [[ "$up" -ge "$agents" ]]; then
+      trap - EXIT
       echo "local cluster up: server $address, $agents agent(s) of $slots slot(s), state in $dir"
       echo "export CLAIMSCHED_SERVER=$address"
       return 0
