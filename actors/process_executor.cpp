@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 
 namespace claimsched::actors {
@@ -9,9 +10,18 @@ namespace claimsched::actors {
 ProcessExecutor::ProcessExecutor(std::string output_dir) : output_dir_(std::move(output_dir)) {
   supervisor_ = std::make_unique<agent::ProcessSupervisor>(
       [this](uint64_t handle, agent::TaskExit how) { exited(handle, std::move(how)); });
+  launcher_ = std::thread([this] { launch_loop(); });
 }
 
-ProcessExecutor::~ProcessExecutor() { supervisor_.reset(); }
+ProcessExecutor::~ProcessExecutor() {
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopping_ = true;  // what is still queued never starts
+  }
+  queue_changed_.notify_all();
+  launcher_.join();
+  supervisor_.reset();
+}
 
 std::string ProcessExecutor::stdout_path(core::TaskRef task) const {
   return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + ".out";
@@ -23,50 +33,103 @@ std::string ProcessExecutor::stderr_path(core::TaskRef task) const {
 
 core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec& spec,
                                     const core::Allocation& a) {
-  const auto entered = std::chrono::steady_clock::now();
   const core::TaskLaunch& launch = *a.launch;
-  agent::LaunchSpec ls;
+  Queued q{node, a.task, {}};
+  agent::LaunchSpec& ls = q.launch;
   ls.argv = launch.argv;
   ls.env = agent::task_environment(a.task.job, a.task.index, spec.name, a.resources);
   ls.env.insert(ls.env.end(), launch.env.begin(), launch.env.end());
   ls.workdir = launch.workdir;
-  if (ls.workdir.empty()) {
-    ls.workdir = output_dir_ + "/" + std::to_string(a.task.job.value);
-    std::error_code ec;
-    std::filesystem::create_directories(ls.workdir, ec);
-    if (ec)
-      return core::make_error(core::Errc::io_error,
-                              "cannot create the task directory " + ls.workdir + ": " + ec.message());
-  }
   ls.stdout_path = stdout_path(a.task);
   ls.stderr_path = stderr_path(a.task);
   ls.max_run_time = launch.max_run_time;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (stopping_) return core::make_error(core::Errc::wrong_state, "the agent is stopping");
+    queued_.push_back(std::move(q));
+  }
+  queue_changed_.notify_one();
+  return core::Status::ok();
+}
+
+void ProcessExecutor::launch_loop() {
+  for (;;) {
+    Queued q;
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      queue_changed_.wait(lock, [&] { return stopping_ || !queued_.empty(); });
+      if (stopping_) return;
+      q = std::move(queued_.front());
+      queued_.pop_front();
+      launching_ = q.task;
+      kill_when_launched_.reset();
+    }
+    launch(std::move(q));
+  }
+}
+
+void ProcessExecutor::launch(Queued q) {
+  const auto entered = std::chrono::steady_clock::now();
+  agent::LaunchSpec& ls = q.launch;
+  auto failed = [&](const std::string& why) {
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      launching_.reset();
+    }
+    agent::TaskExit how;
+    how.how = agent::TaskExit::How::failed_to_start;
+    how.detail = why;
+    report(Running{q.node, q.task}, std::move(how));
+  };
+  if (ls.workdir.empty()) {
+    ls.workdir = output_dir_ + "/" + std::to_string(q.task.job.value);
+    std::error_code ec;
+    std::filesystem::create_directories(ls.workdir, ec);
+    if (ec) return failed("cannot create the task directory " + ls.workdir + ": " + ec.message());
+  }
   // Not under the lock: the supervisor's thread reports exits through
   // exited(), which takes it, while start() waits for that thread.
   auto handle = supervisor_->start(ls);
-  if (!handle) return handle.error();
+  if (!handle) return failed(handle.error().to_string());
   std::optional<agent::TaskExit> early;
+  std::optional<std::string> kill_reason;
   {
     std::lock_guard<std::mutex> guard(mutex_);
+    launching_.reset();
+    kill_reason = std::move(kill_when_launched_);
+    kill_when_launched_.reset();
     if (auto it = early_.find(*handle); it != early_.end()) {
       early = std::move(it->second);  // it ended before it was registered
       early_.erase(it);
     } else {
-      by_handle_[*handle] = Running{node, a.task};
-      by_task_[a.task] = *handle;
+      by_handle_[*handle] = Running{q.node, q.task};
+      by_task_[q.task] = *handle;
     }
   }
-  spdlog::debug("task {}.{}: started ({} us in start)", a.task.job.value, a.task.index,
+  // Released while it was being started: it runs now, so stop it now.
+  if (kill_reason && !early) supervisor_->kill(*handle, *kill_reason);
+  spdlog::debug("task {}.{}: started ({} us to launch)", q.task.job.value, q.task.index,
                 std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered)
                     .count());
-  if (early) report(Running{node, a.task}, std::move(*early));
-  return core::Status::ok();
+  if (early) report(Running{q.node, q.task}, std::move(*early));
 }
 
 void ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
   uint64_t handle = 0;
   {
     std::lock_guard<std::mutex> guard(mutex_);
+    // Not launched yet: it never will be.
+    auto queued = std::find_if(queued_.begin(), queued_.end(), [&](const Queued& q) { return q.task == task; });
+    if (queued != queued_.end()) {
+      queued_.erase(queued);
+      spdlog::debug("task {}.{}: dropped before its start ({})", task.job.value, task.index, reason);
+      return;
+    }
+    if (launching_ == task) {
+      kill_when_launched_ = reason;
+      spdlog::debug("task {}.{}: killing it once started ({})", task.job.value, task.index, reason);
+      return;
+    }
     auto it = by_task_.find(task);
     if (it == by_task_.end()) {
       spdlog::debug("task {}.{}: not running here, nothing to kill ({})", task.job.value, task.index, reason);

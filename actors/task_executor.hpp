@@ -16,7 +16,8 @@ class TaskExecutor {
   virtual ~TaskExecutor() = default;
   /// Starts the task of `allocation` on the node described by `spec`; its end
   /// comes back to `node` as a TaskEnded. An error means it did not start
-  /// (and no TaskEnded follows).
+  /// (and no TaskEnded follows); an executor may also start asynchronously
+  /// and report a failed start as a TaskEnded (failed).
   virtual core::Status start(const caf::actor& node, const core::NodeSpec& spec,
                              const core::Allocation& allocation) = 0;
   /// Stops the task (it was released: cancelled, preempted, evicted); its

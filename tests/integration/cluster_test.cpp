@@ -55,9 +55,10 @@ TEST_F(ClusterTest, TasksRunRealCommandsAndReportTheirExitCodes) {
   uint64_t ok = cluster.submit("--count 6", "/bin/true");
   uint64_t bad = cluster.submit("--count 2", "/bin/sh -c 'exit 3'");
   uint64_t slow = cluster.submit("--max-run-time 1s", "/bin/sleep 60");
+  uint64_t missing = cluster.submit("", "/nonexistent/command");
   std::string why;
   uint64_t echo = cluster.submit("--name greeting", "/bin/sh -c 'echo hello from $CLAIMSCHED_TASK_INDEX'", &why);
-  ASSERT_TRUE(ok && bad && slow && echo) << why;
+  ASSERT_TRUE(ok && bad && slow && missing && echo) << why;
 
   auto s = cluster.wait_for_job(ok);
   EXPECT_EQ(s.value("state", ""), "succeeded") << s.dump(2);
@@ -71,6 +72,9 @@ TEST_F(ClusterTest, TasksRunRealCommandsAndReportTheirExitCodes) {
   s = cluster.wait_for_job(slow);
   EXPECT_EQ(s.value("state", ""), "failed") << "killed at --max-run-time: " << s.dump(2);
   EXPECT_LT(std::chrono::steady_clock::now() - started, 30s) << "not left to run its 60 s";
+
+  s = cluster.wait_for_job(missing);
+  EXPECT_EQ(s.value("state", ""), "failed") << "a command that cannot start fails its task: " << s.dump(2);
 
   s = cluster.wait_for_job(echo);
   ASSERT_EQ(s.value("state", ""), "succeeded") << s.dump(2);
