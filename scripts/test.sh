@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds everything (Release with assertions) and
 # runs the whole test suite through CTest; then builds the tests again with
-# AddressSanitizer + UndefinedBehaviorSanitizer and runs them too.
+# AddressSanitizer + UndefinedBehaviorSanitizer (cmake/Build.cmake says where
+# UBSan is left out) and runs them too.
 # Usage: scripts/test.sh [--no-sanitizers]
 set -euo pipefail
 cd "$(dirname "$0")/.."
