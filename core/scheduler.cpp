@@ -16,19 +16,26 @@ std::string describe_reject(ClaimOutcome o, const NodeView& node) {
   return why;
 }
 
+/// A release under this partition's epoch of a claim (zero: none) and/or
+/// tasks of `job` on `node`.
+ReleaseRequest release_request(const SchedulerConfig& config, NodeId node, JobId job, ClaimId claim,
+                               std::vector<TaskIndex> tasks = {}) {
+  ReleaseRequest r;
+  r.partition = config.partition;
+  r.epoch = config.epoch;
+  r.node = node;
+  r.job = job;
+  r.claim_id = claim;
+  r.tasks = std::move(tasks);
+  r.reason = TaskState::cancelled;
+  return r;
+}
+
 // Frees the confirmed tasks of an aborted gang's claim. It names the claim so
 // that the reply can be matched to it (the node finds no live claim by that
 // id and frees the tasks), and is resent until answered.
 ReleaseRequest release_of_confirmed(const SchedulerConfig& config, const ClaimRequest& claim) {
-  ReleaseRequest r;
-  r.partition = config.partition;
-  r.epoch = config.epoch;
-  r.node = claim.node;
-  r.claim_id = claim.claim_id;
-  r.job = claim.job;
-  r.tasks = claim.tasks;
-  r.reason = TaskState::cancelled;
-  return r;
+  return release_request(config, claim.node, claim.job, claim.claim_id, claim.tasks);
 }
 
 }  // namespace
@@ -319,14 +326,7 @@ void Scheduler::journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, Ta
 void Scheduler::release_on(NodeId node, JobId job, std::vector<TaskIndex> tasks, Outbox& out) {
   if (tasks.empty()) return;
   stats_.reconcile_releases += tasks.size();
-  ReleaseRequest r;
-  r.partition = config_.partition;
-  r.epoch = config_.epoch;
-  r.node = node;
-  r.job = job;
-  r.tasks = std::move(tasks);
-  r.reason = TaskState::cancelled;
-  out.releases.push_back(std::move(r));
+  out.releases.push_back(release_request(config_, node, job, ClaimId{}, std::move(tasks)));
 }
 
 void Scheduler::declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, TimePoint now) {
@@ -413,13 +413,7 @@ void Scheduler::reconcile(NodeId node, const std::vector<Allocation>& allocation
   for (const auto& c : claims ? *claims : std::vector<LiveClaim>{}) {
     if (c.partition != config_.partition || in_flight_.contains(c.id)) continue;
     ++stats_.reconcile_releases;
-    ReleaseRequest r;
-    r.partition = config_.partition;
-    r.epoch = config_.epoch;
-    r.node = node;
-    r.claim_id = c.id;
-    r.job = c.job;
-    out.releases.push_back(std::move(r));
+    out.releases.push_back(release_request(config_, node, c.job, c.id));
   }
   // Restored here, not held: lost.
   std::sort(held.begin(), held.end());
@@ -761,12 +755,8 @@ void Scheduler::on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& o
     if (auto n = view_.find_node(reply.snapshot.node)) {
       observe_generation(*n, reply.snapshot, reply.outcome == ClaimOutcome::accepted, out);
       if (reply.outcome == ClaimOutcome::accepted && it == in_flight_.end()) {
-        ReleaseRequest r;
-        r.partition = config_.partition;
-        r.epoch = config_.epoch;
-        r.node = reply.snapshot.node;
-        r.claim_id = reply.claim_id;
-        out.releases.push_back(std::move(r));  // fire and forget: unanswered, it expires
+        // Fire and forget: unanswered, it expires.
+        out.releases.push_back(release_request(config_, reply.snapshot.node, JobId{}, reply.claim_id));
       }
     }
     return;
@@ -780,13 +770,7 @@ void Scheduler::on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& o
 
   if (accepted && j.cancelled) {
     // Cancelled meanwhile: give the room back instead of confirming.
-    ReleaseRequest r;
-    r.partition = config_.partition;
-    r.epoch = config_.epoch;
-    r.node = c.request.node;
-    r.claim_id = c.request.claim_id;
-    r.job = c.request.job;
-    out.releases.push_back(std::move(r));
+    out.releases.push_back(release_request(config_, c.request.node, c.request.job, c.request.claim_id));
     for (auto t : c.request.tasks) set_task_state(j, t, TaskState::cancelled);
     in_flight_.erase(it);
     maybe_finished(j, now, out);
@@ -890,13 +874,7 @@ void Scheduler::gang_reply(uint64_t gang_id, TimePoint now, Outbox& out) {
     }
     // Only claimed: the claim is never confirmed now, so the tasks are free
     // to go elsewhere at once. Fire and forget: if lost, the claim expires.
-    ReleaseRequest r;
-    r.partition = config_.partition;
-    r.epoch = config_.epoch;
-    r.node = c.request.node;
-    r.job = c.request.job;
-    r.claim_id = c.request.claim_id;
-    out.releases.push_back(std::move(r));
+    out.releases.push_back(release_request(config_, c.request.node, c.request.job, c.request.claim_id));
     in_flight_.erase(it);
   }
   std::string why = "gang aborted: " + g.why;
@@ -940,14 +918,7 @@ void Scheduler::on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbo
   }
   if (confirmed && j.cancelled) {
     // Cancelled while its confirm was on the way: free it again.
-    ReleaseRequest r;
-    r.partition = config_.partition;
-    r.epoch = config_.epoch;
-    r.node = c.request.node;
-    r.job = c.request.job;
-    r.tasks = c.request.tasks;
-    r.reason = TaskState::cancelled;
-    out.releases.push_back(std::move(r));
+    out.releases.push_back(release_request(config_, c.request.node, c.request.job, ClaimId{}, c.request.tasks));
     for (auto t : c.request.tasks) set_task_state(j, t, TaskState::cancelled);
     in_flight_.erase(it);
     maybe_finished(j, now, out);
@@ -1121,16 +1092,8 @@ Status Scheduler::cancel(JobId id, TimePoint now, Outbox& out) {
   j.requeued.clear();
   j.next_fresh = j.spec.count;
   for (auto t : ended) set_task_state(j, t, TaskState::cancelled);
-  for (auto& [n, tasks] : release) {
-    ReleaseRequest r;
-    r.partition = config_.partition;
-    r.epoch = config_.epoch;
-    r.node = view_.node(n).id;
-    r.job = id;
-    r.tasks = tasks;
-    r.reason = TaskState::cancelled;
-    out.releases.push_back(std::move(r));
-  }
+  for (auto& [n, tasks] : release)
+    out.releases.push_back(release_request(config_, view_.node(n).id, id, ClaimId{}, std::move(tasks)));
   journal_tasks(id, ended, TaskState::cancelled, NodeId{}, ClaimId{});
   if (config_.journal) journal_.jobs_cancelled.push_back(j.spec);
   j.reason = "cancelled";
