@@ -21,7 +21,8 @@ class TaskExecutor {
   virtual core::Status start(const caf::actor& node, const core::NodeSpec& spec,
                              const core::Allocation& allocation) = 0;
   /// Stops the task (it was released: cancelled, preempted, evicted); its
-  /// TaskEnded still follows.
+  /// TaskEnded still follows, unless the task had not started yet (then it
+  /// never starts and nothing follows: the node freed it already).
   virtual void kill(core::TaskRef task, const std::string& reason) = 0;
 };
 
