@@ -52,6 +52,10 @@ struct TaskEnded {
   core::TaskState state = core::TaskState::succeeded;
   int32_t exit_code = 0;
   std::string detail;
+  /// The claim that started this run: a task released and placed on the
+  /// same node again has two runs for a moment (the old one being killed),
+  /// and the old one's end must not end the new one.
+  core::ClaimId claim;
 };
 
 /// Anyone who follows a node's update stream (schedulers, replicas, views).

@@ -521,6 +521,26 @@ TEST_F(NodeLedgerTest, FinishTaskReportsTheExitAndFreesResources) {
   EXPECT_FALSE(ledger.finish_task(TaskRef{pending.job, 5}, TaskState::failed, 1, events));
 }
 
+TEST_F(NodeLedgerTest, TheEndOfAnOlderRunDoesNotEndTheTasksNewRunHere) {
+  // Task 0 runs under claim 1, is released (its process is being killed) and
+  // placed here again under claim 2 before the old process has exited.
+  auto first = ClaimBuilder().id(1).tasks({0}).build();
+  ASSERT_EQ(claim(first).outcome, ClaimOutcome::accepted);
+  ASSERT_EQ(confirm(first).outcome, ConfirmOutcome::confirmed);
+  ASSERT_EQ(ledger.release(release_tasks(first, {0}), ms(0)).released, 1u);
+  auto again = ClaimBuilder().id(2).tasks({0}).build();
+  ASSERT_EQ(claim(again).outcome, ClaimOutcome::accepted);
+  ASSERT_EQ(confirm(again).outcome, ConfirmOutcome::confirmed);
+  std::vector<NodeEvent> events;
+  EXPECT_FALSE(ledger.finish_task(TaskRef{first.job, 0}, TaskState::failed, 143, events, ClaimId{1}))
+      << "the killed old process's end finds nothing";
+  EXPECT_TRUE(events.empty());
+  ASSERT_EQ(ledger.allocations().size(), 1u);
+  EXPECT_TRUE(ledger.finish_task(TaskRef{first.job, 0}, TaskState::succeeded, 0, events, ClaimId{2}));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].claim_id, ClaimId{2});
+}
+
 // --- node state ------------------------------------------------------------
 
 TEST_F(NodeLedgerTest, DrainingAndDownNodesAcceptNoClaims) {
