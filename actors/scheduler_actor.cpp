@@ -99,6 +99,11 @@ void flush(self_ptr self, core::TimePoint t) {
     confirms.insert(confirms.end(), std::make_move_iterator(out.confirms.begin()),
                     std::make_move_iterator(out.confirms.end()));
     out.confirms.clear();
+    // Confirms with no record to write (resent after a reply timeout: their
+    // placements are durable already) go out behind an empty batch, a
+    // barrier; left waiting for the next record, a confirm resent to a node
+    // that restarted would wait for ever and its task stay claimed.
+    if (!st.batch && !confirms.empty()) st.batch = st.store->batch();
     if (st.batch) submit_write(self);
   } else if (st.store) {
     out.confirms.clear();
@@ -226,6 +231,11 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
             .then(
                 [=](core::NodeReport& report) {
                   auto& st = self->state;
+                  // Another actor for a node we knew: its agent restarted.
+                  bool restarted = false;
+                  if (auto known = st.core->view().find_node(report.spec.id);
+                      known && *known < st.nodes.size() && st.nodes[*known])
+                    restarted = st.nodes[*known].address() != node.address();
                   if (auto status = st.core->add_node(report.spec, report.snapshot); !status) {
                     spdlog::error("{}: cannot add node {}: {}", st.log_name, report.spec.name,
                                   status.error().to_string());
@@ -235,7 +245,7 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
                   if (st.nodes.size() <= n) st.nodes.resize(n + 1);
                   st.nodes[n] = node;
                   auto t = now(self);
-                  st.core->reconcile_node(report, t, st.outbox);
+                  st.core->reconcile_node(report, t, st.outbox, restarted);
                   flush(self, t);
                 },
                 [=](caf::error& err) {

@@ -335,9 +335,9 @@ void Scheduler::declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, 
   return_to_queue(j, tasks, false, "its node no longer holds it", now);
 }
 
-void Scheduler::reconcile_node(const NodeReport& report, TimePoint now, Outbox& out) {
+void Scheduler::reconcile_node(const NodeReport& report, TimePoint now, Outbox& out, bool restarted) {
   end_tasks_finished_while_away(report, now, out);
-  reconcile(report.spec.id, report.allocations, &report.claims, false, now, out);
+  reconcile(report.spec.id, report.allocations, &report.claims, restarted, now, out);
 }
 
 void Scheduler::end_tasks_finished_while_away(const NodeReport& report, TimePoint now, Outbox& out) {
@@ -385,6 +385,7 @@ void Scheduler::reconcile(NodeId node, const std::vector<Allocation>& allocation
     }
   }
   std::sort(expected.begin(), expected.end());
+  expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
   std::vector<TaskRef> held;
   // Releases grouped by job, in job order.
   std::map<JobId, std::vector<TaskIndex>> release;

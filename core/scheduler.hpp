@@ -272,7 +272,12 @@ class Scheduler {
   /// released; a task the records place here that the node does not hold is
   /// lost and placed again, unless the node reports it finished (it ended
   /// while this scheduler was away): then it ends as the node saw it end.
-  void reconcile_node(const NodeReport& report, TimePoint now, Outbox& out);
+  /// `restarted`: the report is the first from a new incarnation of a node
+  /// this scheduler knew (its agent restarted within the grace): every task
+  /// believed running there that the node does not hold is lost too. Not for
+  /// a node that only re-subscribes: its report may predate placements made
+  /// since, which it would wrongly declare lost.
+  void reconcile_node(const NodeReport& report, TimePoint now, Outbox& out, bool restarted = false);
 
   /// Orders `job` within its priority: a higher boost first, until the job
   /// holds `fair_tasks` tasks (0: no limit); then it goes behind every job

@@ -201,6 +201,32 @@ TEST_F(RecoveryTest, TasksThatEndedWhileTheSchedulerWasAwayEndAsTheNodeSawThem) 
   EXPECT_TRUE(sched.check_accounting()) << sched.check_accounting().error().message;
 }
 
+TEST_F(RecoveryTest, ANodeThatComesBackWithoutTasksItRanHasThemDeclaredLost) {
+  add_nodes(1);
+  size_t s = cluster.add_scheduler(config());
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(2).cpu("1").build()));
+  run();
+  Scheduler& sched = cluster.scheduler(s);
+  ASSERT_EQ(sched.job(JobId{1})->count_in(TaskState::running), 2u);
+  // Its agent was killed before its store held the tasks and came back
+  // within the grace: the node registers again, holding nothing. Without
+  // this, the tasks would show running for ever on a node that runs nothing.
+  NodeReport r;
+  r.spec = cluster.spec(0);
+  r.snapshot = NodeLedger(r.spec.id, r.spec.capacity, ledger_config()).snapshot();
+  ASSERT_TRUE(sched.add_node(r.spec, r.snapshot));
+  Outbox out;
+  // The same node re-subscribing: its report may predate placements since.
+  sched.reconcile_node(r, cluster.now(), out);
+  EXPECT_EQ(sched.stats().tasks_lost, 0u);
+  // A new incarnation of it: what it does not hold is lost.
+  sched.reconcile_node(r, cluster.now(), out, true);
+  EXPECT_EQ(sched.stats().tasks_lost, 2u);
+  EXPECT_EQ(sched.job(JobId{1})->count_in(TaskState::running), 0u);
+  EXPECT_EQ(sched.job(JobId{1})->pending(), 2u) << "requeued, to be placed again";
+  EXPECT_TRUE(sched.check_accounting()) << sched.check_accounting().error().message;
+}
+
 TEST_F(RecoveryTest, TasksOnANodeThatNeverReturnsAreLostAfterTheGrace) {
   Scheduler sched(config(2));
   ASSERT_TRUE(sched.restore_job(JobBuilder(1).count(2).cpu("1").build(),
