@@ -449,6 +449,7 @@ int run_sim(const SimOptions& cli) {
   auto& failures = report.failures;
   if (!report_error.empty()) failures.push_back("a node did not report: " + report_error);
   if (!node_check) failures.push_back(node_check.error().message);
+  report.double_allocations += cluster_totals.duplicate_tasks;
   if (totals.pending > 0 && !timed_out) {
     std::vector<core::JobView> queued;
     for (const auto& s : schedulers)
@@ -483,8 +484,10 @@ int run_sim(const SimOptions& cli) {
           .receive([&](std::vector<core::JobId>& ids) { held.insert(held.end(), ids.begin(), ids.end()); },
                    [&](caf::error& err) { failures.push_back("jobs request failed: " + sys.render(err)); });
     std::sort(held.begin(), held.end());
-    if (auto dup = std::adjacent_find(held.begin(), held.end()); dup != held.end())
+    if (auto dup = std::adjacent_find(held.begin(), held.end()); dup != held.end()) {
       failures.push_back("job " + std::to_string(dup->value) + " is held by two partitions");
+      for (auto it = dup; it != held.end(); it = std::adjacent_find(it + 1, held.end())) ++report.double_allocations;
+    }
     auto acked = data->read_acknowledged();
     if (!acked) {
       failures.push_back(acked.error().to_string());
@@ -496,6 +499,7 @@ int run_sim(const SimOptions& cli) {
       if (missing > 0)
         failures.push_back(std::to_string(missing) + " acknowledged job(s) lost, e.g. job " +
                            std::to_string(first_missing.value));
+      report.lost_acked_jobs = missing;
     }
   }
   if (opt.replicas) {

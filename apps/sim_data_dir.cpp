@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/duration.hpp"
+#include "storage/atomic_file.hpp"
 
 namespace claimsched::apps {
 
@@ -117,16 +118,13 @@ core::Expected<SimDataDir> SimDataDir::create(const SimOptions& options) {
                                      "empty directory");
   d.cluster_id_ = "sim-" + std::to_string(options.seed) + "-" +
                   std::to_string(std::chrono::system_clock::now().time_since_epoch().count());
-  // Written to a temporary file and renamed: a crash leaves the old or the new file.
-  std::string tmp = options_path(d.dir_) + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << to_json(options, d.cluster_id_).dump(2) << "\n";
-    out.flush();
-    if (!out) return io("cannot write " + tmp);
-  }
-  if (::rename(tmp.c_str(), options_path(d.dir_).c_str()) != 0)
-    return io("cannot rename " + tmp);
+  // Before any store exists, and atomically: a crash leaves no descriptor
+  // (and then no store either) or the whole one, so --resume always knows
+  // what it resumes.
+  if (auto st = storage::write_file_atomically(options_path(d.dir_),
+                                               to_json(options, d.cluster_id_).dump(2) + "\n");
+      !st)
+    return st.error();
   auto fd = open_acked(d.dir_);
   if (!fd) return fd.error();
   d.acked_fd_ = *fd;

@@ -81,6 +81,8 @@ std::string to_json(const SimOptions& o, const SimReport& r) {
   j["replica_bootstraps"] = r.replica_bootstraps;
   j["tasks_lost"] = s.tasks_lost;
   j["reconcile_releases"] = s.reconcile_releases;
+  j["lost_acked_jobs"] = r.lost_acked_jobs;
+  j["double_allocations"] = r.double_allocations;
   j["invariants_ok"] = r.invariants_ok();
   j["invariant_failures"] = r.failures;
   return j.dump();

@@ -37,6 +37,12 @@ struct SimReport {
   core::Histogram replica_lag_ms;
   uint64_t replica_max_sequence_lag = 0;
   uint64_t replica_bootstraps = 0;
+  /// Jobs some run on this data directory acknowledged that no scheduler
+  /// holds now (must be 0).
+  uint64_t lost_acked_jobs = 0;
+  /// Tasks allocated on two nodes at once, plus jobs held by two partitions
+  /// (must be 0).
+  uint64_t double_allocations = 0;
   std::vector<std::string> failures;
 
   uint64_t placements() const { return stats.placements; }

@@ -15,6 +15,7 @@
 #include <set>
 #include <thread>
 
+#include "storage/crash_point.hpp"
 #include "storage/keys.hpp"
 
 namespace claimsched::storage {
@@ -89,6 +90,94 @@ class SinkLogger : public rocksdb::Logger {
   std::string path_;
   RocksLogSink sink_;
 };
+
+
+messages::StoreIdentity versioned(const messages::StoreIdentity& identity) {
+  messages::StoreIdentity id = identity;
+  id.format_version = kFormatVersion;
+  return id;
+}
+
+/// Removes `dir` and everything under it (a store keeps its write-ahead
+/// log archive in a subdirectory).
+rocksdb::Status remove_tree(rocksdb::Env* env, const std::string& dir) {
+  std::vector<std::string> children;
+  rocksdb::Status s = env->GetChildren(dir, &children);
+  if (!s.ok()) return s;
+  for (const auto& c : children) {
+    if (c == "." || c == "..") continue;
+    const std::string child = dir + "/" + c;
+    bool is_dir = false;
+    if (s = env->IsDirectory(child, &is_dir); !s.ok()) return s;
+    if (s = is_dir ? remove_tree(env, child) : env->DeleteFile(child); !s.ok()) return s;
+  }
+  return env->DeleteDir(dir);
+}
+
+rocksdb::Status sync_dir(rocksdb::Env* env, const std::string& dir) {
+  std::unique_ptr<rocksdb::Directory> d;
+  rocksdb::Status s = env->NewDirectory(dir, &d);
+  return s.ok() ? d->Fsync() : s;
+}
+
+std::string parent_of(const std::string& path) {
+  auto slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+/// Makes a complete new database at `path`, which holds none: every column
+/// family and the synced identity record under `path`.creating, then renamed
+/// into place (an empty directory at `path` is replaced) and the parent
+/// synced. A leftover `path`.creating is an earlier attempt killed midway and
+/// is removed first. The crash points mark each step.
+Status create_whole(const std::string& path, const std::vector<std::string>& column_families,
+                    const messages::StoreIdentity& identity, rocksdb::Options ro,
+                    const rocksdb::ColumnFamilyOptions& cfo) {
+  const std::string tmp = path + ".creating";
+  rocksdb::Env* env = ro.env;
+  if (env->FileExists(tmp).ok())
+    if (rocksdb::Status s = remove_tree(env, tmp); !s.ok())
+      return from_rocksdb(s, "removing the half-made database", tmp);
+  // Create the directory first: RocksDB would log an error for the missing
+  // directory at every creation, and this names a file in the way clearly.
+  if (rocksdb::Status s = env->CreateDirIfMissing(tmp); !s.ok())
+    return from_rocksdb(s, "creating the database directory", tmp);
+  ro.create_if_missing = true;
+  ro.create_missing_column_families = true;
+  std::vector<rocksdb::ColumnFamilyDescriptor> descs;
+  for (const auto& n : column_families) descs.emplace_back(n, cfo);
+  std::vector<rocksdb::ColumnFamilyHandle*> hs;
+  rocksdb::DB* raw = nullptr;
+  if (rocksdb::Status s = rocksdb::DB::Open(ro, tmp, descs, &hs, &raw); !s.ok())
+    return from_rocksdb(s, "creating a database in", tmp);
+  std::unique_ptr<rocksdb::DB> db{raw};
+  auto close = [&] {
+    for (auto* h : hs) db->DestroyColumnFamilyHandle(h);
+    return db->Close();
+  };
+  crash::point(crash::kCreateColumnFamilies);
+  size_t meta = static_cast<size_t>(
+      std::find(column_families.begin(), column_families.end(), std::string{keys::cf::kMeta}) -
+      column_families.begin());
+  rocksdb::Status s = db->Put(rocksdb::WriteOptions{}, hs[meta], slice(keys::kIdentity),
+                              slice(messages::encode(versioned(identity))));
+  if (s.ok()) {
+    crash::point(crash::kCreateIdentityUnsynced);
+    s = db->SyncWAL();
+  }
+  rocksdb::Status closed = close();
+  if (!s.ok()) return from_rocksdb(s, "writing the identity of", tmp);
+  if (!closed.ok()) return from_rocksdb(closed, "closing the new database", tmp);
+  if (s = sync_dir(env, tmp); !s.ok()) return from_rocksdb(s, "syncing the new database", tmp);
+  crash::point(crash::kCreateBeforeRename);
+  if (s = env->RenameFile(tmp, path); !s.ok())
+    return from_rocksdb(s, "moving the new database " + tmp + " into place (is it a non-empty directory?):", path);
+  crash::point(crash::kCreateRenamed);
+  if (s = sync_dir(env, parent_of(path)); !s.ok())
+    return from_rocksdb(s, "syncing the directory of", path);
+  return Status::ok();
+}
 
 }  // namespace
 
@@ -260,6 +349,7 @@ class Database::Writer {
     auto started = std::chrono::steady_clock::now();
     Status st = check_not_failed();
     if (st) {
+      crash::point(crash::kCommitBeforeWrite);
       rocksdb::WriteOptions wo;
       wo.sync = sync;
       rocksdb::Status s;
@@ -297,6 +387,7 @@ class Database::Writer {
       stats_.max_batches_per_write = std::max<uint64_t>(stats_.max_batches_per_write, items.size());
       if (!st) ++stats_.failed_writes;
     }
+    if (st) crash::point(crash::kCommitWritten);
     if (st && options_.on_commit) options_.on_commit(info);
     for (auto& item : items) item.cb(st);
   }
@@ -363,22 +454,18 @@ Expected<std::unique_ptr<Database>> Database::open(const std::string& path, cons
   std::vector<std::string> wanted{rocksdb::kDefaultColumnFamilyName};
   for (auto name : layout.column_families) wanted.emplace_back(name);
 
-  // A new database, or an existing one with exactly our column families?
+  // A new database is made whole under a temporary name and renamed into
+  // place, so a crash at any instant leaves it absent or complete.
   rocksdb::Status exists = ro.env->FileExists(path + "/CURRENT");
-  bool is_new = exists.IsNotFound();
-  if (!exists.ok() && !is_new) return from_rocksdb(exists, "looking for a database in", path);
-  if (is_new) {
+  if (!exists.ok() && !exists.IsNotFound()) return from_rocksdb(exists, "looking for a database in", path);
+  if (exists.IsNotFound()) {
     if (options.read_only)
       return core::make_error(Errc::io_error, "no database in " + path + " (opened read-only)");
     if (!options.create_if_missing)
       return core::make_error(Errc::io_error, "no database in " + path);
-    ro.create_if_missing = true;
-    ro.create_missing_column_families = true;
-    // Create the directory first: RocksDB would log an error for the missing
-    // directory at every creation, and this names a file in the way clearly.
-    if (rocksdb::Status s = ro.env->CreateDirIfMissing(path); !s.ok())
-      return from_rocksdb(s, "creating the database directory", path);
-  } else {
+    if (auto st = create_whole(path, wanted, identity, ro, cfo); !st) return st.error();
+  }
+  {
     std::vector<std::string> found;
     rocksdb::Status s = rocksdb::DB::ListColumnFamilies(ro, path, &found);
     if (!s.ok()) return from_rocksdb(s, "listing the column families of", path);
@@ -416,7 +503,7 @@ Expected<std::unique_ptr<Database>> Database::open(const std::string& path, cons
   rocksdb::Status s = options.read_only
                           ? rocksdb::DB::OpenForReadOnly(ro, path, descs, &hs, &raw)
                           : rocksdb::DB::Open(ro, path, descs, &hs, &raw);
-  if (!s.ok()) return from_rocksdb(s, is_new ? "creating a database in" : "opening", path);
+  if (!s.ok()) return from_rocksdb(s, "opening", path);
 
   std::unique_ptr<Database> db{new Database};
   db->path_ = path;
@@ -439,9 +526,9 @@ Status Database::check_identity(const messages::StoreIdentity& expected) {
     if (options_.read_only || db_->GetLatestSequenceNumber() != 0)
       return record_error(meta_, keys::kIdentity,
                           "missing: " + path_ + " holds data but no identity record");
-    // A new database: its identity is its first record, synced.
-    messages::StoreIdentity id = expected;
-    id.format_version = kFormatVersion;
+    // Our column families and nothing in them: made by a build that wrote the
+    // identity after creating the database, killed in between. Finish it.
+    messages::StoreIdentity id = versioned(expected);
     rocksdb::WriteOptions wo;
     wo.sync = true;
     rocksdb::Status s =

@@ -5,11 +5,15 @@
 // and what the change log reads and the replica applier writes.
 //
 // Contract:
-// - open() creates the database (all column families at once) or opens an
-//   existing one. An existing database must have exactly the layout's column
-//   families and an identity equal to the one asked for; otherwise open fails
-//   with an Error naming the directory, what it holds and what was expected.
-//   Nothing is ever written into a database that failed these checks.
+// - open() creates the database or opens an existing one. Creation is atomic:
+//   the database is made whole (every column family, the identity record
+//   synced) under `<dir>.creating` and renamed into place, so after a crash at
+//   any instant `<dir>` holds no database or a complete one (a leftover
+//   `.creating` directory is removed by the next open). An existing database
+//   must have exactly the layout's column families and an identity equal to
+//   the one asked for; otherwise open fails with an Error naming the
+//   directory, what it holds and what was expected. Nothing is ever written
+//   into a database that failed these checks.
 // - Every RocksDB status is converted to core::Error where it surfaces; the
 //   message names the directory (and, for records, the column family and the
 //   key). A corrupt record is Errc::corrupt, everything else io_error.

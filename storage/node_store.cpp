@@ -3,6 +3,7 @@
 #include <rocksdb/db.h>
 
 #include "messages/codec.hpp"
+#include "storage/crash_point.hpp"
 
 namespace claimsched::storage {
 
@@ -198,7 +199,10 @@ Status NodeStore::load_range(std::string_view lower, std::string_view upper,
 }
 
 Status NodeStore::load(const std::function<Status(LoadedNode&&)>& f) const {
-  return load_range({}, {}, f);
+  crash::point(crash::kRecoverStarted);
+  auto st = load_range({}, {}, f);
+  if (st) crash::point(crash::kRecoverFinished);
+  return st;
 }
 
 Expected<std::optional<LoadedNode>> NodeStore::load_node(core::NodeId node) const {

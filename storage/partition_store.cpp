@@ -2,6 +2,8 @@
 
 #include <rocksdb/db.h>
 
+#include "storage/crash_point.hpp"
+
 namespace claimsched::storage {
 
 using core::Errc;
@@ -202,6 +204,7 @@ Status PartitionStore::for_each_task_of(
 }
 
 Status PartitionStore::recover(const RecoveryVisitor& v) const {
+  crash::point(crash::kRecoverStarted);
   auto meta = read_meta();
   if (!meta) return meta.error();
   if (v.meta) {
@@ -212,9 +215,11 @@ Status PartitionStore::recover(const RecoveryVisitor& v) const {
     return st;
   if (auto st = for_each_job(v.job ? v.job : [](const StoredJob&) { return Status::ok(); }); !st)
     return st;
-  return for_each_task(v.task ? v.task : [](core::JobId, core::TaskIndex, const StoredTask&) {
+  auto st = for_each_task(v.task ? v.task : [](core::JobId, core::TaskIndex, const StoredTask&) {
     return Status::ok();
   });
+  if (st) crash::point(crash::kRecoverFinished);
+  return st;
 }
 
 Expected<std::optional<StoredJob>> PartitionStore::get_job(core::JobId id) const {

@@ -1,19 +1,17 @@
-// Durability under kill -9: `claimsched sim --data-dir` is killed at random
-// (seeded) moments while it places and runs a churning load, restarted with
-// --resume each time, and finally allowed to finish. The resumed run's own
-// check then proves: every acknowledged job is present exactly once, no task
-// is allocated twice, no node is over capacity, no claim outlives its ttl,
-// the schedulers' records agree with the nodes.
+// Durability under kill -9: bench/crash_loop.sh runs `claimsched sim
+// --data-dir` on a churning load, kills it at seeded moments chosen by the
+// run's progress (right after start, while a store is being made, at the
+// first acknowledged job, at a fraction of the load's writes), resumes it
+// after every kill and finally lets it finish. The resumed run's own check
+// then proves: every acknowledged job is present exactly once, no task is
+// allocated twice, no node is over capacity, no claim outlives its ttl, the
+// schedulers' records agree with the nodes. Progress, not milliseconds,
+// places the kills, so the test means the same on a slow and a fast machine.
 
 #include <gtest/gtest.h>
 
-#include <chrono>
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <random>
-#include <thread>
 
 #include "tests/integration/process.hpp"
 
@@ -21,7 +19,6 @@ namespace claimsched::testing {
 namespace {
 
 namespace fs = std::filesystem;
-using namespace std::chrono_literals;
 
 struct TempDir {
   TempDir() {
@@ -32,73 +29,36 @@ struct TempDir {
   std::string path;
 };
 
-std::vector<std::string> sim_args(const std::string& dir, bool resume, const std::string& sync) {
-  std::vector<std::string> a{CLAIMSCHED_BINARY, "sim", "--quiet", "--json", "--data-dir", dir};
-  if (resume) {
-    a.push_back("--resume");
-  } else {
-    for (const char* x : {"--nodes", "150", "--partitions", "2", "--tasks", "30000", "--tasks-per-job",
-                          "10", "--churn", "--waves", "6", "--task-runtime", "150ms", "--seed", "11"})
-      a.push_back(x);
-  }
-  a.push_back("--sync");
-  a.push_back(sync);
-  return a;
-}
-
-uint64_t acknowledged(const std::string& dir) {
-  std::error_code ec;
-  auto size = fs::file_size(dir + "/acked.log", ec);
-  return ec ? 0 : size / 8;
-}
-
-void kill_and_resume(const std::string& sync, uint64_t seed) {
-  TempDir dir;
-  std::string log = dir.path + "/runs.log";
-  std::mt19937_64 rng(seed);
-  std::uniform_int_distribution<int> delay_ms(150, 1200);
-  uint64_t acked_before = 0;
-  for (int round = 0; round < 4; ++round) {
-    BackgroundProcess p(sim_args(dir.path, round > 0, sync), log);
-    ASSERT_TRUE(p.started());
-    auto wait = std::chrono::milliseconds(delay_ms(rng));
-    std::this_thread::sleep_for(wait);
-    if (!p.running()) {
-      // It finished before the kill: its own check must have passed.
-      EXPECT_EQ(p.wait(), 0) << "round " << round << ", see " << log;
-      break;
-    }
-    p.kill(SIGKILL);
-    p.wait();
-    uint64_t acked = acknowledged(dir.path);
-    EXPECT_GE(acked, acked_before) << "the acknowledged log only grows";
-    acked_before = acked;
-  }
-  // The last run finishes; its check covers everything acknowledged so far.
-  auto args = sim_args(dir.path, true, sync);
-  std::string command;
-  for (const auto& a : args) command += a + " ";
-  auto r = run_command(command + "2>>" + log);
-  ASSERT_EQ(r.exit_code, 0) << r.out << "\n(see " << log << ")";
+/// Runs the crash loop; returns its JSON summary.
+nlohmann::json crash_loop(const std::string& options) {
+  auto r = run_command(std::string(CLAIMSCHED_SOURCE_DIR) + "/bench/crash_loop.sh --json --tasks 12000 --waves 4 " +
+                       options + " --binary " + CLAIMSCHED_BINARY);
   auto j = nlohmann::json::parse(r.out, nullptr, false);
-  ASSERT_FALSE(j.is_discarded()) << r.out;
-  EXPECT_TRUE(j["invariants_ok"].get<bool>()) << j.dump(2);
-  EXPECT_TRUE(j["resumed"].get<bool>());
-  EXPECT_EQ(j["jobs"].get<uint64_t>(), 3000u) << "every job of the load, exactly once";
-  EXPECT_EQ(j["unplaced"].get<uint64_t>(), 0u);
-  EXPECT_GT(acknowledged(dir.path), 0u);
+  EXPECT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  return j.is_discarded() ? nlohmann::json::object() : j;
+}
+
+void expect_nothing_lost(const nlohmann::json& j) {
+  EXPECT_EQ(j.value("failures", -1), 0) << j.dump(2);
+  EXPECT_EQ(j.value("lost_acked_jobs", -1), 0) << j.dump(2);
+  EXPECT_EQ(j.value("double_allocations", -1), 0) << j.dump(2);
 }
 
 TEST(CrashTest, KilledRunsResumeWithoutLosingOrDoublingWork) {
-  for (uint64_t seed : {1, 2}) {
-    SCOPED_TRACE("seed " + std::to_string(seed));
-    kill_and_resume("batch", seed);
-  }
+  // 8 runs x 3 kills: a couple of dozen kills across every stage.
+  auto j = crash_loop("--runs 8 --kills 3 --seed 1 --sync batch");
+  expect_nothing_lost(j);
+  EXPECT_GE(j.value("kills", 0), 16) << j.dump(2);
+  for (const char* stage : {"start", "create", "first_ack", "mid"})
+    EXPECT_GE(j["kills_by_stage"].value(stage, 0), 1) << "no kill at stage " << stage << ": " << j.dump(2);
 }
 
 TEST(CrashTest, SyncNoneSurvivesAKilledProcessToo) {
   // Without fsync the OS still has every write a killed process made.
-  kill_and_resume("none", 3);
+  auto j = crash_loop("--runs 3 --kills 3 --seed 2 --sync none");
+  expect_nothing_lost(j);
+  EXPECT_GE(j.value("kills", 0), 6) << j.dump(2);
 }
 
 TEST(CrashTest, ADataDirectoryIsNotReusedByAccidentAndResumeNeedsOne) {
