@@ -65,30 +65,6 @@ Status SchedulerConfig::validate() const {
   return Status::ok();
 }
 
-void SchedulerStats::merge(const SchedulerStats& o) {
-  jobs_submitted += o.jobs_submitted;
-  tasks_submitted += o.tasks_submitted;
-  claims_sent += o.claims_sent;
-  claims_accepted += o.claims_accepted;
-  rejected_conflict += o.rejected_conflict;
-  rejected_insufficient += o.rejected_insufficient;
-  rejected_other += o.rejected_other;
-  rejected_stale_epoch += o.rejected_stale_epoch;
-  confirms_sent += o.confirms_sent;
-  confirms_failed += o.confirms_failed;
-  placements += o.placements;
-  tasks_finished += o.tasks_finished;
-  tasks_requeued += o.tasks_requeued;
-  claim_timeouts += o.claim_timeouts;
-  late_replies += o.late_replies;
-  generation_gaps += o.generation_gaps;
-  gangs_aborted += o.gangs_aborted;
-  preemptions += o.preemptions;
-  evictions += o.evictions;
-  backoffs += o.backoffs;
-  placement_latency.merge(o.placement_latency);
-}
-
 bool JobRecord::finished() const {
   uint32_t done = 0;
   for (size_t s = static_cast<size_t>(TaskState::succeeded); s < by_state.size(); ++s)
@@ -1319,7 +1295,7 @@ Status Scheduler::check_accounting() const {
                                                std::to_string(j.count_in(TaskState::pending)) +
                                                " pending");
     if (!j.tasks.empty()) {
-      std::array<uint32_t, 9> seen{};
+      TaskCounts seen{};
       for (const auto& t : j.tasks) ++seen[static_cast<size_t>(t.state)];
       if (seen != j.by_state)
         return make_error(Errc::wrong_state, name + ": per-task states disagree with the counts");

@@ -22,6 +22,7 @@
 
 #include "core/cluster_view.hpp"
 #include "core/histogram.hpp"
+#include "core/pipeline/stats.hpp"
 #include "core/placement.hpp"
 #include "core/protocol.hpp"
 #include "core/status.hpp"
@@ -139,47 +140,6 @@ struct RestoredTask {
   int32_t exit_code = 0;
 };
 
-struct SchedulerStats {
-  uint64_t jobs_submitted = 0;
-  uint64_t tasks_submitted = 0;
-  uint64_t claims_sent = 0;
-  uint64_t claims_accepted = 0;
-  /// Rejected claims by reason.
-  uint64_t rejected_conflict = 0;
-  uint64_t rejected_insufficient = 0;
-  uint64_t rejected_other = 0;
-  uint64_t rejected_stale_epoch = 0;
-  uint64_t confirms_sent = 0;
-  uint64_t confirms_failed = 0;
-  /// Tasks confirmed on a node.
-  uint64_t placements = 0;
-  uint64_t tasks_finished = 0;
-  /// Tasks run again after they failed, or after their node was lost.
-  uint64_t tasks_retried = 0;
-  uint64_t tasks_requeued = 0;
-  uint64_t claim_timeouts = 0;
-  uint64_t late_replies = 0;
-  uint64_t generation_gaps = 0;
-  uint64_t gangs_aborted = 0;
-  /// Allocations taken away by policy / because of their node.
-  uint64_t preemptions = 0;
-  uint64_t evictions = 0;
-  /// Times a job's tasks exhausted their claim attempts and it backed off.
-  uint64_t backoffs = 0;
-  /// Recovery: tasks the store placed on a node that no longer holds them.
-  uint64_t tasks_lost = 0;
-  /// Recovery: allocations or claims on nodes that the scheduler's records
-  /// do not back, released.
-  uint64_t reconcile_releases = 0;
-  /// Submit to confirmed, per task, in nanoseconds.
-  Histogram placement_latency;
-
-  uint64_t rejected() const {
-    return rejected_conflict + rejected_insufficient + rejected_other + rejected_stale_epoch;
-  }
-  void merge(const SchedulerStats& o);
-};
-
 /// Per-task bookkeeping, allocated when a job's first task is placed.
 struct TaskRecord {
   /// Node index + 1; 0 while unplaced.
@@ -207,7 +167,7 @@ struct JobRecord {
   /// Tasks that were placed or tried and came back to the queue.
   std::vector<TaskIndex> requeued;
   std::vector<TaskRecord> tasks;
-  std::array<uint32_t, 9> by_state{};
+  TaskCounts by_state{};
   /// Why its last claims were rejected, in words (see Scheduler::explain).
   std::string reason;
   bool queued = false;
