@@ -326,8 +326,8 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
       [=](explain_atom, core::JobId id) -> std::string {
         const auto& st = self->state;
         std::string out = st.core->explain(id);
-        if (const auto* j = st.core->job(id); j && !j->last_removal.empty())
-          out += "\nlast taken away: " + j->last_removal;
+        if (const auto* n = st.core->notes(id); n && !n->last_removal.empty())
+          out += "\nlast taken away: " + n->last_removal;
         if (st.policy && st.policy->last() && st.policy->last()->job(id))
           out += "\n" + core::policy::explain_job(*st.policy->last(), id);
         return out;

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace claimsched::core::policy {
 
@@ -48,8 +49,10 @@ Snapshot PolicyDriver::snapshot_of(const Scheduler& scheduler, TimePoint now) co
   // would see the preemptor still starving and preempt again.
   const ClusterView& view = scheduler.view();
   std::vector<Resources> freeing(view.node_count());
-  scheduler.for_each_releasing([&](TaskRef, NodeId node, const Resources& r) {
+  std::set<TaskRef> leaving;
+  scheduler.for_each_releasing([&](TaskRef task, NodeId node, const Resources& r) {
     if (auto n = view.find_node(node)) freeing[*n] += r;
+    leaving.insert(task);
   });
   std::map<JobId, std::vector<AllocationInfo>> landing;
   scheduler.for_each_claim_in_flight([&](JobId job, const std::vector<TaskIndex>& tasks, NodeId node) {
@@ -83,10 +86,10 @@ Snapshot PolicyDriver::snapshot_of(const Scheduler& scheduler, TimePoint now) co
     info.initialized = true;
     for (TaskIndex t = 0; t < j.tasks.size(); ++t) {
       const TaskRecord& r = j.tasks[t];
-      if (r.state != TaskState::running || r.node_plus_one == 0) continue;
+      if (r.state != TaskState::running || !r.node || leaving.count(TaskRef{j.spec.id, t})) continue;
       AllocationInfo a;
       a.index = t;
-      a.node = view.node(r.node_plus_one - 1).id;
+      a.node = view.node(*r.node).id;
       a.start = r.started;
       a.initialized = true;
       info.allocations.push_back(a);

@@ -59,8 +59,16 @@ class SchedulerTest : public ::testing::Test {
   }
   std::vector<uint32_t> nodes_of(uint64_t id) {
     std::vector<uint32_t> out;
-    for (const auto& t : job(id).tasks) out.push_back(t.node_plus_one);
+    for (const auto& t : job(id).tasks) out.push_back(t.node ? *t.node + 1 : 0);
     return out;
+  }
+  /// Waiting for capacity or backing off (not in line).
+  static bool parked(const JobRecord& j) {
+    return j.queue.state == QueueState::waiting_for_capacity || j.queue.state == QueueState::backing_off;
+  }
+  std::string reason(uint64_t id) {
+    const JobNotes* n = sched().notes(JobId{id});
+    return n ? n->reason : std::string();
   }
   /// Allocations of `job` on node n.
   size_t allocated_on(size_t n, uint64_t id) {
@@ -112,7 +120,7 @@ TEST_F(SchedulerTest, SubmitClaimAcceptConfirmRunning) {
   const JobRecord& j = job(1);
   EXPECT_EQ(j.count_in(TaskState::running), 6u);
   EXPECT_EQ(j.pending(), 0u);
-  EXPECT_TRUE(j.reason.empty());
+  EXPECT_TRUE(reason(1).empty());
   EXPECT_EQ(nodes_of(1), (std::vector<uint32_t>{1, 1, 1, 1, 2, 2}));
   EXPECT_EQ(sched().claims_in_flight(), 0u);
   EXPECT_EQ(sched().pending_tasks(), 0u);
@@ -189,7 +197,7 @@ TEST_F(SchedulerTest, TasksThatCanNeverFitAreParkedAsUnresolvable) {
   ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(3).cpu("16").build()));
   EXPECT_EQ(cluster.messages_in_flight(), 0u);  // nothing is even tried
   const JobRecord& j = job(1);
-  EXPECT_TRUE(j.parked);
+  EXPECT_TRUE(parked(j));
   EXPECT_EQ(sched().parked_jobs(), 1u);
   EXPECT_EQ(sched().queued_jobs(), 0u);
   EXPECT_EQ(j.count_in(TaskState::pending), 3u);
@@ -205,7 +213,7 @@ TEST_F(SchedulerTest, TasksThatCanNeverFitAreParkedAsUnresolvable) {
   cluster.advance_by(std::chrono::seconds(5));
   run();
   EXPECT_EQ(sched().stats().claims_sent, 1u);
-  EXPECT_TRUE(job(1).parked);
+  EXPECT_TRUE(parked(job(1)));
   EXPECT_EQ(job(1).count_in(TaskState::pending), 3u);
 }
 
@@ -216,19 +224,19 @@ TEST_F(SchedulerTest, FullClusterParksUntilCapacityFrees) {
   ASSERT_TRUE(cluster.submit(s, JobBuilder(2).count(1).cpu("1").build()));
   run();
   EXPECT_EQ(job(1).count_in(TaskState::running), 2u);
-  EXPECT_TRUE(job(2).parked);
+  EXPECT_TRUE(parked(job(2)));
   EXPECT_NE(sched().explain(JobId{2}).find("free now"), std::string::npos)
       << sched().explain(JobId{2});
   cluster.advance_to(ms(499));
   run();
-  EXPECT_TRUE(job(2).parked);
+  EXPECT_TRUE(parked(job(2)));
   // Job 1's tasks end; the node's delta reports it and job 2 gets the room.
   cluster.advance_to(ms(500));
   run();
   EXPECT_EQ(cluster.finished_jobs(s), (std::vector<JobId>{JobId{1}}));
   EXPECT_EQ(job(1).count_in(TaskState::succeeded), 2u);
   EXPECT_EQ(job(2).count_in(TaskState::running), 1u);
-  EXPECT_FALSE(job(2).parked);
+  EXPECT_FALSE(parked(job(2)));
   EXPECT_EQ(sched().explain(JobId{2}), "all tasks placed");
   EXPECT_EQ(sched().explain(JobId{1}), "finished");
   EXPECT_EQ(sched().stats().tasks_finished, 2u);
@@ -275,12 +283,12 @@ TEST_F(SchedulerTest, GangIsAllOrNothingWhenOneNodeRejects) {
   }
   const JobRecord& j = job(1);
   EXPECT_EQ(j.count_in(TaskState::pending), 3u);
-  EXPECT_TRUE(j.parked);
+  EXPECT_TRUE(parked(j));
   // Parked jobs are looked at again at most every unpark_interval: once both
   // releases are answered, two of three fit.
   cluster.advance_by(ms(5));
   run();
-  EXPECT_TRUE(j.parked);
+  EXPECT_TRUE(parked(j));
   std::string why = sched().explain(JobId{1});
   EXPECT_NE(why.find("gang of 3 tasks waits until all fit at once"), std::string::npos) << why;
   EXPECT_EQ(sched().stats().claims_sent, 3u);  // no doomed partial attempt
@@ -738,7 +746,7 @@ TEST_F(SchedulerTest, ChurnCompletesEveryJobExactlyOnce) {
 TEST_F(SchedulerTest, HigherPriorityClassGoesFirst) {
   add_nodes(1, "cpu=1");
   SchedulerConfig config = scheduler_config();
-  config.classes = {ClassConfig{"batch", 0, 1, {}}, ClassConfig{"urgent", 10, 1, {}}};
+  config.classes = {ClassConfig::named("batch"), ClassConfig::named("urgent", 10)};
   start(config);
   Outbox out;
   // Queue both before the scheduler looks at the queue.
