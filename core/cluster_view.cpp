@@ -2,12 +2,15 @@
 
 namespace claimsched::core {
 
-uint32_t ClusterView::add_pool(const std::string& name) {
+uint32_t ClusterView::add_pool(const std::string& name, std::optional<uint32_t> parent) {
   if (auto p = find_pool(name)) return *p;
   PoolView pool;
   pool.name = name;
+  pool.parent = parent;
+  auto index = static_cast<uint32_t>(pools_.size());
   pools_.push_back(std::move(pool));
-  return static_cast<uint32_t>(pools_.size() - 1);
+  for (auto a = parent; a; a = pools_[*a].parent) pools_[*a].descendants.push_back(index);
+  return index;
 }
 
 std::optional<uint32_t> ClusterView::find_pool(std::string_view name) const {
@@ -104,9 +107,14 @@ void ClusterView::reindex(NodeIndex n) {
   if (usable && v.max_starting > 0 && v.reported_starting + v.in_flight_tasks >= v.max_starting)
     usable = false;
   if (one_change_in_flight_ && v.in_flight_changes > 0) usable = false;
-  auto& index = pools_[v.pool].index;
+  PoolView& pool = pools_[v.pool];
+  auto& index = pool.index;
   Resources now_available = usable ? v.available() : CapacityIndex::unavailable();
-  if (!now_available.fits_in(index.available(v.slot))) grew_ = true;
+  const Resources& before = index.available(v.slot);
+  if (!now_available.fits_in(before)) grew_ = true;
+  // Unusable slots hold unavailable() (negative): they add nothing.
+  if (!(before == CapacityIndex::unavailable())) pool.total_available -= before;
+  if (usable) pool.total_available += now_available;
   index.update(v.slot, now_available);
 }
 

@@ -4,6 +4,7 @@
 // reported, minus what this scheduler has claimed there and not yet heard
 // back about. Nodes are numbered densely (0..n-1) in the order they joined.
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -40,11 +41,17 @@ struct NodeView {
 
 struct PoolView {
   std::string name;
+  /// The pool tree (DUCC nodepools): the parent (none for a root) and every
+  /// pool below, parents before their children.
+  std::optional<uint32_t> parent;
+  std::vector<uint32_t> descendants;
   std::vector<NodeIndex> nodes;  // by slot
   CapacityIndex index;
   /// Element-wise maximum capacity of the pool's nodes (for "can never fit").
   Resources max_capacity;
   Resources total_capacity;
+  /// Sum of what is available on its usable nodes.
+  Resources total_available;
 };
 
 class ClusterView {
@@ -54,8 +61,9 @@ class ClusterView {
   /// (it depends on whether the first is accepted).
   void set_one_change_in_flight(bool on) { one_change_in_flight_ = on; }
 
-  /// Declares a pool; returns its index (idempotent by name).
-  uint32_t add_pool(const std::string& name);
+  /// Declares a pool (below `parent`, which must be declared already);
+  /// returns its index (idempotent by name).
+  uint32_t add_pool(const std::string& name, std::optional<uint32_t> parent = std::nullopt);
   std::optional<uint32_t> find_pool(std::string_view name) const;
 
   /// Adds a node to its pool (which must exist); returns its dense index, or the

@@ -21,13 +21,56 @@ Expected<ScorerKind> parse_scorer(std::string_view s) {
                     "unknown scorer '" + std::string(s) + "' (fill_first, spread)");
 }
 
+bool node_accepts(const NodeView& node, const std::vector<std::string>* constraints) {
+  return node.state == NodeState::up && (!constraints || label_selectors_match(*constraints, node.labels));
+}
+
 uint32_t tasks_that_fit(const NodeView& node, const Resources& per_task, uint32_t limit) {
-  int64_t n = std::min<int64_t>(limit, per_task.copies_fitting_in(node.available()));
+  return tasks_fitting(node, per_task, node.available(), limit);
+}
+
+uint32_t tasks_fitting(const NodeView& node, const Resources& per_task, const Resources& room, uint32_t limit) {
+  int64_t n = std::min<int64_t>(limit, per_task.copies_fitting_in(room));
   if (node.max_starting > 0) {
     int64_t busy = static_cast<int64_t>(node.reported_starting) + node.in_flight_tasks;
     n = std::min<int64_t>(n, std::max<int64_t>(0, static_cast<int64_t>(node.max_starting) - busy));
   }
   return static_cast<uint32_t>(std::max<int64_t>(n, 0));
+}
+
+bool reserve_matches(const Resources& request, const Resources& machine, int64_t quantum) {
+  for (DimensionId d = 0; d < kMaxDimensions; ++d)
+    if (d != dim::memory && request[d] > machine[d]) return false;
+  int64_t want = request[dim::memory];
+  int64_t have = machine[dim::memory];
+  if (want <= 0) return false;
+  if (quantum <= 0) return want == have;
+  int64_t want_quanta = want / quantum + (want % quantum != 0);
+  return want_quanta == have / quantum;
+}
+
+bool machine_free_for(const NodeView& node, const Resources& request, int64_t quantum,
+                      const std::vector<std::string>* constraints) {
+  return node_accepts(node, constraints) && reserve_matches(request, node.capacity, quantum) &&
+         node.available() == node.capacity && node.in_flight_changes == 0;
+}
+
+std::optional<NodeIndex> find_free_machine(const ClusterView& view, uint32_t pool, const Resources& request,
+                                           int64_t quantum, const std::vector<std::string>* constraints) {
+  for (NodeIndex n : view.pool(pool).nodes)
+    if (machine_free_for(view.node(n), request, quantum, constraints)) return n;
+  return std::nullopt;
+}
+
+std::optional<Hole> best_hole(std::vector<Hole> holes) {
+  std::optional<Hole> best;
+  for (auto& h : holes) {
+    if (best && (h.victims.size() > best->victims.size() ||
+                 (h.victims.size() == best->victims.size() && h.cost >= best->cost)))
+      continue;
+    best = std::move(h);
+  }
+  return best;
 }
 
 namespace {
@@ -119,8 +162,8 @@ PlacementResult why_not(const ClusterView& view, const PlacementRequest& request
 
 }  // namespace
 
-PlacementResult place(const ClusterView& view, const PlacementRequest& request,
-                      const PlacementPolicy& policy) {
+static PlacementResult place_in_pool(const ClusterView& view, const PlacementRequest& request,
+                                     const PlacementPolicy& policy) {
   PlacementResult result;
   const PoolView& pool = view.pool(request.pool);
   if (pool.nodes.empty() || !request.per_task.fits_in(pool.max_capacity)) {
@@ -192,6 +235,23 @@ PlacementResult place(const ClusterView& view, const PlacementRequest& request,
   if (request.explain) return why_not(view, request);
   result.verdict = PlacementVerdict::unschedulable;
   return result;
+}
+
+PlacementResult place(const ClusterView& view, const PlacementRequest& request, const PlacementPolicy& policy) {
+  PlacementResult own = place_in_pool(view, request, policy);
+  if (own.verdict == PlacementVerdict::fit || !request.subpools) return own;
+  // DUCC: preemptible work that exhausted its pool goes on to its subpools.
+  PlacementRequest sub = request;
+  bool schedulable = own.verdict == PlacementVerdict::unschedulable;
+  for (uint32_t p : view.pool(request.pool).descendants) {
+    sub.pool = p;
+    PlacementResult r = place_in_pool(view, sub, policy);
+    if (r.verdict == PlacementVerdict::fit) return r;
+    schedulable = schedulable || r.verdict == PlacementVerdict::unschedulable;
+  }
+  if (schedulable) own.verdict = PlacementVerdict::unschedulable;
+  if (request.explain && !view.pool(request.pool).descendants.empty()) own.reason += " (nor in its subpools)";
+  return own;
 }
 
 }  // namespace claimsched::core

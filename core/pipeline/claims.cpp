@@ -301,6 +301,7 @@ void Scheduler::on_release_reply(const ReleaseReply& reply, TimePoint now, Outbo
     // (unless it ended there meanwhile).
     if (r.for_job)
       if (JobRecord* p = table_.find(*r.for_job)) queue_.wake(*p);
+    for (auto t : r.request.tasks) reservations_.freed(TaskRef{j.spec.id, t});
     for (auto t : r.request.tasks)
       if (j.tasks[t].state == TaskState::running) back.push_back(t);
     const JobNotes* notes = views_.notes(j.spec.id);
@@ -385,6 +386,7 @@ Status Scheduler::cancel(JobId id, TimePoint now, Outbox& out) {
   if (j.cancelled) return Status::ok();  // cancelling twice is harmless
   if (j.finished()) return make_error(Errc::wrong_state, "job " + std::to_string(id.value) + " already ended");
   j.cancelled = true;
+  drop_hold(id);
   queue_.remove(j);
   if (j.tasks.empty()) j.tasks.resize(j.spec.count);
   // Pending tasks end here; running ones are released on their nodes (the

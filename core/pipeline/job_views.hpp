@@ -15,6 +15,18 @@
 
 namespace claimsched::core {
 
+/// Why a job with pending tasks is not in line (JobNotes::waits).
+enum class WaitCause : uint8_t {
+  none = 0,
+  /// Placement found no room (see verdict).
+  no_room,
+  /// A non-preemptible request the allotments do not allow now.
+  not_granted,
+  /// The policy caps how many tasks it may hold (DUCC initialization cap,
+  /// expand-by-doubling, prediction).
+  capped,
+};
+
 struct JobNotes {
   /// Why its last claims failed, or why it backs off, in words.
   std::string reason;
@@ -24,6 +36,10 @@ struct JobNotes {
   uint32_t evictions = 0;
   /// The verdict when it last found no room (decided on the hot path, without words).
   PlacementVerdict verdict = PlacementVerdict::fit;
+  WaitCause waits = WaitCause::none;
+  /// When it last found no room, its pools had the room for a task in all
+  /// (DUCC: fragmented).
+  bool fragmented = false;
 };
 
 class JobViews {

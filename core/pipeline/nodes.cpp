@@ -25,7 +25,21 @@ void Scheduler::on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out
 
 void Scheduler::process_events(const NodeDelta& delta, TimePoint now, Outbox& out) {
   for (const auto& ev : delta.events) {
-    if (ev.partition != config_.partition || ev.kind != NodeEvent::Kind::task_finished) continue;
+    if (ev.partition != config_.partition) continue;
+    if (ev.kind == NodeEvent::Kind::task_started) {
+      // DUCC: a task that started has passed initialization.
+      if (JobRecord* jp = table_.find(ev.task.job); jp && jp->task(ev.task.index)) {
+        TaskRecord& r = jp->tasks[ev.task.index];
+        if (r.state == TaskState::running && !r.initialized && now >= r.started) {
+          ++jp->observed.starts;
+          jp->observed.start_time += now - r.started;
+        }
+        r.initialized = true;
+        jp->initialized = true;
+      }
+      continue;
+    }
+    if (ev.kind != NodeEvent::Kind::task_finished) continue;
     JobRecord* jp = table_.find(ev.task.job);
     if (!jp || !jp->task(ev.task.index)) continue;
     JobRecord& j = *jp;
@@ -88,6 +102,10 @@ void Scheduler::end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbo
     return;
   }
   r.node.reset();
+  if (ev.final_state == TaskState::succeeded && now >= r.started) {
+    ++j.observed.successes;
+    j.observed.run_time += now - r.started;
+  }
   table_.set_state(j, ev.task.index, ev.final_state);
   record_final(j, ev);
   ++stats_.tasks_finished;
@@ -103,6 +121,11 @@ void Scheduler::record_final(JobRecord& j, const NodeEvent& ev) {
 void Scheduler::maybe_finished(JobRecord& j, TimePoint now, Outbox& out) {
   if (!j.finished()) return;
   if (j.finished_at == kNever) j.finished_at = now;
+  // What the policy and the allotments kept about it.
+  drop_hold(j.spec.id);
+  marks_.erase(j.spec.id);
+  non_preemptible_.erase(j.spec.id);
+  machines_.erase(j.spec.id);
   out.finished_jobs.push_back(j.spec.id);
 }
 
@@ -163,7 +186,9 @@ void Scheduler::node_down(NodeId node, TimePoint now, Outbox& out) {
     gone.push_back(std::move(it->second));
     it = window_.releases().erase(it);
   }
+  for (JobId job : reservations_.on_node(*n)) drop_hold(job);
   for (auto& r : gone) {
+    for (auto t : r.request.tasks) reservations_.freed(TaskRef{r.request.job, t});
     view_.remove_change_in_flight(*n);
     JobRecord& j = table_.at(r.request.job);
     TaskState held = r.why == Release::Why::removal ? TaskState::running : TaskState::claimed;

@@ -13,6 +13,8 @@
 
 #include <functional>
 #include <optional>
+#include <set>
+#include <unordered_map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -23,6 +25,7 @@
 #include "core/pipeline/job_queue.hpp"
 #include "core/pipeline/job_views.hpp"
 #include "core/pipeline/reconciler.hpp"
+#include "core/pipeline/reservations.hpp"
 #include "core/pipeline/stats.hpp"
 #include "core/pipeline/task_table.hpp"
 #include "core/placement.hpp"
@@ -34,8 +37,12 @@ namespace claimsched::core {
 struct SchedulerConfig {
   PartitionId partition{0};
   Epoch epoch = 1;
-  /// Leaf pools this scheduler places on.
+  /// Pools this scheduler places on.
   std::vector<std::string> pools;
+  /// (pool, parent) for pools of `pools` below another: preemptible work may
+  /// use the pools below its own when its own is full (DUCC squatters).
+  /// Empty: every pool stands alone.
+  std::vector<std::pair<std::string, std::string>> pool_parents;
   /// Scheduling classes; a job naming no class gets `default_class`.
   std::vector<ClassConfig> classes{ClassConfig::named("batch")};
   std::string default_class = "batch";
@@ -58,6 +65,17 @@ struct SchedulerConfig {
   /// instead of rejecting each other in a loop.
   Duration initial_backoff = std::chrono::milliseconds(10);
   Duration max_backoff = std::chrono::seconds(5);
+  /// YTsaurus resource_limits per pool: the work of a pool and of the pools
+  /// below it holds at most this (sorted by pool).
+  std::vector<std::pair<std::string, Limits>> pool_limits;
+  /// DUCC's share quantum for memory: a reservation matches machines by it
+  /// (0: exactly).
+  int64_t quantum = 0;
+  /// DUCC allotments: what one user may hold in non-preemptible classes, over
+  /// all of them (global, with per-user overrides sorted by user); each
+  /// class may cap it further (ClassConfig::allotment).
+  Limits global_allotment;
+  std::vector<std::pair<std::string, Limits>> user_allotments;
   /// Record what must be durable in the journal (see Scheduler::take_journal).
   bool journal = false;
   /// After a restart, tasks the store says run on a node that has not
@@ -66,6 +84,8 @@ struct SchedulerConfig {
 
   Status validate() const;
   const ClassConfig* find_class(std::string_view name) const;
+  /// What `user` may hold over all non-preemptible classes.
+  const Limits& allotment_of(std::string_view user) const;
 };
 
 /// What the scheduler wants sent. The actor drains it after every call.
@@ -149,6 +169,10 @@ class Scheduler {
   /// (reconcile_node) or recovery_grace passes; the rest are pending.
   Status restore_job(JobSpec job, std::vector<RestoredTask> tasks, TimePoint now, bool cancelled = false);
 
+  /// Restore: when a running task started and whether it passed
+  /// initialization (the store keeps neither; a policy snapshot does).
+  void restore_started(TaskRef task, TimePoint started, bool initialized);
+
   // --- reconciliation ----------------------------------------------------
   /// Compares a node's full report with the records, on every
   /// (re)registration (Reconciler states the rule).
@@ -164,6 +188,13 @@ class Scheduler {
   /// holds `fair_tasks` tasks (0: no limit); then it goes behind every job
   /// that is still below its share.
   void set_fair_share(JobId job, int64_t rank, uint32_t fair_tasks);
+  /// DUCC's caps: `job` may hold at most `cap` tasks (claimed or running)
+  /// until told otherwise (nullopt: no cap); `why` says which rule.
+  void set_cap(JobId job, std::optional<uint32_t> cap, const std::string& why);
+  /// Sets room aside for a job (see Reservations): claimed once every victim
+  /// in hold.waiting_for is freed. Errors: unknown job or node, too few
+  /// pending tasks, the job holds room already.
+  Status hold(Hold hold);
   /// Takes a running task away (policy preemption, or eviction), with the
   /// reason in words: its allocation is released on its node with `kind`
   /// (TaskState::preempted or TaskState::evicted) as the end state, and the
@@ -204,6 +235,10 @@ class Scheduler {
   const TaskTable& tasks() const { return table_; }
   const JobQueue& queue() const { return queue_; }
   const ClaimWindow& window() const { return window_; }
+  const Reservations& reservations() const { return reservations_; }
+  /// What a job holds (claimed or running) as allotments count it: a
+  /// reservation its whole machine (memory in quanta).
+  Resources held_resources(const JobRecord& j) const;
   const JobRecord* job(JobId id) const { return table_.find(id); }
   const JobNotes* notes(JobId id) const { return views_.notes(id); }
   size_t queued_jobs() const { return queue_.queued(); }
@@ -236,10 +271,26 @@ class Scheduler {
  private:
   // placement (scheduler.cpp)
   PlacementRequest request_for(const JobRecord& j, bool explain) const;
-  void place_batch(JobRecord& j, TimePoint now, Outbox& out);
+  /// Places one batch of j (with `squat`, also in its pool's subpools);
+  /// false if nothing was placed.
+  bool place_batch(JobRecord& j, bool squat, TimePoint now, Outbox& out);
   void place_whole(JobRecord& j, TimePoint now, Outbox& out);
+  void place_machine(JobRecord& j, TimePoint now, Outbox& out);
+  void claim_ready_holds(TimePoint now, Outbox& out);
+  void drop_hold(JobId job);
+  /// Why the allotments refuse `need` more for j now, or nothing.
+  std::optional<std::string> refuse_by_allotment(const JobRecord& j, const Resources& need) const;
+  /// How many more tasks the policy's cap lets j hold, or nothing.
+  std::optional<uint32_t> cap_room(const JobRecord& j) const;
+  /// The most tasks of j placed in one go (up to its fair share).
+  uint32_t batch_limit(const JobRecord& j) const;
+  /// How many more tasks of j the resource_limits of its pool and the pools
+  /// above allow; `why` names the pool when none.
+  uint32_t limits_room(const JobRecord& j, std::string* why) const;
   void wait_for_room(JobRecord& j, PlacementVerdict verdict);
-  ClaimRequest make_claim(const JobRecord& j, NodeIndex n, std::vector<TaskIndex> tasks);
+  void wait(JobRecord& j, WaitCause cause, std::string why);
+  ClaimRequest make_claim(const JobRecord& j, NodeIndex n, std::vector<TaskIndex> tasks,
+                          const Resources& per_task);
   void send_claim(ClaimRequest request, NodeIndex n, std::optional<GangId> gang, TimePoint now, Outbox& out);
   int64_t effective_rank(const JobRecord& j) const;
   void rerank(JobRecord& j);
@@ -277,8 +328,21 @@ class Scheduler {
   ClaimWindow window_;       // claim window
   Reconciler reconciler_;    // reconciliation
   JobViews views_;           // job views
-  /// Per job with a fair-share target from the policy: (rank, fair tasks).
-  std::unordered_map<JobId, std::pair<int64_t, uint32_t>> fair_share_;
+  Reservations reservations_;  // placement (room held for the policy)
+  /// What the policy said about a job: its rank in the queue, its fair share
+  /// in tasks, its cap (policy).
+  struct PolicyMark {
+    int64_t rank = 0;
+    uint32_t fair_tasks = 0;
+    std::optional<uint32_t> cap;
+  };
+  std::unordered_map<JobId, PolicyMark> marks_;
+  /// Non-preemptible jobs not finished (their usage counts against allotments).
+  std::set<JobId> non_preemptible_;
+  /// Reservations: the machine each holds (claimed or running).
+  std::unordered_map<JobId, Resources> machines_;
+  /// resource_limits by the view's pool index (none: unlimited).
+  std::vector<std::optional<Limits>> limits_;
   bool fenced_ = false;
   TimePoint started_at_ = TimePoint::min();
   Journal journal_;

@@ -51,6 +51,14 @@ void TaskTable::set_state(JobRecord& j, TaskIndex t, TaskState s) {
   if (j.tasks.empty()) j.tasks.resize(j.spec.count);
   TaskRecord& r = j.tasks[t];
   if (r.state == s) return;
+  auto held = [](TaskState x) { return x == TaskState::claimed || x == TaskState::running; };
+  if (held(r.state) != held(s)) {
+    if (held_by_pool_.size() <= j.pool) held_by_pool_.resize(j.pool + 1);
+    if (held(s))
+      held_by_pool_[j.pool] += j.spec.per_task;
+    else
+      held_by_pool_[j.pool] -= j.spec.per_task;
+  }
   if (r.state == TaskState::running) --running_tasks_;
   if (r.state == TaskState::pending) --pending_tasks_;
   if (s == TaskState::running) ++running_tasks_;
@@ -78,6 +86,7 @@ std::vector<TaskIndex> TaskTable::requeue(JobRecord& j, const std::vector<TaskIn
     set_state(j, t, TaskState::pending);
     TaskRecord& r = j.tasks[t];
     r.node.reset();
+    r.initialized = false;
     if (r.journaled) {
       r.journaled = false;
       journaled.push_back(t);

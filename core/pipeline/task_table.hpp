@@ -29,6 +29,9 @@ struct TaskRecord {
   uint8_t attempts = 0;
   /// Its placement is in the journal: a return to the queue must be too.
   bool journaled = false;
+  /// Its node reported it started (DUCC: it passed initialization; a victim
+  /// still initializing wastes less work than one that has been running).
+  bool initialized = false;
   /// Times it failed / its node was lost (retries are bounded by the job).
   uint16_t failures = 0;
   uint16_t losses = 0;
@@ -70,6 +73,17 @@ struct JobRecord {
   TaskCounts by_state{};
   /// The user cancelled it: nothing of it is placed or confirmed any more.
   bool cancelled = false;
+  /// Some task of it started on its node (DUCC's "passed initialization").
+  bool initialized = false;
+  /// What its tasks showed so far (DUCC's prediction reads it): how long a
+  /// task took from its confirm to its start, and from its confirm to its
+  /// success, summed, with how many were measured.
+  struct Observed {
+    uint32_t starts = 0;
+    uint32_t successes = 0;
+    Duration start_time{0};
+    Duration run_time{0};
+  } observed;
   /// When its first task was confirmed on a node and when its last ended
   /// (the scheduler's clock; kNever until then).
   TimePoint first_running = kNever;
@@ -131,6 +145,9 @@ class TaskTable {
 
   uint64_t pending_tasks() const { return pending_tasks_; }
   uint64_t running_tasks() const { return running_tasks_; }
+  /// What the jobs of pool p hold (claimed or running tasks; pool
+  /// resource_limits count it).
+  Resources held_in_pool(uint32_t p) const { return p < held_by_pool_.size() ? held_by_pool_[p] : Resources{}; }
 
   /// Calls f for every job, in id order.
   void for_each_in_id_order(const std::function<void(const JobRecord&)>& f) const;
@@ -139,6 +156,7 @@ class TaskTable {
 
  private:
   std::unordered_map<JobId, JobRecord> jobs_;
+  std::vector<Resources> held_by_pool_;
   uint64_t pending_tasks_ = 0;
   uint64_t running_tasks_ = 0;
 };

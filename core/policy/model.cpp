@@ -86,6 +86,15 @@ Status validate(const Snapshot& snap) {
     }
   }
 
+  auto in_pool_subtree = [&](const std::string& pool, const std::string& ancestor) {
+    auto it = pools.find(pool);
+    for (size_t steps = 0; it != pools.end() && steps <= snap.pools.size(); ++steps) {
+      if (it->second->name == ancestor) return true;
+      if (it->second->parent.empty()) return false;
+      it = pools.find(it->second->parent);
+    }
+    return false;
+  };
   // Lookups only (nothing iterates these maps), so hashing is safe for determinism.
   if (auto s = validate_classes(snap.classes); !s) return s;
   std::unordered_map<std::string_view, const ClassSpec*> classes;
@@ -142,9 +151,9 @@ Status validate(const Snapshot& snap) {
     auto cls = classes.find(cls_name);
     if (cls == classes.end())
       return make_error(Errc::unknown_name, what() + ": class '" + cls_name + "' is not a class");
-    if (!j.pool.empty() && j.pool != cls->second->pool)
-      return invalid(what() + ": pool '" + j.pool + "' differs from the pool '" + cls->second->pool +
-                     "' of class '" + cls_name + "' (a class is bound to one pool)");
+    if (!j.pool.empty() && !in_pool_subtree(j.pool, cls->second->pool))
+      return invalid(what() + ": pool '" + j.pool + "' is not pool '" + cls->second->pool + "' of class '" +
+                     cls_name + "' or below it (a class is bound to one pool)");
     if (j.per_task.any_negative()) return invalid(what() + ": per_task must not be negative");
     if (j.per_task.is_zero()) return invalid(what() + ": per_task must request some resource");
     if (j.pending > 10'000'000) return invalid(what() + ": pending must be at most 10000000");

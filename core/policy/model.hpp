@@ -132,6 +132,9 @@ struct AllocationInfo {
   bool interruptible = false;
   /// The task has passed initialization (DUCC).
   bool initialized = false;
+  /// Not running yet: a claim in flight or room held for it. It counts as
+  /// the job's, but is never a victim (there is nothing to take away yet).
+  bool landing = false;
 };
 
 /// What DUCC's prediction needs to know about a job, as observed by its agents.
@@ -150,7 +153,8 @@ struct JobInfo {
   std::string user;
   /// Empty: PolicySettings::default_class.
   std::string job_class;
-  /// Empty: the class's pool. If given it must be the class's pool.
+  /// Where its tasks may run: empty for the class's pool, else that pool or
+  /// one below it.
   std::string pool;
   Resources per_task;
   /// Tasks not running yet.
@@ -165,6 +169,10 @@ struct JobInfo {
   /// initialized allocation also counts.
   bool initialized = false;
   std::optional<PredictionInfo> prediction;
+  /// The scheduler's queue found no node for one task although the free room
+  /// of its pools holds one in all (DUCC: fragmented; defragmentation may
+  /// open a hole for it).
+  bool fragmented = false;
 };
 
 struct Snapshot {
