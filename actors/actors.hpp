@@ -47,6 +47,9 @@ using node_down_atom = caf::atom_constant<caf::atom("node_down")>;
 /// actor; see task_executor.hpp).
 struct TaskEnded {
   core::TaskRef task;
+  /// The allocation (by the claim that made it) whose run ended: a later run
+  /// of the same task is not ended by an earlier one's exit (zero: any).
+  core::ClaimId claim_id;
   /// succeeded, failed (non-zero exit, killed at max_run_time, could not
   /// start) or lost.
   core::TaskState state = core::TaskState::succeeded;
