@@ -25,21 +25,28 @@ struct Hold {
   struct Part {
     NodeIndex node = 0;
     uint32_t tasks = 0;
+    /// Victims on that node not freed yet (sorted).
+    std::vector<TaskRef> waiting_for;
   };
   JobId job;
   std::vector<Part> parts;
   /// What one task claims (a reservation: the whole machine).
   Resources per_task;
-  /// All parts are claimed together, all or nothing (a gang).
+  /// All parts are claimed together, all or nothing (a gang), once every
+  /// part's victims are freed; otherwise each part as soon as its own are.
   bool whole = false;
-  /// Victims not freed yet.
-  std::vector<TaskRef> waiting_for;
   /// Why, in words (for explain).
   std::string why;
 
   uint32_t tasks() const {
     uint32_t n = 0;
     for (const auto& p : parts) n += p.tasks;
+    return n;
+  }
+  /// Victims not freed yet, over all parts.
+  size_t waiting() const {
+    size_t n = 0;
+    for (const auto& p : parts) n += p.waiting_for.size();
     return n;
   }
 };
@@ -53,8 +60,12 @@ class Reservations {
   std::optional<Hold> take(JobId job);
   /// A victim is free (released, ended, or gone with its node).
   void freed(TaskRef victim);
-  /// Jobs whose holds have no victims left, in job order.
+  /// Jobs with room to claim now (a whole hold with no victims left, or a
+  /// part of another whose own are freed), in job order.
   std::vector<JobId> ready() const;
+  /// Takes out the parts of the job's hold that may be claimed now (all, or
+  /// none, for a whole hold); the hold goes when no part is left.
+  std::vector<Hold::Part> take_ready(JobId job, Hold* taken);
   /// Jobs with a part on node n.
   std::vector<JobId> on_node(NodeIndex n) const;
   size_t size() const { return holds_.size(); }

@@ -488,19 +488,22 @@ void Scheduler::place_machine(JobRecord& j, TimePoint now, Outbox& out) {
 
 void Scheduler::claim_ready_holds(TimePoint now, Outbox& out) {
   for (JobId id : reservations_.ready()) {
-    Hold h = *reservations_.take(id);
-    for (const auto& p : h.parts) view_.remove_in_flight(p.node, h.per_task.times(p.tasks), p.tasks);
+    Hold h;
+    auto parts = reservations_.take_ready(id, &h);
+    for (const auto& p : parts) view_.remove_in_flight(p.node, h.per_task.times(p.tasks), p.tasks);
     JobRecord* jp = table_.find(id);
     if (!jp || jp->cancelled) continue;
     JobRecord& j = *jp;
-    if (j.pending() < (h.whole ? h.tasks() : 1)) {
-      queue_.enqueue(j);  // placed meanwhile
+    bool still_held = reservations_.of(id) != nullptr;
+    uint32_t need = h.whole ? h.tasks() : 1;
+    if (j.pending() < need) {
+      if (!still_held) queue_.enqueue(j);  // placed meanwhile
       continue;
     }
     std::optional<GangId> gang;
     if (h.whole) gang = window_.open_gang(id);
     if (config_.classes[j.class_index].policy == ClassPolicy::reserve) machines_[id] = h.per_task;
-    for (const auto& p : h.parts) {
+    for (const auto& p : parts) {
       auto tasks = table_.take_pending(j, std::min(p.tasks, j.pending()));
       if (tasks.empty()) break;
       ClaimRequest c = make_claim(j, p.node, std::move(tasks), h.per_task);
@@ -512,7 +515,7 @@ void Scheduler::claim_ready_holds(TimePoint now, Outbox& out) {
       send_claim(std::move(c), p.node, gang, now, out);
     }
     rerank(j);
-    if (!gang) queue_.enqueue(j);
+    if (!gang && !still_held) queue_.enqueue(j);
   }
 }
 
@@ -569,9 +572,9 @@ std::string Scheduler::explain(JobId id) const {
   if (const Hold* h = reservations_.of(id)) {
     std::string nodes;
     for (const auto& p : h->parts) nodes += (nodes.empty() ? "" : ", ") + std::to_string(view_.node(p.node).id.value);
-    return "room is held for it on node(s) " + nodes + (h->waiting_for.empty() ? std::string(", claimed on the next pass")
-                                                                         : " until " + std::to_string(h->waiting_for.size()) +
-                                                                               " task(s) taken away for it are freed") +
+    return "room is held for it on node(s) " + nodes +
+           (h->waiting() == 0 ? std::string(", claimed on the next pass")
+                              : " until " + std::to_string(h->waiting()) + " task(s) taken away for it are freed") +
            (h->why.empty() ? "" : ": " + h->why);
   }
   if (notes && (notes->waits == WaitCause::not_granted || notes->waits == WaitCause::capped) &&

@@ -233,9 +233,10 @@ Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, O
     h.whole = cls.policy == ClassPolicy::fixed_share || j->spec.gang;
     // The job's own size; a reservation claims its whole machine.
     h.per_task = cls.policy == ClassPolicy::reserve ? view.node(*node).capacity : j->spec.per_task;
-    h.parts.push_back(Hold::Part{*node, p.count});
+    Hold::Part part{*node, p.count, {}};
     for (const auto& v : p.waits_for)
-      if (taken.count(v)) h.waiting_for.push_back(v);
+      if (taken.count(v)) part.waiting_for.push_back(v);
+    h.parts.push_back(std::move(part));
     h.why = std::string(to_string(p.stage)) + " placement of the policy";
   }
   for (auto& [job, h] : holds) {
