@@ -36,6 +36,7 @@ void Scheduler::process_events(const NodeDelta& delta, TimePoint now, Outbox& ou
         }
         r.initialized = true;
         jp->initialized = true;
+        uncap(*jp);
       }
       continue;
     }

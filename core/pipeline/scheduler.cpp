@@ -155,16 +155,11 @@ void Scheduler::set_cap(JobId job, std::optional<uint32_t> cap, const std::strin
   if (!j) return;
   if (!cap && !marks_.contains(job)) return;
   marks_[job].cap = cap;
-  const JobNotes* n = views_.notes(job);
-  bool capped = n && n->waits == WaitCause::capped;
   if (cap && j->held() >= *cap) {
     if (j->queue.state == QueueState::queued) wait(*j, WaitCause::capped, "capped: " + why);
     return;
   }
-  if (capped && j->queue.state == QueueState::idle && !reservations_.of(job)) {
-    views_.note(job).waits = WaitCause::none;
-    queue_.enqueue(*j);
-  }
+  uncap(*j);
 }
 
 int64_t Scheduler::effective_rank(const JobRecord& j) const {
@@ -183,11 +178,24 @@ void Scheduler::rerank(JobRecord& j) {
 }
 
 std::optional<uint32_t> Scheduler::cap_room(const JobRecord& j) const {
-  if (marks_.empty()) return std::nullopt;
-  auto it = marks_.find(j.spec.id);
-  if (it == marks_.end() || !it->second.cap) return std::nullopt;
-  uint32_t cap = *it->second.cap;
-  return cap > j.held() ? cap - j.held() : 0;
+  std::optional<uint32_t> cap;
+  // DUCC's initialization cap holds from the first placement, before any
+  // policy cycle saw the job: the scheduler knows when a task started.
+  const ClassConfig& cls = config_.classes[j.class_index];
+  if (!j.initialized && cls.initialization_cap > 0) cap = cls.initialization_cap;
+  if (!marks_.empty())
+    if (auto it = marks_.find(j.spec.id); it != marks_.end() && it->second.cap)
+      cap = cap ? std::min(*cap, *it->second.cap) : *it->second.cap;
+  if (!cap) return std::nullopt;
+  return *cap > j.held() ? *cap - j.held() : 0;
+}
+
+void Scheduler::uncap(JobRecord& j) {
+  const JobNotes* n = views_.notes(j.spec.id);
+  if (!n || n->waits != WaitCause::capped || j.queue.state != QueueState::idle || reservations_.of(j.spec.id)) return;
+  if (auto room = cap_room(j); room && *room == 0) return;
+  views_.note(j.spec.id).waits = WaitCause::none;
+  queue_.enqueue(j);
 }
 
 uint32_t Scheduler::limits_room(const JobRecord& j, std::string* why) const {

@@ -280,8 +280,11 @@ class Scheduler {
   void drop_hold(JobId job);
   /// Why the allotments refuse `need` more for j now, or nothing.
   std::optional<std::string> refuse_by_allotment(const JobRecord& j, const Resources& need) const;
-  /// How many more tasks the policy's cap lets j hold, or nothing.
+  /// How many more tasks DUCC's caps let j hold (the initialization cap, and
+  /// what the policy last said), or nothing.
   std::optional<uint32_t> cap_room(const JobRecord& j) const;
+  /// A capped job whose cap rose goes back in line.
+  void uncap(JobRecord& j);
   /// The most tasks of j placed in one go (up to its fair share).
   uint32_t batch_limit(const JobRecord& j) const;
   /// How many more tasks of j the resource_limits of its pool and the pools

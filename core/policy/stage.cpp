@@ -188,7 +188,9 @@ void PolicyStage::apply_marks(Scheduler& scheduler, const CycleResult& result, C
   for (const JobRow& row : result.jobs) {
     int64_t rank = queue_rank(row);
     if (rank > 0) ++summary.boosted;
-    scheduler.set_fair_share(row.id, rank, static_cast<uint32_t>(std::ceil(row.fair_tasks)));
+    // Whole tasks up to its fair share (DUCC), at least one when it has any.
+    uint32_t fair_tasks = row.fair_tasks > 0 ? std::max<uint32_t>(1, static_cast<uint32_t>(row.fair_tasks)) : 0;
+    scheduler.set_fair_share(row.id, rank, fair_tasks);
     if (row.cap_reason != CapReason::none && row.cap < row.running + row.pending)
       scheduler.set_cap(row.id, row.cap, std::string(to_string(row.cap_reason)) + " (" + std::to_string(row.cap) + " tasks)");
     else

@@ -158,3 +158,45 @@ TEST_F(DriverTest, ACycleTakesTheStarvingClassesShareFromTheClassAboveIt) {
 
 }  // namespace
 }  // namespace claimsched::core
+
+namespace claimsched::core {
+namespace {
+
+// DUCC's initialization cap and expand-by-doubling on a live job: at most 2
+// tasks until one has started (its node reports it: it passed
+// initialization), then at most twice the running tasks per policy cycle.
+TEST(DuccLive, InitializationCapThenExpandByDoubling) {
+  LedgerConfig ledger;
+  ledger.start_delay = ms(50);  // a task starts (initializes) 50 ms after its confirm
+  SimCluster cluster(ledger);
+  cluster.add_node(NodeBuilder(1).capacity("cpu=64,memory=64Gi").build());
+  SchedulerConfig c = two_classes();
+  c.classes[1].initialization_cap = 2;
+  c.classes[1].expand_by_doubling = true;
+  size_t s = cluster.add_scheduler(c);
+  policy::PolicyConfig p;
+  p.pools.push_back(policy::PoolSpec{"default", "", {}, {}});
+  policy::PolicyStage stage(p);
+  auto running = [&] { return cluster.scheduler(s).job(JobId{1})->held(); };
+  // Submitted (and placed at once, before any cycle): the cap holds already.
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).job_class("prod").count(30).cpu("1").build()));
+  cluster.run();
+  EXPECT_EQ(running(), 2u);
+  std::vector<uint32_t> seen;
+  for (int cycle = 0; cycle < 6; ++cycle) {
+    Outbox out;
+    ASSERT_TRUE(stage.cycle(cluster.scheduler(s), cluster.now(), out));
+    cluster.tick(s);
+    cluster.run();
+    cluster.advance_by(ms(100));  // the new tasks start
+    cluster.run();
+    seen.push_back(running());
+  }
+  EXPECT_EQ(seen, (std::vector<uint32_t>{2, 4, 8, 16, 30, 30}));
+  std::string why = cluster.scheduler(s).explain(JobId{1});
+  EXPECT_EQ(why, "all tasks placed");
+  EXPECT_EQ(cluster.check_all(), "");
+}
+
+}  // namespace
+}  // namespace claimsched::core

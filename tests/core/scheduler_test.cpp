@@ -843,3 +843,46 @@ TEST_F(SchedulerTest, NodesOfOtherPoolsAreRefused) {
 
 }  // namespace
 }  // namespace claimsched::core
+
+namespace claimsched::core {
+namespace {
+
+// Retries end: a task whose claims went unanswered max_claim_attempts times
+// makes its job back off, doubling up to max_backoff, and it is tried again
+// after each backoff (never parked for good); explain says why and until when.
+TEST(SchedulerRetries, BackoffDoublesUpToItsCapAndTheTaskIsTriedAgain) {
+  SimCluster cluster;
+  cluster.add_node(NodeBuilder(1).capacity("cpu=4").build());
+  SchedulerConfig c;
+  c.partition = PartitionId{1};
+  c.pools = {"default"};
+  c.reply_timeout = ms(100);
+  c.max_claim_attempts = 1;
+  c.initial_backoff = ms(10);
+  c.max_backoff = ms(40);
+  size_t s = cluster.add_scheduler(c);
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(1).cpu("1").build()));
+  // The node never answers: every claim is lost on the way.
+  std::vector<int64_t> sent_at;
+  std::string waiting;
+  for (int step = 0; step < 200; ++step) {
+    while (cluster.take_to_node(s, 0)) sent_at.push_back(cluster.now().count() / 1'000'000);
+    cluster.refresh_busy();
+    if (cluster.scheduler(s).job(JobId{1})->queue.state == QueueState::backing_off && waiting.empty())
+      waiting = cluster.scheduler(s).explain(JobId{1});
+    cluster.advance_by(ms(5));
+  }
+  // Claims at 0 ms, then after each 100 ms timeout a backoff of 10, 20, 40,
+  // 40, ... ms: the cap holds and the tries go on.
+  ASSERT_GE(sent_at.size(), 6u);
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < sent_at.size(); ++i) gaps.push_back(sent_at[i] - sent_at[i - 1] - 100);
+  EXPECT_EQ(std::vector<int64_t>(gaps.begin(), gaps.begin() + 5), (std::vector<int64_t>{10, 20, 40, 40, 40}));
+  EXPECT_EQ(cluster.scheduler(s).stats().claim_timeouts, sent_at.size() - (cluster.scheduler(s).claims_in_flight() ? 1 : 0));
+  EXPECT_GE(cluster.scheduler(s).stats().backoffs, 5u);
+  EXPECT_NE(waiting.find("backing off until"), std::string::npos) << waiting;
+  EXPECT_NE(waiting.find("did not answer a claim"), std::string::npos) << waiting;
+}
+
+}  // namespace
+}  // namespace claimsched::core
