@@ -219,8 +219,12 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         submit_write(self);
       },
       [=](register_atom, node_actor node) {
-        auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-            self->state.subscribe_timeout);
+        // A timeout costs a clock entry per node until it fires; in-process
+        // nodes (Duration::max()) answer or are gone, and need none.
+        caf::duration timeout = self->state.subscribe_timeout == core::Duration::max()
+                                    ? caf::infinite
+                                    : caf::duration(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          self->state.subscribe_timeout));
         auto listener = caf::actor_cast<node_listener_actor>(self);
         self->request(node, timeout, subscribe_atom::value, listener)
             .then(

@@ -236,6 +236,7 @@ int run_sim(const SimOptions& cli) {
   for (uint32_t k = 0; k < opt.partitions; ++k) {
     actors::SchedulerActorConfig sc;
     sc.start_immediately = false;
+    sc.subscribe_timeout = core::Duration::max();  // its nodes are in this process
     sc.scheduler.partition = core::PartitionId{k + 1};
     sc.scheduler.epoch = 1;
     sc.scheduler.pools = {opt.overlap ? pools[0] : pools[k]};

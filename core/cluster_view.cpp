@@ -46,15 +46,47 @@ NodeIndex ClusterView::add_node(const NodeSpec& spec, uint32_t pool, const NodeS
   p.max_capacity = p.nodes.size() == 1 ? v.capacity : p.max_capacity.max(v.capacity);
   p.total_capacity += v.capacity;
   nodes_.push_back(std::move(v));
-  by_id_.emplace(spec.id, n);
+  by_id_.insert(spec.id, n);
   reindex(n);
   return n;
 }
 
-std::optional<NodeIndex> ClusterView::find_node(NodeId id) const {
-  auto it = by_id_.find(id);
-  if (it == by_id_.end()) return std::nullopt;
-  return it->second;
+std::optional<NodeIndex> ClusterView::find_node(NodeId id) const { return by_id_.find(id); }
+
+void ClusterView::Nodes::push_back(NodeView v) {
+  if (size_ % kChunk == 0) chunks_.push_back(std::make_unique<std::array<NodeView, kChunk>>());
+  (*this)[size_++] = std::move(v);
+}
+
+size_t ClusterView::IdMap::slot_of(NodeId id) const {
+  // Fibonacci hashing: node ids of agents are hashes, of sims dense.
+  uint64_t h = static_cast<uint64_t>(id.value) * 0x9E3779B97F4A7C15ULL;
+  return static_cast<size_t>(h >> 32) & (slots_.size() - 1);
+}
+
+std::optional<NodeIndex> ClusterView::IdMap::find(NodeId id) const {
+  if (slots_.empty()) return std::nullopt;
+  for (size_t i = slot_of(id);; i = (i + 1) & (slots_.size() - 1)) {
+    const auto& [key, n] = slots_[i];
+    if (key == id) return n;
+    if (key.value == 0 && n == UINT32_MAX) return std::nullopt;
+  }
+}
+
+void ClusterView::IdMap::insert(NodeId id, NodeIndex n) {
+  // Empty slots hold (0, UINT32_MAX); at most half are used.
+  if (2 * (used_ + 1) > slots_.size()) {
+    std::vector<std::pair<NodeId, NodeIndex>> old(std::max<size_t>(16, 2 * slots_.size()),
+                                                  {NodeId{0}, UINT32_MAX});
+    old.swap(slots_);
+    used_ = 0;
+    for (const auto& [k, v] : old)
+      if (!(k.value == 0 && v == UINT32_MAX)) insert(k, v);
+  }
+  size_t i = slot_of(id);
+  while (!(slots_[i].first.value == 0 && slots_[i].second == UINT32_MAX)) i = (i + 1) & (slots_.size() - 1);
+  slots_[i] = {id, n};
+  ++used_;
 }
 
 bool ClusterView::apply_snapshot(NodeIndex n, const NodeSnapshot& s) {
