@@ -249,6 +249,7 @@ int run_sim(const SimOptions& cli) {
     // them all fill from the first node (a pure race).
     sc.scheduler.rotation =
         opt.overlap && !opt.same_start ? static_cast<size_t>(k) * opt.nodes / opt.partitions : 0;
+    if (opt.overlap && !opt.same_start) sc.scheduler.rotation_span = std::max<size_t>(1, opt.nodes / opt.partitions);
     if (data) {
       auto options = store_options(opt);
       relays.push_back(actors::CommitRelay::attach(options));

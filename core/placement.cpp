@@ -222,7 +222,38 @@ static PlacementResult place_in_pool(const ClusterView& view, const PlacementReq
       }
       return false;
     };
-    if (!scan(start, size)) scan(0, start);
+    size_t own_end = request.span >= size ? size : start + request.span;
+    // The own stretch upward (wrapping past the end when it does).
+    bool stop = scan(start, std::min(own_end, size));
+    if (!stop && own_end > size) stop = scan(0, own_end - size);
+    if (!stop && request.span < size) {
+      // The rest downward from the node before the stretch.
+      size_t rest_from = own_end > size ? own_end - size : own_end;  // first node not in the stretch
+      auto down = [&](size_t from, size_t to) {  // slots [from, to), highest first
+        bool first = true;
+        while (to > from) {
+          bool halt = false;
+          auto accept = [&](size_t slot) {
+            halt = !consider(slot);
+            return true;
+          };
+          // Only the scan's first lookup ends at the same slot every time.
+          auto found = first ? pool.index.find_last_remembered(request.per_task, from, to, accept)
+                             : pool.index.find_last(request.per_task, from, to, accept);
+          first = false;
+          if (!found || halt) return halt;
+          to = *found;
+        }
+        return false;
+      };
+      if (start >= rest_from) {
+        down(rest_from, start);
+      } else if (!down(0, start)) {
+        down(rest_from, size);
+      }
+    } else if (!stop && request.span >= size) {
+      scan(0, start);
+    }
   } else {
     DimensionId d = request.per_task.dominant_dimension(pool.total_capacity);
     pool.index.visit_descending(d, request.per_task, [&](size_t slot) { return consider(slot); });

@@ -64,8 +64,14 @@ struct PlacementRequest {
   /// (preemptible work; DUCC forbids it to non-preemptible work).
   bool subpools = false;
   /// Fill-first starts scanning here (parallel schedulers that share nodes use
-  /// different points so they do not all fill the same node first).
+  /// different points so they do not all fill the same node first) ...
   size_t rotation = 0;
+  /// ... and scans its own stretch [rotation, rotation + span) upward first,
+  /// then the rest of the pool downward from the node before `rotation`:
+  /// schedulers whose stretches follow each other then meet only where a
+  /// neighbour's stretch is full, not at the node it is filling (continuing
+  /// upward would land a full scheduler on its neighbour's current node).
+  size_t span = SIZE_MAX;
   /// On failure, find the exact verdict and reason by looking at every node
   /// of the pool (O(n)). Schedulers turn this off on their hot path and ask
   /// for the explanation only when someone wants to read it: then a failure

@@ -312,6 +312,7 @@ PlacementRequest Scheduler::request_for(const JobRecord& j, bool explain) const 
   // DUCC: only preemptible work squats in subpools.
   req.subpools = cls.policy == ClassPolicy::fair_share && j.spec.preemptible;
   req.rotation = config_.rotation;
+  req.span = config_.rotation_span;
   req.explain = explain;
   return req;
 }

@@ -55,8 +55,10 @@ struct SchedulerConfig {
   Duration reply_timeout = std::chrono::seconds(5);
   /// Strict CAS on the node generation instead of the fit check.
   bool strict_cas = false;
-  /// Fill-first scans start here (see PlacementRequest::rotation).
+  /// Fill-first scans start here and cover this stretch first (see
+  /// PlacementRequest::rotation and span).
   size_t rotation = 0;
+  size_t rotation_span = SIZE_MAX;
   /// Jobs waiting for capacity are looked at again at most this often.
   Duration unpark_interval = std::chrono::milliseconds(5);
   /// After its tasks exhaust max_claim_attempts a job waits this long before

@@ -536,3 +536,50 @@ TEST(PlacementEngine, PreemptibleWorkSquatsInSubpoolsWhenItsPoolIsFull) {
 
 }  // namespace
 }  // namespace claimsched::core
+
+namespace claimsched::core {
+namespace {
+
+// Overlapping schedulers: each fills its own stretch of the pool upward, then
+// the rest downward from the node before its stretch, so it meets its
+// neighbours only where their stretches are full.
+TEST(PlacementStretch, OwnStretchUpThenTheRestDown) {
+  ClusterView view;
+  uint32_t p = view.add_pool("default");
+  for (uint32_t id = 1; id <= 12; ++id) {
+    auto spec = testing::NodeBuilder(id).capacity("cpu=1").build();
+    NodeSnapshot s;
+    s.node = spec.id;
+    s.capacity = spec.capacity;
+    s.free = spec.capacity;
+    view.add_node(spec, p, s);
+  }
+  PlacementRequest r;
+  r.per_task = testing::res("cpu=1");
+  r.pool = p;
+  r.rotation = 4;
+  r.span = 4;
+  std::vector<NodeIndex> order;
+  for (int i = 0; i < 12; ++i) {
+    auto got = place(view, r, {});
+    ASSERT_EQ(got.verdict, PlacementVerdict::fit);
+    order.push_back(got.node);
+    view.add_in_flight(got.node, r.per_task, 1);
+  }
+  EXPECT_EQ(order, (std::vector<NodeIndex>{4, 5, 6, 7, 3, 2, 1, 0, 11, 10, 9, 8}));
+  EXPECT_EQ(place(view, r, {}).verdict, PlacementVerdict::unschedulable);
+  // A stretch past the end wraps around.
+  r.rotation = 10;
+  r.span = 4;
+  view.remove_in_flight(0, r.per_task, 1);
+  view.remove_in_flight(11, r.per_task, 1);
+  view.remove_in_flight(5, r.per_task, 1);
+  EXPECT_EQ(place(view, r, {}).node, 11u);
+  view.add_in_flight(11, r.per_task, 1);
+  EXPECT_EQ(place(view, r, {}).node, 0u) << "wrapped stretch: 10, 11, 0, 1";
+  view.add_in_flight(0, r.per_task, 1);
+  EXPECT_EQ(place(view, r, {}).node, 5u) << "then down from 9";
+}
+
+}  // namespace
+}  // namespace claimsched::core
