@@ -47,15 +47,14 @@ using node_down_atom = caf::atom_constant<caf::atom("node_down")>;
 /// actor; see task_executor.hpp).
 struct TaskEnded {
   core::TaskRef task;
+  /// The allocation (by the claim that made it) whose run ended: a later run
+  /// of the same task is not ended by an earlier one's exit (zero: any).
+  core::ClaimId claim_id;
   /// succeeded, failed (non-zero exit, killed at max_run_time, could not
   /// start) or lost.
   core::TaskState state = core::TaskState::succeeded;
   int32_t exit_code = 0;
   std::string detail;
-  /// The claim that started this run: a task released and placed on the
-  /// same node again has two runs for a moment (the old one being killed),
-  /// and the old one's end must not end the new one.
-  core::ClaimId claim;
 };
 
 /// Anyone who follows a node's update stream (schedulers, replicas, views).

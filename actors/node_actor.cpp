@@ -71,7 +71,8 @@ void arm_timer(self_ptr self, core::TimePoint t) {
 void end_tasks(self_ptr self, const std::vector<actors::TaskEnded>& ended) {
   core::NodeDelta delta;
   for (const auto& e : ended)
-    self->state.ledger.finish_task(e.task, e.state, e.exit_code, delta.events, e.claim);
+    self->state.ledger.finish_task(e.task, e.state, e.exit_code, delta.events,
+                                   e.claim_id.value != 0 ? std::optional(e.claim_id) : std::nullopt);
   if (delta.events.empty()) return;
   persist(self, [&](NodeChanges& c) {
     for (const auto& ev : delta.events) c.allocation_removed(ev.task);
@@ -89,9 +90,9 @@ void launch(self_ptr self, core::ClaimId claim, core::PartitionId partition) {
     if (a.claim_id != claim || a.partition != partition || !a.launch) continue;
     if (st.executor) {
       if (auto s = st.executor->start(caf::actor_cast<caf::actor>(self), st.spec, a); !s)
-        ended.push_back({a.task, core::TaskState::failed, -1, s.error().to_string(), a.claim_id});
+        ended.push_back({a.task, a.claim_id, core::TaskState::failed, -1, s.error().to_string()});
     } else if (st.finish_unrun_tasks && a.finishes_at == core::kNever) {
-      ended.push_back({a.task, core::TaskState::succeeded, 0, "simulated", a.claim_id});
+      ended.push_back({a.task, a.claim_id, core::TaskState::succeeded, 0, "simulated"});
     }
   }
   if (!ended.empty()) end_tasks(self, ended);
@@ -146,7 +147,7 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
     // places them again instead of believing they run.
     std::vector<actors::TaskEnded> gone;
     for (const auto& a : st.ledger.allocations())
-      gone.push_back({a.task, core::TaskState::lost, -1, "the agent restarted", a.claim_id});
+      gone.push_back({a.task, a.claim_id, core::TaskState::lost, -1, "the agent restarted"});
     if (!gone.empty()) end_tasks(self, gone);
   }
   arm_timer(self, now(self));

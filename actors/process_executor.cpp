@@ -79,7 +79,7 @@ void ProcessExecutor::launch(Queued q) {
     agent::TaskExit how;
     how.how = agent::TaskExit::How::failed_to_start;
     how.detail = why;
-    report(Running{q.node, q.task, q.claim}, std::move(how));
+    report(Running{q.node, q.task, q.claim_id}, std::move(how));
   };
   if (ls.workdir.empty()) {
     ls.workdir = output_dir_ + "/" + std::to_string(q.task.job.value);
@@ -102,7 +102,7 @@ void ProcessExecutor::launch(Queued q) {
       early = std::move(it->second);  // it ended before it was registered
       early_.erase(it);
     } else {
-      by_handle_[*handle] = Running{q.node, q.task, q.claim};
+      by_handle_[*handle] = Running{q.node, q.task, q.claim_id};
       by_task_[q.task] = *handle;
     }
   }
@@ -111,7 +111,7 @@ void ProcessExecutor::launch(Queued q) {
   spdlog::debug("task {}.{}: started ({} us to launch)", q.task.job.value, q.task.index,
                 std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered)
                     .count());
-  if (early) report(Running{q.node, q.task, q.claim}, std::move(*early));
+  if (early) report(Running{q.node, q.task, q.claim_id}, std::move(*early));
 }
 
 void ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
@@ -160,7 +160,7 @@ void ProcessExecutor::exited(uint64_t handle, agent::TaskExit how) {
 void ProcessExecutor::report(const Running& r, agent::TaskExit how) {
   TaskEnded e;
   e.task = r.task;
-  e.claim = r.claim;
+  e.claim_id = r.claim_id;
   e.detail = how.detail;
   switch (how.how) {
     case agent::TaskExit::How::exited:

@@ -41,12 +41,12 @@ class ProcessExecutor : public TaskExecutor {
   struct Running {
     caf::actor node;
     core::TaskRef task;
-    core::ClaimId claim;
+    core::ClaimId claim_id;
   };
   struct Queued {
     caf::actor node;
     core::TaskRef task;
-    core::ClaimId claim;
+    core::ClaimId claim_id;
     agent::LaunchSpec launch;
   };
   void launch_loop();

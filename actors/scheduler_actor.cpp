@@ -224,8 +224,12 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         submit_write(self);
       },
       [=](register_atom, node_actor node) {
-        auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
-            self->state.subscribe_timeout);
+        // A timeout costs a clock entry per node until it fires; in-process
+        // nodes (Duration::max()) answer or are gone, and need none.
+        caf::duration timeout = self->state.subscribe_timeout == core::Duration::max()
+                                    ? caf::infinite
+                                    : caf::duration(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                          self->state.subscribe_timeout));
         auto listener = caf::actor_cast<node_listener_actor>(self);
         self->request(node, timeout, subscribe_atom::value, listener)
             .then(
@@ -336,8 +340,8 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
       [=](explain_atom, core::JobId id) -> std::string {
         const auto& st = self->state;
         std::string out = st.core->explain(id);
-        if (const auto* j = st.core->job(id); j && !j->last_removal.empty())
-          out += "\nlast taken away: " + j->last_removal;
+        if (const auto* n = st.core->notes(id); n && !n->last_removal.empty())
+          out += "\nlast taken away: " + n->last_removal;
         if (st.policy && st.policy->last() && st.policy->last()->job(id))
           out += "\n" + core::policy::explain_job(*st.policy->last(), id);
         return out;

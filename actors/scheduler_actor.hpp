@@ -27,7 +27,8 @@ struct SchedulerActorConfig {
   core::Duration tick_interval = std::chrono::milliseconds(100);
   /// Start placing at once (servers) or wait for start_atom (sims).
   bool start_immediately = true;
-  /// How long a subscription request to a node may take.
+  /// How long a subscription request to a node may take (Duration::max():
+  /// no limit, for nodes in the same process).
   core::Duration subscribe_timeout = std::chrono::seconds(30);
   /// Fair share and preemption (core/policy); none: priority and submit
   /// order only, nothing is ever preempted.

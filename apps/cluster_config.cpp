@@ -285,10 +285,24 @@ class ConfigReader {
     std::set<std::string> known_pools;
     for (const auto& p : c_.policy.pools) known_pools.insert(p.name);
     std::map<std::string, size_t> by_name;
+    std::map<int32_t, size_t> by_priority;  // priority -> first class with it
     for (size_t i = 0; i < c_.policy.classes.size(); ++i) {
       const ClassSpec& cls = c_.policy.classes[i];
       const toml::table& t = *class_tables_[i];
       std::string path = Reader::item("classes", i);
+      // DUCC: a priority's resources are divided by weight (fair_share) or
+      // by allotment (the others), not both.
+      if (auto [it, fresh] = by_priority.emplace(cls.priority, i);
+          !fresh && c_.policy.classes[it->second].policy != cls.policy) {
+        const ClassSpec& first = c_.policy.classes[it->second];
+        const toml::node* at = t.get("policy") ? t.get("policy") : t.get("priority") ? t.get("priority") : &t;
+        r_.problem(*at, path + ".policy",
+                   "class '" + cls.name + "' is " + std::string(core::to_string(cls.policy)) + " at priority " +
+                       std::to_string(cls.priority) + " like " + std::string(core::to_string(first.policy)) +
+                       " class '" + first.name + "' (line " +
+                       std::to_string(Reader::line_of(*class_tables_[it->second], "name")) +
+                       "): classes of one priority must share one policy; give it another priority");
+      }
       std::string scorer = "fill_first";
       if (r_.string(t, "scorer", path, scorer) && !one_of(scorer, kScorers)) {
         r_.problem(*t.get("scorer"), path + ".scorer",
@@ -373,8 +387,10 @@ class ConfigReader {
     for (size_t i = 0; i < tables.size(); ++i) {
       const toml::table& t = *tables[i];
       std::string path = Reader::item("partitions", i);
-      r_.keys(t, path, {"id", "pools"});
+      r_.keys(t, path, {"id", "pools", "cas"});
       PartitionConfig part;
+      if (r_.string(t, "cas", path, part.cas) && part.cas != "fit" && part.cas != "strict")
+        r_.problem(*t.get("cas"), path + ".cas", "must be \"fit\" or \"strict\", not \"" + part.cas + "\"");
       int64_t id = 0;
       if (r_.integer(t, "id", path, id, 1, UINT32_MAX, true)) {
         part.id = core::PartitionId{static_cast<uint32_t>(id)};

@@ -66,6 +66,9 @@ struct PartitionConfig {
   core::PartitionId id;
   /// Leaf pools this partition owns (disjoint across partitions).
   std::vector<std::string> pools;
+  /// Conflict detection of its claims: "fit" (the node checks fit only) or
+  /// "strict" (compare-and-swap on the node's generation).
+  std::string cas = "fit";
 };
 
 /// Settings for `claimsched agent`.

@@ -61,7 +61,8 @@ std::string summarize_cluster_config(const ClusterConfig& c, std::string_view so
                   c.storage.data_dir + " (sync " + c.storage.sync + ").";
   std::vector<std::string> parts;
   for (const auto& p : c.partitions)
-    parts.push_back("partition " + std::to_string(p.id.value) + " owns " + join(p.pools));
+    parts.push_back("partition " + std::to_string(p.id.value) + " owns " + join(p.pools) +
+                    (p.cas == "strict" ? " (strict CAS)" : ""));
   s += " " + plural(c.partitions.size(), "partition", "partitions") + ": " + join(parts, "; ") + ".";
   s += " " + plural(policy.pools.size(), "pool", "pools") + " (" +
        plural(leaf_pools(policy).size(), "leaf", "leaves") + ") and " +
@@ -132,7 +133,7 @@ std::string cluster_config_json(const ConfigReport& report, std::string_view sou
                      {"link_heartbeat", format_duration(t.link_heartbeat)},
                      {"link_timeout", format_duration(t.link_timeout)}};
   cfg["partitions"] = json::array();
-  for (const auto& p : c.partitions) cfg["partitions"].push_back({{"id", p.id.value}, {"pools", p.pools}});
+  for (const auto& p : c.partitions) cfg["partitions"].push_back({{"id", p.id.value}, {"pools", p.pools}, {"cas", p.cas}});
   cfg["pools"] = json::array();
   for (const auto& p : c.policy.pools) {
     json j{{"name", p.name}, {"parent", p.parent}};

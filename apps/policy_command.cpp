@@ -11,6 +11,7 @@
 #include "apps/policy_toml.hpp"
 #include "core/duration.hpp"
 #include "core/policy/policy.hpp"
+#include "core/policy/stage.hpp"
 
 namespace claimsched::apps {
 
@@ -411,7 +412,7 @@ int run_policy_eval(const PolicyOptions& o) {
   }
   Snapshot current = std::move(*snap);
   for (uint32_t cycle = 1;; ++cycle) {
-    auto result = run_cycle(current, state);
+    auto result = evaluate(current, state);
     if (!result) {
       std::fprintf(stderr, "claimsched policy eval: %s\n", result.error().message.c_str());
       return 1;

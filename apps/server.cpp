@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <caf/io/all.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -34,25 +35,32 @@ storage::StoreOptions store_options(const ClusterConfig& c) {
   return o;
 }
 
-/// The partition scheduler's configuration from the cluster's.
+/// The partition scheduler's configuration from the cluster's: the same
+/// classes, allotments, quantum and pool tree the policy reads.
 core::SchedulerConfig scheduler_config(const ClusterConfig& c, const PartitionConfig& p) {
   core::SchedulerConfig s;
   s.partition = p.id;
   s.epoch = 1;
   s.pools = p.pools;
-  s.classes.clear();
-  for (const auto& cls : c.policy.classes) {
-    core::ClassConfig cc;
-    cc.name = cls.name;
-    cc.priority = cls.priority;
-    cc.weight = cls.weight;
+  for (const auto& pool : c.policy.pools) {
+    if (!pool.parent.empty()) s.pool_parents.emplace_back(pool.name, pool.parent);
+    if (!pool.resource_limits.empty()) s.pool_limits.emplace_back(pool.name, pool.resource_limits);
+  }
+  std::sort(s.pool_limits.begin(), s.pool_limits.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  s.classes = c.policy.classes;
+  for (auto& cls : s.classes)
     for (const auto& [name, scorer] : c.class_scorers)
       if (name == cls.name)
-        if (auto k = core::parse_scorer(scorer)) cc.placement.scorers = {{*k, 1.0}};
-    s.classes.push_back(cc);
-  }
+        if (auto k = core::parse_scorer(scorer)) cls.placement.scorers = {{*k, 1.0}};
   s.default_class = c.policy.settings.default_class.empty() ? s.classes.front().name
                                                             : c.policy.settings.default_class;
+  s.quantum = c.policy.settings.quantum;
+  s.global_allotment = c.policy.settings.global_allotment;
+  for (const auto& u : c.policy.users)
+    if (u.allotment) s.user_allotments.emplace_back(u.name, *u.allotment);
+  std::sort(s.user_allotments.begin(), s.user_allotments.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  s.strict_cas = p.cas == "strict";
   s.max_claims_in_flight = c.max_claims_in_flight;
   s.reply_timeout = c.timeouts.reply_timeout;
   s.recovery_grace = c.timeouts.recovery_grace;

@@ -236,6 +236,7 @@ int run_sim(const SimOptions& cli) {
   for (uint32_t k = 0; k < opt.partitions; ++k) {
     actors::SchedulerActorConfig sc;
     sc.start_immediately = false;
+    sc.subscribe_timeout = core::Duration::max();  // its nodes are in this process
     sc.scheduler.partition = core::PartitionId{k + 1};
     sc.scheduler.epoch = 1;
     sc.scheduler.pools = {opt.overlap ? pools[0] : pools[k]};
@@ -248,6 +249,7 @@ int run_sim(const SimOptions& cli) {
     // them all fill from the first node (a pure race).
     sc.scheduler.rotation =
         opt.overlap && !opt.same_start ? static_cast<size_t>(k) * opt.nodes / opt.partitions : 0;
+    if (opt.overlap && !opt.same_start) sc.scheduler.rotation_span = std::max<size_t>(1, opt.nodes / opt.partitions);
     if (data) {
       auto options = store_options(opt);
       relays.push_back(actors::CommitRelay::attach(options));

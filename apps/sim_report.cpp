@@ -79,8 +79,11 @@ std::string to_json(const SimOptions& o, const SimReport& r) {
   j["replica_lag_max_ms"] = static_cast<double>(r.replica_lag_ms.max());
   j["replica_max_sequence_lag"] = r.replica_max_sequence_lag;
   j["replica_bootstraps"] = r.replica_bootstraps;
-  j["tasks_lost"] = s.tasks_lost;
-  j["reconcile_releases"] = s.reconcile_releases;
+  // Every scheduler counter under its own name (claims_sent, tasks_retried,
+  // tasks_lost, ...), beside the derived figures above.
+  s.for_each_counter([&](const char* name, uint64_t value) {
+    if (!j.contains(name)) j[name] = value;
+  });
   j["lost_acked_jobs"] = r.lost_acked_jobs;
   j["double_allocations"] = r.double_allocations;
   j["invariants_ok"] = r.invariants_ok();

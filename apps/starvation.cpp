@@ -56,7 +56,7 @@ int run_starvation_scenario(const SimOptions& opt) {
   actors::SchedulerActorConfig sc;
   sc.scheduler.partition = core::PartitionId{1};
   sc.scheduler.pools = pools;
-  sc.scheduler.classes = {core::ClassConfig{"batch", 0, 1, {}}, core::ClassConfig{"prod", 0, 1, {}}};
+  sc.scheduler.classes = {core::ClassConfig::named("batch"), core::ClassConfig::named("prod")};
   sc.scheduler.default_class = "batch";
   sc.policy = policy_for(pools, opt);
   auto scheduler = sys.spawn(actors::scheduler, sc);

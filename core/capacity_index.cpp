@@ -17,22 +17,22 @@ void CapacityIndex::grow() {
   for (size_t node = leaves_ - 1; node >= 1; --node) pull_up(node);
 }
 
-CapacityIndex::Hint& CapacityIndex::hint_for(const Resources& shape, size_t from) const {
+CapacityIndex::Hint& CapacityIndex::hint_for(const Resources& shape, size_t anchor, bool down) const {
   ++hint_clock_;
   for (auto& h : hints_) {
-    if (h.from == from && h.shape == shape) {
+    if (h.anchor == anchor && h.down == down && h.shape == shape) {
       h.last_used = hint_clock_;
       return h;
     }
   }
   if (hints_.size() < kMaxHints) {
-    hints_.push_back(Hint{shape, from, from, hint_clock_});
+    hints_.push_back(Hint{shape, anchor, down, anchor, hint_clock_});
     return hints_.back();
   }
   auto oldest = std::min_element(hints_.begin(), hints_.end(), [](const Hint& a, const Hint& b) {
     return a.last_used < b.last_used;
   });
-  *oldest = Hint{shape, from, from, hint_clock_};
+  *oldest = Hint{shape, anchor, down, anchor, hint_clock_};
   return *oldest;
 }
 
@@ -49,8 +49,10 @@ void CapacityIndex::update(size_t slot, const Resources& available) {
   size_t node = leaves_ + slot;
   if (!available.fits_in(tree_[node])) {
     // The slot grew: whatever was known not to fit there may fit now.
-    for (auto& h : hints_)
-      if (h.from <= slot && slot < h.unfit_until) h.unfit_until = slot;
+    for (auto& h : hints_) {
+      if (!h.down && h.anchor <= slot && slot < h.bound) h.bound = slot;
+      if (h.down && h.bound <= slot && slot < h.anchor) h.bound = slot + 1;
+    }
   }
   tree_[node] = available;
   for (node /= 2; node >= 1; node /= 2) {

@@ -41,6 +41,14 @@ class CapacityIndex {
     return find_first_in(1, 0, leaves_, request, from, std::min(to, size_), accept, first_fit);
   }
 
+  /// The last slot in [from, to) whose available resources fit `request` and
+  /// for which `accept(slot)` is true (a scan downward).
+  template <class Accept>
+  std::optional<size_t> find_last(const Resources& request, size_t from, size_t to, Accept&& accept) const {
+    if (size_ == 0 || from >= to) return std::nullopt;
+    return find_last_in(1, 0, leaves_, request, from, std::min(to, size_), accept, nullptr);
+  }
+
   /// find_first for scans that start at the same slot again and again (a
   /// scheduler's fill-first scan). The element-wise maximum cannot prune a
   /// range where one node has the cpu and another the memory, so a filled
@@ -52,11 +60,26 @@ class CapacityIndex {
                                               Accept&& accept) const {
     if (size_ == 0 || from >= to) return std::nullopt;
     to = std::min(to, size_);
-    Hint& hint = hint_for(request, from);
-    size_t begin = std::max(from, hint.unfit_until);
+    Hint& hint = hint_for(request, from, false);
+    size_t begin = std::max(from, hint.bound);
     size_t first_fit = to;
     auto found = find_first_in(1, 0, leaves_, request, begin, to, accept, first_fit);
-    if (first_fit > hint.unfit_until) hint.unfit_until = std::min(first_fit, to);
+    if (first_fit > hint.bound) hint.bound = std::min(first_fit, to);
+    return found;
+  }
+
+  /// find_last for scans that go down from the same slot again and again:
+  /// remembers, per request shape and end, from where on nothing fits.
+  template <class Accept>
+  std::optional<size_t> find_last_remembered(const Resources& request, size_t from, size_t to,
+                                             Accept&& accept) const {
+    if (size_ == 0 || from >= to) return std::nullopt;
+    to = std::min(to, size_);
+    Hint& hint = hint_for(request, to, true);
+    size_t end = std::min(to, hint.bound);
+    size_t last_fit = from;  // one past the highest slot that fits (from: none)
+    auto found = find_last_in(1, 0, leaves_, request, from, end, accept, &last_fit);
+    if (last_fit < hint.bound) hint.bound = std::max(last_fit, from);
     return found;
   }
 
@@ -106,6 +129,21 @@ class CapacityIndex {
 
  private:
   template <class Accept>
+  std::optional<size_t> find_last_in(size_t node, size_t lo, size_t hi, const Resources& request, size_t from,
+                                     size_t to, Accept& accept, size_t* last_fit) const {
+    if (hi <= from || lo >= to || !request.fits_in(tree_[node])) return std::nullopt;
+    if (node >= leaves_) {
+      size_t slot = node - leaves_;
+      if (last_fit) *last_fit = std::max(*last_fit, slot + 1);
+      if (accept(slot)) return slot;
+      return std::nullopt;
+    }
+    size_t mid = lo + (hi - lo) / 2;
+    if (auto right = find_last_in(2 * node + 1, mid, hi, request, from, to, accept, last_fit)) return right;
+    return find_last_in(2 * node, lo, mid, request, from, to, accept, last_fit);
+  }
+
+  template <class Accept>
   std::optional<size_t> find_first_in(size_t node, size_t lo, size_t hi, const Resources& request,
                                       size_t from, size_t to, Accept& accept,
                                       size_t& first_fit) const {
@@ -122,15 +160,17 @@ class CapacityIndex {
     return find_first_in(2 * node + 1, mid, hi, request, from, to, accept, first_fit);
   }
 
-  /// What find_first_remembered knows: slots [from, unfit_until) cannot hold `shape`.
+  /// What the remembered scans know: slots [anchor, bound) (upward scans) or
+  /// [bound, anchor) (downward) cannot hold `shape`.
   struct Hint {
     Resources shape;
-    size_t from = 0;
-    size_t unfit_until = 0;
+    size_t anchor = 0;
+    bool down = false;
+    size_t bound = 0;
     uint64_t last_used = 0;
   };
   static constexpr size_t kMaxHints = 64;
-  Hint& hint_for(const Resources& shape, size_t from) const;
+  Hint& hint_for(const Resources& shape, size_t anchor, bool down) const;
 
   void grow();
   void pull_up(size_t node);

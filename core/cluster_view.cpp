@@ -2,12 +2,15 @@
 
 namespace claimsched::core {
 
-uint32_t ClusterView::add_pool(const std::string& name) {
+uint32_t ClusterView::add_pool(const std::string& name, std::optional<uint32_t> parent) {
   if (auto p = find_pool(name)) return *p;
   PoolView pool;
   pool.name = name;
+  pool.parent = parent;
+  auto index = static_cast<uint32_t>(pools_.size());
   pools_.push_back(std::move(pool));
-  return static_cast<uint32_t>(pools_.size() - 1);
+  for (auto a = parent; a; a = pools_[*a].parent) pools_[*a].descendants.push_back(index);
+  return index;
 }
 
 std::optional<uint32_t> ClusterView::find_pool(std::string_view name) const {
@@ -43,15 +46,47 @@ NodeIndex ClusterView::add_node(const NodeSpec& spec, uint32_t pool, const NodeS
   p.max_capacity = p.nodes.size() == 1 ? v.capacity : p.max_capacity.max(v.capacity);
   p.total_capacity += v.capacity;
   nodes_.push_back(std::move(v));
-  by_id_.emplace(spec.id, n);
+  by_id_.insert(spec.id, n);
   reindex(n);
   return n;
 }
 
-std::optional<NodeIndex> ClusterView::find_node(NodeId id) const {
-  auto it = by_id_.find(id);
-  if (it == by_id_.end()) return std::nullopt;
-  return it->second;
+std::optional<NodeIndex> ClusterView::find_node(NodeId id) const { return by_id_.find(id); }
+
+void ClusterView::Nodes::push_back(NodeView v) {
+  if (size_ % kChunk == 0) chunks_.push_back(std::make_unique<std::array<NodeView, kChunk>>());
+  (*this)[size_++] = std::move(v);
+}
+
+size_t ClusterView::IdMap::slot_of(NodeId id) const {
+  // Fibonacci hashing: node ids of agents are hashes, of sims dense.
+  uint64_t h = static_cast<uint64_t>(id.value) * 0x9E3779B97F4A7C15ULL;
+  return static_cast<size_t>(h >> 32) & (slots_.size() - 1);
+}
+
+std::optional<NodeIndex> ClusterView::IdMap::find(NodeId id) const {
+  if (slots_.empty()) return std::nullopt;
+  for (size_t i = slot_of(id);; i = (i + 1) & (slots_.size() - 1)) {
+    const auto& [key, n] = slots_[i];
+    if (key == id) return n;
+    if (key.value == 0 && n == UINT32_MAX) return std::nullopt;
+  }
+}
+
+void ClusterView::IdMap::insert(NodeId id, NodeIndex n) {
+  // Empty slots hold (0, UINT32_MAX); at most half are used.
+  if (2 * (used_ + 1) > slots_.size()) {
+    std::vector<std::pair<NodeId, NodeIndex>> old(std::max<size_t>(16, 2 * slots_.size()),
+                                                  {NodeId{0}, UINT32_MAX});
+    old.swap(slots_);
+    used_ = 0;
+    for (const auto& [k, v] : old)
+      if (!(k.value == 0 && v == UINT32_MAX)) insert(k, v);
+  }
+  size_t i = slot_of(id);
+  while (!(slots_[i].first.value == 0 && slots_[i].second == UINT32_MAX)) i = (i + 1) & (slots_.size() - 1);
+  slots_[i] = {id, n};
+  ++used_;
 }
 
 bool ClusterView::apply_snapshot(NodeIndex n, const NodeSnapshot& s) {
@@ -104,9 +139,14 @@ void ClusterView::reindex(NodeIndex n) {
   if (usable && v.max_starting > 0 && v.reported_starting + v.in_flight_tasks >= v.max_starting)
     usable = false;
   if (one_change_in_flight_ && v.in_flight_changes > 0) usable = false;
-  auto& index = pools_[v.pool].index;
+  PoolView& pool = pools_[v.pool];
+  auto& index = pool.index;
   Resources now_available = usable ? v.available() : CapacityIndex::unavailable();
-  if (!now_available.fits_in(index.available(v.slot))) grew_ = true;
+  const Resources& before = index.available(v.slot);
+  if (!now_available.fits_in(before)) grew_ = true;
+  // Unusable slots hold unavailable() (negative): they add nothing.
+  if (!(before == CapacityIndex::unavailable())) pool.total_available -= before;
+  if (usable) pool.total_available += now_available;
   index.update(v.slot, now_available);
 }
 

@@ -4,6 +4,9 @@
 // reported, minus what this scheduler has claimed there and not yet heard
 // back about. Nodes are numbered densely (0..n-1) in the order they joined.
 
+#include <array>
+#include <memory>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -40,11 +43,17 @@ struct NodeView {
 
 struct PoolView {
   std::string name;
+  /// The pool tree (DUCC nodepools): the parent (none for a root) and every
+  /// pool below, parents before their children.
+  std::optional<uint32_t> parent;
+  std::vector<uint32_t> descendants;
   std::vector<NodeIndex> nodes;  // by slot
   CapacityIndex index;
   /// Element-wise maximum capacity of the pool's nodes (for "can never fit").
   Resources max_capacity;
   Resources total_capacity;
+  /// Sum of what is available on its usable nodes.
+  Resources total_available;
 };
 
 class ClusterView {
@@ -54,8 +63,9 @@ class ClusterView {
   /// (it depends on whether the first is accepted).
   void set_one_change_in_flight(bool on) { one_change_in_flight_ = on; }
 
-  /// Declares a pool; returns its index (idempotent by name).
-  uint32_t add_pool(const std::string& name);
+  /// Declares a pool (below `parent`, which must be declared already);
+  /// returns its index (idempotent by name).
+  uint32_t add_pool(const std::string& name, std::optional<uint32_t> parent = std::nullopt);
   std::optional<uint32_t> find_pool(std::string_view name) const;
 
   /// Adds a node to its pool (which must exist); returns its dense index, or the
@@ -87,9 +97,44 @@ class ClusterView {
   size_t pool_count() const { return pools_.size(); }
 
  private:
-  std::vector<NodeView> nodes_;
+  /// Node views in chunks: growth never copies them, and leaves at most a
+  /// chunk unused (a vector doubling would leave up to half).
+  class Nodes {
+   public:
+    static constexpr size_t kChunk = 256;
+    Nodes() = default;
+    Nodes(const Nodes& o) : size_(o.size_) {
+      for (const auto& c : o.chunks_) chunks_.push_back(std::make_unique<std::array<NodeView, kChunk>>(*c));
+    }
+    Nodes& operator=(const Nodes& o) {
+      if (this != &o) *this = Nodes(o);
+      return *this;
+    }
+    Nodes(Nodes&&) = default;
+    Nodes& operator=(Nodes&&) = default;
+    NodeView& operator[](size_t i) { return (*chunks_[i / kChunk])[i % kChunk]; }
+    const NodeView& operator[](size_t i) const { return (*chunks_[i / kChunk])[i % kChunk]; }
+    size_t size() const { return size_; }
+    void push_back(NodeView v);
+
+   private:
+    std::vector<std::unique_ptr<std::array<NodeView, kChunk>>> chunks_;
+    size_t size_ = 0;
+  };
+  /// NodeId -> index, open addressing (ids are never removed).
+  class IdMap {
+   public:
+    std::optional<NodeIndex> find(NodeId id) const;
+    void insert(NodeId id, NodeIndex n);
+
+   private:
+    size_t slot_of(NodeId id) const;
+    std::vector<std::pair<NodeId, NodeIndex>> slots_;
+    size_t used_ = 0;
+  };
+  Nodes nodes_;
   std::vector<PoolView> pools_;
-  std::unordered_map<NodeId, NodeIndex> by_id_;
+  IdMap by_id_;
   bool one_change_in_flight_ = false;
   bool grew_ = false;
 };

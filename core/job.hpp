@@ -4,6 +4,7 @@
 // equivalence classes): a million pending tasks cost one record per job, not a
 // million objects.
 
+#include <array>
 #include <memory>
 #include <string>
 #include <utility>
@@ -34,6 +35,10 @@ enum class TaskState : uint8_t {
 };
 
 std::string_view to_string(TaskState s);
+/// How many TaskState values there are.
+inline constexpr size_t kTaskStates = static_cast<size_t>(TaskState::cancelled) + 1;
+/// Tasks per TaskState.
+using TaskCounts = std::array<uint32_t, kTaskStates>;
 inline bool is_final(TaskState s) { return s >= TaskState::succeeded; }
 
 /// What a node runs for each task of a job: a command, its environment and

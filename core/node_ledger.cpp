@@ -208,9 +208,9 @@ ReleaseReply NodeLedger::release(const ReleaseRequest& request, TimePoint /*now*
 }
 
 bool NodeLedger::finish_task(TaskRef task, TaskState final_state, int32_t exit_code,
-                             std::vector<NodeEvent>& events, std::optional<ClaimId> run) {
+                             std::vector<NodeEvent>& events, std::optional<ClaimId> claim) {
   auto it = find_allocation(task);
-  if (it == allocations_.end() || (run && it->claim_id != *run)) return false;
+  if (it == allocations_.end() || (claim && it->claim_id != *claim)) return false;
   NodeEvent ev;
   ev.kind = NodeEvent::Kind::task_finished;
   ev.partition = it->partition;

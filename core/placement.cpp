@@ -21,13 +21,56 @@ Expected<ScorerKind> parse_scorer(std::string_view s) {
                     "unknown scorer '" + std::string(s) + "' (fill_first, spread)");
 }
 
+bool node_accepts(const NodeView& node, const std::vector<std::string>* constraints) {
+  return node.state == NodeState::up && (!constraints || label_selectors_match(*constraints, node.labels));
+}
+
 uint32_t tasks_that_fit(const NodeView& node, const Resources& per_task, uint32_t limit) {
-  int64_t n = std::min<int64_t>(limit, per_task.copies_fitting_in(node.available()));
+  return tasks_fitting(node, per_task, node.available(), limit);
+}
+
+uint32_t tasks_fitting(const NodeView& node, const Resources& per_task, const Resources& room, uint32_t limit) {
+  int64_t n = std::min<int64_t>(limit, per_task.copies_fitting_in(room));
   if (node.max_starting > 0) {
     int64_t busy = static_cast<int64_t>(node.reported_starting) + node.in_flight_tasks;
     n = std::min<int64_t>(n, std::max<int64_t>(0, static_cast<int64_t>(node.max_starting) - busy));
   }
   return static_cast<uint32_t>(std::max<int64_t>(n, 0));
+}
+
+bool reserve_matches(const Resources& request, const Resources& machine, int64_t quantum) {
+  for (DimensionId d = 0; d < kMaxDimensions; ++d)
+    if (d != dim::memory && request[d] > machine[d]) return false;
+  int64_t want = request[dim::memory];
+  int64_t have = machine[dim::memory];
+  if (want <= 0) return false;
+  if (quantum <= 0) return want == have;
+  int64_t want_quanta = want / quantum + (want % quantum != 0);
+  return want_quanta == have / quantum;
+}
+
+bool machine_free_for(const NodeView& node, const Resources& request, int64_t quantum,
+                      const std::vector<std::string>* constraints) {
+  return node_accepts(node, constraints) && reserve_matches(request, node.capacity, quantum) &&
+         node.available() == node.capacity && node.in_flight_changes == 0;
+}
+
+std::optional<NodeIndex> find_free_machine(const ClusterView& view, uint32_t pool, const Resources& request,
+                                           int64_t quantum, const std::vector<std::string>* constraints) {
+  for (NodeIndex n : view.pool(pool).nodes)
+    if (machine_free_for(view.node(n), request, quantum, constraints)) return n;
+  return std::nullopt;
+}
+
+std::optional<Hole> best_hole(std::vector<Hole> holes) {
+  std::optional<Hole> best;
+  for (auto& h : holes) {
+    if (best && (h.victims.size() > best->victims.size() ||
+                 (h.victims.size() == best->victims.size() && h.cost >= best->cost)))
+      continue;
+    best = std::move(h);
+  }
+  return best;
 }
 
 namespace {
@@ -119,8 +162,8 @@ PlacementResult why_not(const ClusterView& view, const PlacementRequest& request
 
 }  // namespace
 
-PlacementResult place(const ClusterView& view, const PlacementRequest& request,
-                      const PlacementPolicy& policy) {
+static PlacementResult place_in_pool(const ClusterView& view, const PlacementRequest& request,
+                                     const PlacementPolicy& policy) {
   PlacementResult result;
   const PoolView& pool = view.pool(request.pool);
   if (pool.nodes.empty() || !request.per_task.fits_in(pool.max_capacity)) {
@@ -179,7 +222,38 @@ PlacementResult place(const ClusterView& view, const PlacementRequest& request,
       }
       return false;
     };
-    if (!scan(start, size)) scan(0, start);
+    size_t own_end = request.span >= size ? size : start + request.span;
+    // The own stretch upward (wrapping past the end when it does).
+    bool stop = scan(start, std::min(own_end, size));
+    if (!stop && own_end > size) stop = scan(0, own_end - size);
+    if (!stop && request.span < size) {
+      // The rest downward from the node before the stretch.
+      size_t rest_from = own_end > size ? own_end - size : own_end;  // first node not in the stretch
+      auto down = [&](size_t from, size_t to) {  // slots [from, to), highest first
+        bool first = true;
+        while (to > from) {
+          bool halt = false;
+          auto accept = [&](size_t slot) {
+            halt = !consider(slot);
+            return true;
+          };
+          // Only the scan's first lookup ends at the same slot every time.
+          auto found = first ? pool.index.find_last_remembered(request.per_task, from, to, accept)
+                             : pool.index.find_last(request.per_task, from, to, accept);
+          first = false;
+          if (!found || halt) return halt;
+          to = *found;
+        }
+        return false;
+      };
+      if (start >= rest_from) {
+        down(rest_from, start);
+      } else if (!down(0, start)) {
+        down(rest_from, size);
+      }
+    } else if (!stop && request.span >= size) {
+      scan(0, start);
+    }
   } else {
     DimensionId d = request.per_task.dominant_dimension(pool.total_capacity);
     pool.index.visit_descending(d, request.per_task, [&](size_t slot) { return consider(slot); });
@@ -192,6 +266,23 @@ PlacementResult place(const ClusterView& view, const PlacementRequest& request,
   if (request.explain) return why_not(view, request);
   result.verdict = PlacementVerdict::unschedulable;
   return result;
+}
+
+PlacementResult place(const ClusterView& view, const PlacementRequest& request, const PlacementPolicy& policy) {
+  PlacementResult own = place_in_pool(view, request, policy);
+  if (own.verdict == PlacementVerdict::fit || !request.subpools) return own;
+  // DUCC: preemptible work that exhausted its pool goes on to its subpools.
+  PlacementRequest sub = request;
+  bool schedulable = own.verdict == PlacementVerdict::unschedulable;
+  for (uint32_t p : view.pool(request.pool).descendants) {
+    sub.pool = p;
+    PlacementResult r = place_in_pool(view, sub, policy);
+    if (r.verdict == PlacementVerdict::fit) return r;
+    schedulable = schedulable || r.verdict == PlacementVerdict::unschedulable;
+  }
+  if (schedulable) own.verdict = PlacementVerdict::unschedulable;
+  if (request.explain && !view.pool(request.pool).descendants.empty()) own.reason += " (nor in its subpools)";
+  return own;
 }
 
 }  // namespace claimsched::core

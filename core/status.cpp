@@ -18,7 +18,7 @@ std::string_view to_string(JobState s) {
   return "unknown";
 }
 
-JobState job_state(const std::array<uint32_t, 9>& by_state, uint32_t count, bool cancelled) {
+JobState job_state(const TaskCounts& by_state, uint32_t count, bool cancelled) {
   auto n = [&](TaskState s) { return by_state[static_cast<size_t>(s)]; };
   if (cancelled) return JobState::cancelled;
   uint32_t ended = 0;

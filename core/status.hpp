@@ -46,7 +46,7 @@ struct JobView {
   JobSpec spec;
   JobState state = JobState::pending;
   /// Tasks per TaskState.
-  std::array<uint32_t, 9> by_state{};
+  TaskCounts by_state{};
   /// Why it waits, in words (empty when nothing waits).
   std::string reason;
   /// The last time a task was taken away (preempted, evicted, lost, failed).
@@ -65,7 +65,7 @@ struct JobView {
 };
 
 /// The state a job is in, from its tasks' states.
-JobState job_state(const std::array<uint32_t, 9>& by_state, uint32_t count, bool cancelled);
+JobState job_state(const TaskCounts& by_state, uint32_t count, bool cancelled);
 
 struct NodeStatus {
   NodeSpec spec;

@@ -132,7 +132,7 @@ BENCHMARK(BM_Cycle)->Unit(benchmark::kMillisecond)->Iterations(3);
 // A cycle in steady state: the first cycle's plan carried out (the cluster is
 // full), 10s later, with its timers.
 void BM_CycleSteady(benchmark::State& state) {
-  auto first = run_cycle(big(), {});
+  auto first = run_cycle(big(), PolicyState{});
   Snapshot next = apply_plan(big(), *first, big().now + std::chrono::seconds(10));
   PolicyState st = first->next_state;
   size_t placed = 0, removed = 0;

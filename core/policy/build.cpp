@@ -44,7 +44,8 @@ bool fits_some(const Resources& r, const std::vector<Resources>& shapes) {
   return false;
 }
 
-/// DUCC's job cap (RmJob.initJobCap), in tasks.
+/// DUCC's job cap (RmJob.initJobCap), in tasks. Growth is measured from the
+/// tasks that run (j.started), not those landing this cycle.
 uint32_t ducc_cap(const ModelJob& j, const ClassSpec& cls, CapReason& reason) {
   reason = CapReason::none;
   uint32_t base = j.running + j.pending;
@@ -55,12 +56,12 @@ uint32_t ducc_cap(const ModelJob& j, const ClassSpec& cls, CapReason& reason) {
     // Work the running tasks get done before a new task could be initialized
     // (plus the fudge); what is left is what new tasks could help with.
     double target = static_cast<double>((pred->init_time + cls.prediction_fudge).count());
-    double done = std::round(target * j.running / static_cast<double>(pred->time_per_item.count()));
+    double done = std::round(target * j.started / static_cast<double>(pred->time_per_item.count()));
     uint64_t projected = done >= static_cast<double>(pred->remaining_work)
                              ? 0
                              : pred->remaining_work - static_cast<uint64_t>(done);
     if (projected < base) {
-      potential = std::max<uint32_t>(static_cast<uint32_t>(projected), j.running);
+      potential = std::max<uint32_t>(static_cast<uint32_t>(projected), j.started);
       if (potential < base) reason = CapReason::prediction;
     }
   }
@@ -70,8 +71,8 @@ uint32_t ducc_cap(const ModelJob& j, const ClassSpec& cls, CapReason& reason) {
     cap = std::min(potential, cls.initialization_cap);
     if (cap < potential) reason = CapReason::initialization_cap;
   } else if (!init_wait && cls.expand_by_doubling) {
-    cap = j.running == 0 ? std::min(base, std::max<uint32_t>(1, cls.initialization_cap))
-                         : static_cast<uint32_t>(std::min<uint64_t>(potential, 2ULL * j.running));
+    cap = j.started == 0 ? std::min(base, std::max<uint32_t>(1, cls.initialization_cap))
+                         : static_cast<uint32_t>(std::min<uint64_t>(potential, 2ULL * j.started));
     if (cap < potential) reason = CapReason::expand_by_doubling;
   }
   return cap;
@@ -268,6 +269,7 @@ Expected<Model> build_model(const Snapshot& snap) {
     j.cls = class_index.at(j.info->job_class.empty() ? settings.default_class : j.info->job_class);
     const auto& cls = *m.classes[j.cls].spec;
     j.pool = m.classes[j.cls].pool;
+    j.domain = j.info->pool.empty() ? j.pool : pool_index.at(j.info->pool);
     j.user = user_of(j.info->user);
     j.policy = cls.policy;
     j.preemptible = cls.policy == ClassPolicy::fair_share && j.info->preemptible;
@@ -284,11 +286,12 @@ Expected<Model> build_model(const Snapshot& snap) {
       ma.lost = !node.alive;
       ma.res = cls.policy == ClassPolicy::reserve ? round_node(node.info->capacity, quantum) : j.per_task;
       if (cls.policy == ClassPolicy::reserve) j.reserve_node = ma.node;
-      bool allowed = j.preemptible ? m.in_subtree(node.pool, j.pool) : node.pool == j.pool;
+      bool allowed = j.preemptible ? m.in_subtree(node.pool, j.domain) : node.pool == j.domain;
       ma.outside = !allowed;
-      ma.squatter = allowed && node.pool != j.pool;
+      ma.squatter = allowed && node.pool != j.domain;
       if (!ma.lost) {
         ++j.running;
+        if (!a.landing) ++j.started;
         if (a.initialized) j.initialized = true;
       }
       m.allocs.push_back(ma);

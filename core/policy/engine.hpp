@@ -18,6 +18,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/cluster_view.hpp"
 #include "core/policy/model.hpp"
 #include "core/policy/result.hpp"
 
@@ -117,7 +118,11 @@ struct ModelJob {
   uint32_t cls = 0;
   uint32_t user = 0;
   uint32_t group = 0;
+  /// The class's pool (shares are computed there).
   uint32_t pool = 0;
+  /// Where its tasks may run: JobInfo::pool (in the class pool's subtree) or
+  /// the class's pool, and for preemptible work the subpools below it.
+  uint32_t domain = 0;
   ClassPolicy policy = ClassPolicy::fair_share;
   /// fair_share class and the job allows it.
   bool preemptible = true;
@@ -127,6 +132,8 @@ struct ModelJob {
   /// Dominant share of one task in the scope of its pool; 0 when unresolvable.
   Share delta = 0;
   uint32_t running = 0;
+  /// Of those, the ones that run already (not landing this cycle).
+  uint32_t started = 0;
   uint32_t pending = 0;
   /// DUCC cap on running + pending (tasks).
   uint32_t cap = 0;
@@ -203,9 +210,11 @@ void compute_fair_shares(Model& model);
 /// `state`), allocation classes. Returns the timers of the next state.
 void compute_statuses(Model& model, const PolicyState& state, PolicyState& next);
 
-/// Corrections, placements, preemptive stages, defragmentation. Updates the
-/// node backoff timers of `next`.
-Plan plan_cycle(const Model& model, const PolicyState& state, PolicyState& next,
+/// Corrections, preemptive stages, defragmentation: removals and where the
+/// room they make goes, asking the placement engine over `view` (the
+/// scheduler's, or one built from the snapshot). Updates the node backoff
+/// timers of `next`.
+Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
                 std::vector<std::string>& pending_reasons);
 
 /// Exact resource vector of a job's fair share.

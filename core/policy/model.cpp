@@ -10,12 +10,6 @@ namespace claimsched::core::policy {
 
 namespace {
 
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
-
 Error invalid(std::string message) { return make_error(Errc::invalid_argument, std::move(message)); }
 
 std::string job_name(const JobInfo& j) { return "job " + std::to_string(j.id.value); }
@@ -23,73 +17,6 @@ std::string job_name(const JobInfo& j) { return "job " + std::to_string(j.id.val
 bool ratio_ok(double v, double lo, double hi) { return std::isfinite(v) && v >= lo && v <= hi; }
 
 }  // namespace
-
-bool Limits::allows(const Resources& usage) const {
-  for (DimensionId d = 0; d < kMaxDimensions; ++d)
-    if (has(d) && usage[d] > values[d]) return false;
-  return true;
-}
-
-bool Limits::strictly_above(const Resources& usage) const {
-  if (empty()) return false;
-  for (DimensionId d = 0; d < kMaxDimensions; ++d)
-    if (has(d) && !(values[d] > usage[d])) return false;
-  return true;
-}
-
-std::string Limits::to_string() const {
-  std::string out;
-  for (DimensionId d = 0; d < kMaxDimensions; ++d) {
-    if (!has(d)) continue;
-    if (!out.empty()) out += ',';
-    out += DimensionRegistry::name(d);
-    out += '=';
-    out += format_quantity(d, values[d]);
-  }
-  return out;
-}
-
-Expected<Limits> Limits::parse(std::string_view text) {
-  Limits out;
-  text = trim(text);
-  if (text.empty()) return out;
-  // Resources::parse checks everything (names, quantities, duplicates); each
-  // item is then parsed alone to learn which dimension it sets, even at zero.
-  auto all = Resources::parse(text);
-  if (!all) return all.error();
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string_view item = trim(text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos));
-    auto name = trim(item.substr(0, item.find('=')));
-    auto id = DimensionRegistry::find(name);
-    if (!id) return make_error(Errc::parse_error, "unknown resource '" + std::string(name) + "'");
-    out.set(*id, (*all)[*id]);
-    if (comma == std::string_view::npos) break;
-    pos = comma + 1;
-  }
-  return out;
-}
-
-std::string_view to_string(ClassPolicy p) {
-  switch (p) {
-    case ClassPolicy::fair_share:
-      return "fair_share";
-    case ClassPolicy::fixed_share:
-      return "fixed_share";
-    case ClassPolicy::reserve:
-      return "reserve";
-  }
-  return "unknown";
-}
-
-Expected<ClassPolicy> parse_class_policy(std::string_view s) {
-  if (s == "fair_share") return ClassPolicy::fair_share;
-  if (s == "fixed_share") return ClassPolicy::fixed_share;
-  if (s == "reserve") return ClassPolicy::reserve;
-  return make_error(Errc::parse_error,
-                    "unknown policy '" + std::string(s) + "' (fair_share, fixed_share, reserve)");
-}
 
 Status PreemptionSettings::validate() const {
   if (fair_share_starvation_timeout.count() < 0)
@@ -159,30 +86,23 @@ Status validate(const Snapshot& snap) {
     }
   }
 
+  auto in_pool_subtree = [&](const std::string& pool, const std::string& ancestor) {
+    auto it = pools.find(pool);
+    for (size_t steps = 0; it != pools.end() && steps <= snap.pools.size(); ++steps) {
+      if (it->second->name == ancestor) return true;
+      if (it->second->parent.empty()) return false;
+      it = pools.find(it->second->parent);
+    }
+    return false;
+  };
   // Lookups only (nothing iterates these maps), so hashing is safe for determinism.
+  if (auto s = validate_classes(snap.classes); !s) return s;
   std::unordered_map<std::string_view, const ClassSpec*> classes;
   for (const auto& c : snap.classes) {
-    if (c.name.empty()) return invalid("classes: a class has an empty name");
-    if (!classes.emplace(c.name, &c).second)
-      return make_error(Errc::duplicate, "classes: class '" + c.name + "' is defined twice");
+    classes.emplace(c.name, &c);
     if (c.pool.empty()) return invalid("class '" + c.name + "': pool is required");
     if (!pools.count(c.pool))
       return make_error(Errc::unknown_name, "class '" + c.name + "': pool '" + c.pool + "' is not a pool");
-    if (c.weight == 0) return invalid("class '" + c.name + "': weight must be at least 1");
-    if (c.weight > 1'000'000) return invalid("class '" + c.name + "': weight must be at most 1000000");
-    if (c.prediction_fudge.count() < 0)
-      return invalid("class '" + c.name + "': prediction_fudge must not be negative");
-    if (c.allotment.values.any_negative())
-      return invalid("class '" + c.name + "': allotment must not be negative");
-    std::set<std::string_view> seen;
-    for (const auto& [user, limits] : c.user_allotments) {
-      if (user.empty()) return invalid("class '" + c.name + "': user_allotment names an empty user");
-      if (!seen.insert(user).second)
-        return make_error(Errc::duplicate,
-                          "class '" + c.name + "': user_allotment for '" + user + "' given twice");
-      if (limits.values.any_negative())
-        return invalid("class '" + c.name + "': user_allotment for '" + user + "' must not be negative");
-    }
   }
   if (!snap.settings.default_class.empty() && !classes.count(snap.settings.default_class))
     return make_error(Errc::unknown_name,
@@ -231,9 +151,9 @@ Status validate(const Snapshot& snap) {
     auto cls = classes.find(cls_name);
     if (cls == classes.end())
       return make_error(Errc::unknown_name, what() + ": class '" + cls_name + "' is not a class");
-    if (!j.pool.empty() && j.pool != cls->second->pool)
-      return invalid(what() + ": pool '" + j.pool + "' differs from the pool '" + cls->second->pool +
-                     "' of class '" + cls_name + "' (a class is bound to one pool)");
+    if (!j.pool.empty() && !in_pool_subtree(j.pool, cls->second->pool))
+      return invalid(what() + ": pool '" + j.pool + "' is not pool '" + cls->second->pool + "' of class '" +
+                     cls_name + "' or below it (a class is bound to one pool)");
     if (j.per_task.any_negative()) return invalid(what() + ": per_task must not be negative");
     if (j.per_task.is_zero()) return invalid(what() + ": per_task must request some resource");
     if (j.pending > 10'000'000) return invalid(what() + ": pending must be at most 10000000");

@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/class_config.hpp"
 #include "core/error.hpp"
 #include "core/ids.hpp"
 #include "core/node.hpp"
@@ -28,46 +29,12 @@ namespace claimsched::core::policy {
 
 using namespace std::chrono_literals;
 
-/// Upper bounds on some dimensions; dimensions not set are unlimited. Used for
-/// pool resource_limits, allotments and non_preemptible_resource_usage_threshold,
-/// where "gpu=0" (a limit of zero) differs from "no limit on gpu".
-struct Limits {
-  Resources values;
-  /// Bit d set: dimension d is limited.
-  uint8_t set_mask = 0;
-
-  bool empty() const { return set_mask == 0; }
-  bool has(DimensionId d) const { return (set_mask >> d) & 1U; }
-  void set(DimensionId d, int64_t v) {
-    values.set(d, v);
-    set_mask = static_cast<uint8_t>(set_mask | (1U << d));
-  }
-  /// True if `usage` is within every set dimension (always true when empty).
-  bool allows(const Resources& usage) const;
-  /// YTsaurus's StrictlyDominates(limits, usage): non-empty and every set
-  /// dimension is strictly above `usage`.
-  bool strictly_above(const Resources& usage) const;
-  /// "cpu=4,gpu=0"; empty string when empty.
-  std::string to_string() const;
-  /// Parses "cpu=4,memory=16Gi,gpu=0": the dimensions named are set, even at 0.
-  static Expected<Limits> parse(std::string_view text);
-
-  friend bool operator==(const Limits&, const Limits&) = default;
-};
-
-enum class ClassPolicy : uint8_t {
-  /// Weighted fair share; every allocation is preemptible (DUCC FAIR_SHARE).
-  fair_share = 0,
-  /// Non-preemptible, one allocation per request, capped by allotment; may be
-  /// evicted but never preempted (DUCC FIXED_SHARE).
-  fixed_share,
-  /// One whole machine whose memory matches the request within one quantum;
-  /// never preempted, never promoted to a bigger machine (DUCC RESERVE).
-  reserve,
-};
-
-std::string_view to_string(ClassPolicy p);
-Expected<ClassPolicy> parse_class_policy(std::string_view s);
+using core::ClassPolicy;
+using core::Limits;
+using core::parse_class_policy;
+using core::to_string;
+/// A scheduling class (DUCC): the same type the live scheduler uses.
+using ClassSpec = core::ClassConfig;
 
 /// YTsaurus's preemption settings, with YTsaurus's defaults.
 struct PreemptionSettings {
@@ -135,30 +102,6 @@ struct PoolSpec {
   PoolOverrides overrides;
 };
 
-/// A scheduling class (DUCC).
-struct ClassSpec {
-  std::string name;
-  /// Higher is evaluated first (same convention as core::ClassConfig).
-  int32_t priority = 0;
-  /// Weighted fair share among fair_share classes of the same priority and pool.
-  uint32_t weight = 1;
-  ClassPolicy policy = ClassPolicy::fair_share;
-  /// The pool the class is bound to.
-  std::string pool;
-  /// fixed_share / reserve: what one user may hold in this class. Empty: unlimited.
-  Limits allotment;
-  /// Per-user overrides of `allotment`, sorted by user name.
-  std::vector<std::pair<std::string, Limits>> user_allotments;
-  /// DUCC initialization cap: at most this many tasks until one task of the job
-  /// has passed initialization. 0: no cap.
-  uint32_t initialization_cap = 0;
-  /// DUCC expand-by-doubling: grow a job to at most twice its running tasks per cycle.
-  bool expand_by_doubling = false;
-  /// DUCC prediction: do not grow a job beyond what its observed rate needs to finish.
-  bool prediction = false;
-  /// DUCC prediction fudge: how far past the initialization time to look.
-  Duration prediction_fudge = 0s;
-};
 
 struct UserSpec {
   std::string name;
@@ -189,6 +132,9 @@ struct AllocationInfo {
   bool interruptible = false;
   /// The task has passed initialization (DUCC).
   bool initialized = false;
+  /// Not running yet: a claim in flight or room held for it. It counts as
+  /// the job's, but is never a victim (there is nothing to take away yet).
+  bool landing = false;
 };
 
 /// What DUCC's prediction needs to know about a job, as observed by its agents.
@@ -207,7 +153,8 @@ struct JobInfo {
   std::string user;
   /// Empty: PolicySettings::default_class.
   std::string job_class;
-  /// Empty: the class's pool. If given it must be the class's pool.
+  /// Where its tasks may run: empty for the class's pool, else that pool or
+  /// one below it.
   std::string pool;
   Resources per_task;
   /// Tasks not running yet.
@@ -222,6 +169,10 @@ struct JobInfo {
   /// initialized allocation also counts.
   bool initialized = false;
   std::optional<PredictionInfo> prediction;
+  /// The scheduler's queue found no node for one task although the free room
+  /// of its pools holds one in all (DUCC: fragmented; defragmentation may
+  /// open a hole for it).
+  bool fragmented = false;
 };
 
 struct Snapshot {

@@ -1,4 +1,10 @@
-// plan_cycle: what the next cycle places, preempts and evicts (see engine.hpp).
+// plan_cycle: what the policy preempts and evicts, and where the room it
+// makes goes (see engine.hpp). Free room is not planned here: the scheduler's
+// queue places into it, in fair-share order, before the policy runs (a
+// partition's pipeline runs schedule, then the policy cycle, then schedule).
+// Every question about where a task fits goes to the placement engine
+// (core/placement.hpp) over the scheduler's cluster view; this file keeps
+// only the policy's own bookkeeping of what the plan frees and takes.
 //
 // Steps, in this order, each on the planned state the previous ones left:
 //   1. evictions: allocations on nodes outside the pools their job may use;
@@ -7,8 +13,9 @@
 //   3. pools over their resource_limits: same, over the pool's work;
 //   4. non-preemptible requests granted by the how-much phase: placed whole,
 //      in the room of fair-share allocations if free room is short (DUCC);
-//   5. regular stage: free room only; first every job up to its fair share
-//      (whole tasks), then what is left to whoever is least satisfied;
+//   5. (the regular stage, free room only, is the scheduler's queue; the jobs
+//      it could not place although their pools have room for a task in all
+//      are fragmented);
 //   6. preemptive stages, node by node (YTsaurus): starving jobs in the room of
 //      preemptible allocations, then aggressively starving jobs also in the
 //      room of aggressively preemptible ones; at most one new allocation per
@@ -69,8 +76,9 @@ std::string node_label(const ModelNode& n) {
 
 class Planner {
  public:
-  Planner(const Model& m, const PolicyState& state, PolicyState& next, std::vector<std::string>& reasons)
-      : m_(m), pre_(m.snapshot->settings.preemption), state_(state), next_(next), reasons_(reasons) {}
+  Planner(const Model& m, const ClusterView& view, const PolicyState& state, PolicyState& next,
+          std::vector<std::string>& reasons)
+      : m_(m), view_(view), pre_(m.snapshot->settings.preemption), state_(state), next_(next), reasons_(reasons) {}
 
   Plan run() {
     init();
@@ -78,7 +86,7 @@ class Planner {
     fix_overcommitted_nodes();
     fix_pool_limits();
     place_non_preemptible();
-    regular_stage();
+    find_fragmented();
     preemptive_stages();
     if (m_.snapshot->settings.defragmentation) defragment();
     update_backoff();
@@ -121,17 +129,16 @@ class Planner {
     pool_free_.assign(m_.pools.size(), Resources{});
     for (size_t n = 0; n < m_.nodes.size(); ++n)
       if (m_.nodes[n].schedulable) pool_free_[m_.nodes[n].pool] += free_[n];
-    // Per pool, an index of its own nodes' free room (slot = position in the
-    // pool's node list) for fill-first scans that skip what cannot fit.
-    index_.resize(m_.pools.size());
-    slot_.assign(m_.nodes.size(), 0);
-    for (size_t p = 0; p < m_.pools.size(); ++p)
-      for (uint32_t n : m_.pools[p].nodes)
-        slot_[n] = static_cast<uint32_t>(
-            index_[p].add(m_.nodes[n].schedulable ? free_[n] : CapacityIndex::unavailable()));
+    // The placement engine's node for each of the model's.
+    vnode_.assign(m_.nodes.size(), 0);
+    for (size_t n = 0; n < m_.nodes.size(); ++n) {
+      auto v = view_.find_node(m_.nodes[n].info->id);
+      vnode_[n] = v ? *v : kNone;
+    }
     // Victim preference per node: preemptible work before non-preemptible,
     // squatters before residents, preemptible before aggressively preemptible
-    // before non-preemptible, newest first.
+    // before non-preemptible, still initializing before initialized, newest
+    // first.
     node_order_.resize(m_.nodes.size());
     node_sorted_.assign(m_.nodes.size(), 0);
   }
@@ -154,8 +161,10 @@ class Planner {
     const auto& b = m_.allocs[y];
     const auto& ja = m_.jobs[a.job];
     const auto& jb = m_.jobs[b.job];
+    // Within a class, the one that wastes the least work goes first (DUCC):
+    // a task still initializing, then the newest.
     auto key = [](const ModelAlloc& al, const ModelJob& j) {
-      return std::make_tuple(!j.preemptible, !al.squatter, 2 - static_cast<int>(al.cls));
+      return std::make_tuple(!j.preemptible, !al.squatter, 2 - static_cast<int>(al.cls), al.info->initialized);
     };
     auto ka = key(a, ja), kb = key(b, jb);
     if (ka != kb) return ka < kb;
@@ -189,12 +198,22 @@ class Planner {
     return best;
   }
 
+  /// May job j run on node n at all: the node is in the pools the job may
+  /// use (its own; preemptible work also the subpools) and passes the
+  /// placement engine's filter.
   bool may_use(uint32_t j, uint32_t n) const {
     const auto& job = m_.jobs[j];
     const auto& node = m_.nodes[n];
-    if (!node.schedulable) return false;
-    bool pool_ok = job.preemptible ? m_.in_subtree(node.pool, job.pool) : node.pool == job.pool;
-    return pool_ok && label_selectors_match(job.info->constraints, node.info->labels);
+    if (!node.schedulable || vnode_[n] == kNone) return false;
+    bool pool_ok = job.preemptible ? m_.in_subtree(node.pool, job.domain) : node.pool == job.domain;
+    const auto* constraints = job.info->constraints.empty() ? nullptr : &job.info->constraints;
+    return pool_ok && node_accepts(view_.node(vnode_[n]), constraints);
+  }
+
+  /// How many tasks of `per_task` node n takes in `room` (the engine's count:
+  /// resources and the node's starting limit).
+  uint32_t fitting(uint32_t n, const Resources& per_task, const Resources& room, uint32_t limit) const {
+    return tasks_fitting(view_.node(vnode_[n]), per_task, room, limit);
   }
 
   /// Satisfaction order: usage/fair of x below that of y (fair 0 = infinite).
@@ -224,7 +243,6 @@ class Planner {
     free_[alloc.node] += alloc.res;
     if (m_.nodes[alloc.node].schedulable) {
       pool_free_[m_.nodes[alloc.node].pool] += alloc.res;
-      index_[m_.nodes[alloc.node].pool].update(slot_[alloc.node], free_[alloc.node]);
     }
     --running_[alloc.job];
     usage_[alloc.job] -= job.delta;
@@ -255,7 +273,6 @@ class Planner {
     Resources total = per_task.times(count);
     free_[n] -= total;
     pool_free_[m_.nodes[n].pool] -= total;
-    index_[m_.nodes[n].pool].update(slot_[n], free_[n]);
     running_[j] += count;
     pending_[j] -= count;
     placed_[j] += count;
@@ -303,7 +320,7 @@ class Planner {
       Resources zero;
       for (uint32_t a : victims_on(n)) {
         if (!free_[n].any_negative()) break;
-        if (removed_[a] || !helps(m_.allocs[a].res, free_[n], zero)) continue;
+        if (removed_[a] || m_.allocs[a].info->landing || !helps(m_.allocs[a].res, free_[n], zero)) continue;
         const auto& job = m_.jobs[m_.allocs[a].job];
         Resources before = free_[n];
         remove(a, job.preemptible ? RemovalKind::preemption : RemovalKind::eviction,
@@ -322,7 +339,7 @@ class Planner {
       for (uint32_t j = 0; j < m_.jobs.size(); ++j)
         if (m_.in_subtree(m_.jobs[j].pool, p))
           for (uint32_t a : m_.jobs[j].allocs())
-            if (!removed_[a] && !m_.allocs[a].lost) cands.push_back(a);
+            if (!removed_[a] && !m_.allocs[a].lost && !m_.allocs[a].info->landing) cands.push_back(a);
       std::sort(cands.begin(), cands.end(), [&](uint32_t x, uint32_t y) { return prefer(x, y); });
       for (uint32_t a : cands) {
         if (limits.allows(pool_usage_[p])) break;
@@ -352,8 +369,6 @@ class Planner {
   enum class Mode { starvation, aggressive, defragmentation, request };
 
   std::optional<VictimSet> find_victims(uint32_t n, uint32_t c, const Resources& need, Mode mode) {
-    Resources acc = free_[n];
-    VictimSet out;
     std::vector<std::pair<uint32_t, uint32_t>> taken;  // (job, count) tentatively removed
     auto taken_of = [&](uint32_t j) -> uint32_t& {
       for (auto& e : taken)
@@ -366,13 +381,19 @@ class Planner {
     uint32_t starving_pool = kNone;
     if (mode == Mode::starvation || mode == Mode::aggressive)
       starving_pool = inherited_from(c, mode == Mode::aggressive);
+    std::vector<uint32_t> allocs;
+    std::vector<Resources> res;
     for (uint32_t a : victims_on(n)) {
-      if (need.fits_in(acc)) break;
-      const auto& alloc = m_.allocs[a];
-      if (removed_[a] || alloc.job == c || !helps(alloc.res, acc, need)) continue;
+      if (removed_[a] || m_.allocs[a].job == c || m_.allocs[a].info->landing) continue;
+      allocs.push_back(a);
+      res.push_back(m_.allocs[a].res);
+    }
+    // Who may be a victim is policy; which of them make room is the engine's.
+    auto eligible = [&](size_t i) {
+      const auto& alloc = m_.allocs[allocs[i]];
       const auto& victim = m_.jobs[alloc.job];
-      if (!victim.preemptible) continue;
-      if (starving_pool != kNone && m_.in_subtree(victim.pool, starving_pool)) continue;
+      if (!victim.preemptible) return false;
+      if (starving_pool != kNone && m_.in_subtree(victim.pool, starving_pool)) return false;
       // DUCC: a pool belongs to its residents. A squatter yields to a resident
       // of the pool it squats in whatever its class: the class thresholds do
       // not protect it; the satisfaction rule below still does (so the two
@@ -381,9 +402,9 @@ class Planner {
       bool reclaim = (mode == Mode::starvation || mode == Mode::aggressive) && alloc.squatter &&
                      cand.pool == node_pool && victim.pool != node_pool;
       if (mode != Mode::request) {
-        if (!reclaim && alloc.cls == AllocationClass::non_preemptible) continue;
+        if (!reclaim && alloc.cls == AllocationClass::non_preemptible) return false;
         if (!reclaim && alloc.cls == AllocationClass::aggressively_preemptible && mode != Mode::aggressive)
-          continue;
+          return false;
         uint32_t t = taken_of(alloc.job) + 1;
         Share after = usage_[alloc.job] - static_cast<Share>(t) * victim.delta;
         // The victim keeps what its allocations' class protects ...
@@ -393,10 +414,10 @@ class Planner {
         Share thr = mode == Mode::aggressive || alloc.cls == AllocationClass::aggressively_preemptible
                         ? m_.aggressive_threshold
                         : m_.preemption_threshold;
-        if (!reclaim && static_cast<i128>(after) * kShareOne < static_cast<i128>(victim.fair) * thr) continue;
+        if (!reclaim && static_cast<i128>(after) * kShareOne < static_cast<i128>(victim.fair) * thr) return false;
         if (pre_.non_preemptible_resource_usage_threshold.strictly_above(
                 victim.per_task.times(running_[alloc.job] - t)))
-          continue;
+          return false;
         // ... and stays more satisfied than the preemptor was; in the
         // aggressive stage (where victims go below their fair share) at least
         // as satisfied as the preemptor will be, so the two never swap places.
@@ -404,23 +425,19 @@ class Planner {
         if (victim.fair > 0) {
           i128 lhs = static_cast<i128>(after) * cand.fair;
           i128 rhs = static_cast<i128>(cand_usage) * victim.fair;
-          if (mode == Mode::aggressive ? lhs < rhs : lhs <= rhs) continue;
+          if (mode == Mode::aggressive ? lhs < rhs : lhs <= rhs) return false;
         }
       }
       ++taken_of(alloc.job);
-      out.allocs.push_back(a);
-      acc += alloc.res;
+      return true;
+    };
+    auto chosen = minimal_victims(free_[n], need, res, eligible);
+    if (!chosen) return std::nullopt;
+    VictimSet out;
+    for (size_t i : *chosen) {
+      out.allocs.push_back(allocs[i]);
+      out.cost += m_.jobs[m_.allocs[allocs[i]].job].delta;
     }
-    if (!need.fits_in(acc)) return std::nullopt;
-    // Drop what is not needed (the last one taken always is).
-    for (size_t i = out.allocs.size(); i-- > 1;) {
-      const auto& r = m_.allocs[out.allocs[i - 1]].res;
-      if (need.fits_in(acc - r)) {
-        acc -= r;
-        out.allocs.erase(out.allocs.begin() + static_cast<long>(i - 1));
-      }
-    }
-    for (uint32_t a : out.allocs) out.cost += m_.jobs[m_.allocs[a].job].delta;
     return out;
   }
 
@@ -498,8 +515,9 @@ class Planner {
           Resources room = free_[n];
           if (with_victims)
             for (uint32_t a : m_.nodes[n].allocs)
-              if (!removed_[a] && m_.jobs[m_.allocs[a].job].preemptible) room += m_.allocs[a].res;
-          int64_t k = std::min<int64_t>(left, job.per_task.copies_fitting_in(room));
+              if (!removed_[a] && !m_.allocs[a].info->landing && m_.jobs[m_.allocs[a].job].preemptible)
+                room += m_.allocs[a].res;
+          int64_t k = fitting(n, job.per_task, room, static_cast<uint32_t>(left));
           if (k > 0) {
             counts.emplace_back(n, static_cast<uint32_t>(k));
             left -= k;
@@ -541,8 +559,14 @@ class Planner {
     uint32_t n = job.reserve_node;
     if (n == kNone) return;
     VictimSet v;
-    for (uint32_t a : m_.nodes[n].allocs)
-      if (!removed_[a]) v.allocs.push_back(a);
+    for (uint32_t a : m_.nodes[n].allocs) {
+      if (removed_[a]) continue;
+      if (m_.allocs[a].info->landing) {
+        notes_[j] = "its machine " + node_label(m_.nodes[n]) + " is being claimed by other work; next cycle";
+        return;
+      }
+      v.allocs.push_back(a);
+    }
     std::vector<TaskRef> refs =
         commit_victims(v, j, RemovalReason::non_preemptible_request,
                        job_label(job) + " (reserve class " + m_.classes[job.cls].spec->name +
@@ -552,148 +576,49 @@ class Planner {
     place(j, n, 1, Stage::non_preemptible, m_.nodes[n].info->capacity, std::move(refs));
   }
 
-  // ---------------------------------------------------------------- 5: regular stage
-  /// Allowed pools of job j: its own, then (preemptible work only) its subpools in pre-order.
-  enum class Where { anywhere, own_pool, subpools };
-
-  /// Places up to `want` tasks of job j in free room, fill-first: its own
-  /// pool's nodes in order, then (preemptible work only) its subpools' in
-  /// pre-order. Returns how many.
-  int64_t place_free(uint32_t j, int64_t want, Where where = Where::anywhere) {
-    const auto& job = m_.jobs[j];
-    int64_t done = 0;
-    want = std::min(want, limits_headroom(j));
-    if (want <= 0) return 0;
-    bool constrained = !job.info->constraints.empty();
-    uint32_t begin = preorder_pos_[job.pool] + (where == Where::subpools ? 1 : 0);
-    uint32_t end =
-        job.preemptible && where != Where::own_pool ? subtree_end_[job.pool] : preorder_pos_[job.pool] + 1;
-    for (uint32_t pos = begin; pos < end && done < want; ++pos) {
-      uint32_t p = m_.preorder[pos];
-      const auto& nodes = m_.pools[p].nodes;
-      auto accept = [&](size_t slot) {
-        return !constrained ||
-               label_selectors_match(job.info->constraints, m_.nodes[nodes[slot]].info->labels);
-      };
-      auto& failed = no_room_[p];
-      if (!constrained && std::find(failed.begin(), failed.end(), job.per_task) != failed.end()) continue;
-      while (done < want && job.per_task.fits_in(pool_free_[p])) {
-        auto slot = index_[p].find_first_remembered(job.per_task, 0, nodes.size(), accept);
-        if (!slot) {
-          // No node of the pool holds this shape; free room only shrinks
-          // until the regular stage ends, so that stays true.
-          if (!constrained && failed.size() < 256) failed.push_back(job.per_task);
-          break;
-        }
-        uint32_t n = nodes[*slot];
-        int64_t k = std::min(want - done, job.per_task.copies_fitting_in(free_[n]));
-        place(j, n, static_cast<uint32_t>(k), Stage::regular, job.per_task);
-        done += k;
-      }
-    }
-    return done;
-  }
-
-  bool regular_candidate(uint32_t j) const {
-    const auto& job = m_.jobs[j];
-    return job.policy == ClassPolicy::fair_share && !job.unresolvable && pending_[j] > 0 &&
-           running_[j] < job.cap;
-  }
-
+  // ---------------------------------------------------------------- 5: fragmentation
   /// Could one task of job j fit the free room of its pools, in all?
   bool room_somewhere(uint32_t j) const {
     const auto& job = m_.jobs[j];
     Resources total;
-    uint32_t end = job.preemptible ? subtree_end_[job.pool] : preorder_pos_[job.pool] + 1;
-    for (uint32_t pos = preorder_pos_[job.pool]; pos < end; ++pos) total += pool_free_[m_.preorder[pos]];
+    uint32_t end = job.preemptible ? subtree_end_[job.domain] : preorder_pos_[job.domain] + 1;
+    for (uint32_t pos = preorder_pos_[job.domain]; pos < end; ++pos) total += pool_free_[m_.preorder[pos]];
     return job.per_task.fits_in(total);
   }
 
-  /// Could one task of job j fit on one node of its pools (the indexes keep
-  /// each pool's element-wise maximum of free room)?
-  bool node_room(uint32_t j) const {
+  /// Would the placement engine find a node with room for one task of job j?
+  /// (Asked once per task shape and pool: the answer is the same for all.)
+  bool node_room(uint32_t j) {
     const auto& job = m_.jobs[j];
-    uint32_t end = job.preemptible ? subtree_end_[job.pool] : preorder_pos_[job.pool] + 1;
-    for (uint32_t pos = preorder_pos_[job.pool]; pos < end; ++pos)
-      if (job.per_task.fits_in(index_[m_.preorder[pos]].max_available())) return true;
-    return false;
+    auto pool = view_.find_pool(m_.pools[job.domain].spec->name);
+    if (!pool) return false;
+    bool constrained = !job.info->constraints.empty();
+    for (const auto& [shape, domain, preemptible, answer] : room_cache_)
+      if (!constrained && shape == job.per_task && domain == *pool && preemptible == job.preemptible) return answer;
+    PlacementRequest req;
+    req.per_task = job.per_task;
+    req.pool = *pool;
+    req.subpools = job.preemptible;
+    req.constraints = constrained ? &job.info->constraints : nullptr;
+    req.explain = false;
+    bool answer = core::place(view_, req, PlacementPolicy{}).verdict == PlacementVerdict::fit;
+    if (!constrained) room_cache_.emplace_back(job.per_task, *pool, job.preemptible, answer);
+    return answer;
   }
 
-  int64_t fair_want(uint32_t j) const {
-    const auto& job = m_.jobs[j];
-    int64_t fair_tasks = job.delta > 0 ? job.fair / job.delta : 0;
-    return std::min<int64_t>({fair_tasks, job.cap, running_[j] + pending_[j]}) - running_[j];
-  }
-
-  /// The placement order of the regular stage, as a key per job (the exact
-  /// comparison of before() costs too much for 100k jobs; the satisfaction
-  /// here is a double, computed the same way every time, so still
-  /// deterministic).
-  struct Key {
-    int32_t neg_priority;
-    double satisfaction;
-    int64_t submit;
-    uint64_t id;
-    friend bool operator<(const Key& a, const Key& b) {
-      return std::tie(a.neg_priority, a.satisfaction, a.submit, a.id) <
-             std::tie(b.neg_priority, b.satisfaction, b.submit, b.id);
-    }
-  };
-  Key key_of(uint32_t j) const {
-    Share fair = m_.fair[j];
-    double sat = fair > 0 ? static_cast<double>(usage_[j]) / static_cast<double>(fair)
-                          : std::numeric_limits<double>::infinity();
-    const auto& info = *m_.jobs[j].info;
-    return Key{-priority_[j], sat, info.submit_time.count(), info.id.value};
-  }
-
-  void regular_stage() {
-    // Free room only shrinks in this stage: a job that fits no node now gets
-    // nothing; if its pools have the room in all, it is fragmented.
-    std::vector<uint32_t> order;
+  /// DUCC's fragmentation: a job with a fair share of at least one task that
+  /// the queue could not give even one, although the free room of its pools
+  /// held one in all (no node had it whole) when the queue looked, or does now.
+  void find_fragmented() {
     fragmented_.assign(m_.jobs.size(), 0);
-    no_room_.assign(m_.pools.size(), {});
     for (uint32_t j = 0; j < m_.jobs.size(); ++j) {
-      if (!regular_candidate(j)) continue;
-      if (node_room(j))
-        order.push_back(j);
-      else if (fair_want(j) > 0)
-        fragmented_[j] = room_somewhere(j) && limits_headroom(j) > 0;
-    }
-
-    std::vector<std::pair<Key, uint32_t>> keyed;
-    keyed.reserve(order.size());
-    for (uint32_t j : order) keyed.emplace_back(key_of(j), j);
-    std::sort(keyed.begin(), keyed.end());
-    for (size_t i = 0; i < keyed.size(); ++i) order[i] = keyed[i].second;
-    // Pass 1: every job up to its fair share in whole tasks, residents of a
-    // pool before squatters from above (1a: own pools only, 1b: subpools). A
-    // job that gets nothing although its nodes have room for a task in all is
-    // fragmented.
-    std::vector<int64_t> want(m_.jobs.size(), 0), got(m_.jobs.size(), 0);
-    auto room_in_all = [&](uint32_t j) { return room_somewhere(j) && limits_headroom(j) > 0; };
-    for (uint32_t j : order) {
-      want[j] = fair_want(j);
-      if (want[j] <= 0) continue;
-      got[j] = place_free(j, want[j], Where::own_pool);
-      if (got[j] == 0) fragmented_[j] = room_in_all(j);
-    }
-    for (uint32_t j : order) {
-      if (want[j] <= 0 || got[j] >= want[j] || !m_.jobs[j].preemptible) continue;
-      got[j] += place_free(j, want[j] - got[j], Where::subpools);
-      if (got[j] > 0) fragmented_[j] = 0;
-    }
-    // Pass 2: free room that is left, one task at a time to the least
-    // satisfied. A job that got less than it wanted in pass 1 found no node
-    // and would find none now (room only shrank).
-    std::set<std::pair<Key, uint32_t>> queue;
-    for (uint32_t j : order)
-      if (got[j] >= want[j] && regular_candidate(j) && node_room(j)) queue.emplace(key_of(j), j);
-    while (!queue.empty()) {
-      uint32_t j = queue.begin()->second;
-      queue.erase(queue.begin());
-      if (place_free(j, 1) == 0) continue;
-      if (regular_candidate(j) && node_room(j)) queue.emplace(key_of(j), j);
+      const auto& job = m_.jobs[j];
+      if (job.policy != ClassPolicy::fair_share || job.unresolvable || pending_[j] <= 0 || running_[j] > 0 ||
+          placed_[j] > 0 || job.cap < 1 || job.delta <= 0 || job.fair < job.delta)
+        continue;
+      if (limits_headroom(j) <= 0) continue;
+      // Seen so by the queue when it looked, or so now.
+      if (job.info->fragmented || (room_somewhere(j) && !node_room(j))) fragmented_[j] = 1;
     }
   }
 
@@ -767,7 +692,7 @@ class Planner {
     for (uint32_t c : cands) {
       if (!starving_candidate(c, aggressive)) continue;
       const auto& job = m_.jobs[c];
-      if (job.per_task.fits_in(free_[n])) {
+      if (fitting(n, job.per_task, free_[n], 1) > 0) {
         place(c, n, 1, aggressive ? Stage::aggressive : Stage::preemptive, job.per_task);
         return;
       }
@@ -796,26 +721,27 @@ class Planner {
       const auto& job = m_.jobs[j];
       uint32_t best = kNone;
       VictimSet best_set;
-      // The nodes of its pools (own pool first), the one needing the fewest
-      // victims (then the least share taken, then the first).
-      uint32_t end = job.preemptible ? subtree_end_[job.pool] : preorder_pos_[job.pool] + 1;
-      bool free_fit = false;
-      for (uint32_t pos = preorder_pos_[job.pool]; pos < end && !free_fit; ++pos)
+      // The nodes of its pools (own pool first); the engine picks the hole.
+      uint32_t end = job.preemptible ? subtree_end_[job.domain] : preorder_pos_[job.domain] + 1;
+      std::vector<Hole> holes;
+      std::vector<VictimSet> sets;
+      for (uint32_t pos = preorder_pos_[job.domain]; pos < end && best == kNone; ++pos)
         for (uint32_t n : m_.pools[m_.preorder[pos]].nodes) {
           if (!may_use(j, n)) continue;
-          if (job.per_task.fits_in(free_[n])) {
-            best = n;
-            best_set = {};
-            free_fit = true;
+          if (fitting(n, job.per_task, free_[n], 1) > 0) {
+            best = n;  // room appeared (an earlier hole): no victims
             break;
           }
           auto v = find_victims(n, j, job.per_task, Mode::defragmentation);
           if (!v) continue;
-          if (best == kNone || v->allocs.size() < best_set.allocs.size() ||
-              (v->allocs.size() == best_set.allocs.size() && v->cost < best_set.cost)) {
-            best = n;
-            best_set = std::move(*v);
-          }
+          holes.push_back(Hole{n, std::vector<size_t>(v->allocs.begin(), v->allocs.end()), v->cost});
+          sets.push_back(std::move(*v));
+        }
+      if (best == kNone)
+        if (auto h = best_hole(holes)) {
+          best = h->node;
+          for (auto& set : sets)
+            if (std::vector<size_t>(set.allocs.begin(), set.allocs.end()) == h->victims) best_set = std::move(set);
         }
       if (best == kNone) {
         notes_[j] = "fragmented: no node where jobs above their fair share make room for one task of " +
@@ -865,7 +791,7 @@ class Planner {
                " tasks until one task has passed initialization";
       case CapReason::expand_by_doubling:
         return "expand-by-doubling in class '" + cls.name + "': at most " + std::to_string(j.cap) +
-               " tasks this cycle (twice the " + std::to_string(j.running) + " running)";
+               " tasks this cycle (twice the " + std::to_string(j.started) + " running)";
       case CapReason::prediction:
         return "prediction in class '" + cls.name + "': " + std::to_string(j.cap) +
                " tasks finish the remaining work before a new task could be initialized";
@@ -917,6 +843,7 @@ class Planner {
   }
 
   const Model& m_;
+  const ClusterView& view_;
   const PreemptionSettings& pre_;
   const PolicyState& state_;
   PolicyState& next_;
@@ -936,17 +863,17 @@ class Planner {
   std::vector<char> node_sorted_;
   std::vector<uint32_t> stage_ran_;
   std::vector<char> fragmented_;
-  std::vector<CapacityIndex> index_;
-  /// Regular stage: per pool, task shapes no node has room for.
-  std::vector<std::vector<Resources>> no_room_;
-  std::vector<uint32_t> slot_;
+  /// The view's node of each model node (kNone: not in the view).
+  std::vector<uint32_t> vnode_;
+  /// node_room's answers by (shape, pool, preemptible).
+  std::vector<std::tuple<Resources, uint32_t, bool, bool>> room_cache_;
 };
 
 }  // namespace
 
-Plan plan_cycle(const Model& model, const PolicyState& state, PolicyState& next,
+Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
                 std::vector<std::string>& pending_reasons) {
-  return Planner(model, state, next, pending_reasons).run();
+  return Planner(model, view, state, next, pending_reasons).run();
 }
 
 }  // namespace claimsched::core::policy

@@ -1,6 +1,7 @@
 #include "core/policy/policy.hpp"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "core/policy/engine.hpp"
@@ -235,15 +236,64 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next,
 
 }  // namespace
 
-Expected<CycleResult> run_cycle(const Snapshot& snapshot, const PolicyState& state) {
+Expected<CycleResult> run_cycle(const Snapshot& snapshot, const ClusterView& view, const PolicyState& state) {
   auto model = build_model(snapshot);
   if (!model) return model.error();
   compute_fair_shares(*model);
   PolicyState next;
   compute_statuses(*model, state, next);
   std::vector<std::string> reasons;
-  Plan plan = plan_cycle(*model, state, next, reasons);
+  Plan plan = plan_cycle(*model, view, state, next, reasons);
   return make_result(*model, std::move(plan), std::move(next), reasons);
+}
+
+Expected<CycleResult> run_cycle(const Snapshot& snapshot, const PolicyState& state) {
+  if (auto s = validate(snapshot); !s) return s.error();
+  return run_cycle(snapshot, view_of(snapshot), state);
+}
+
+ClusterView view_of(const Snapshot& snap) {
+  ClusterView view;
+  // Parents before their children.
+  std::map<std::string, const PoolSpec*> pools;
+  for (const auto& p : snap.pools) pools.emplace(p.name, &p);
+  std::function<uint32_t(const PoolSpec&)> add = [&](const PoolSpec& p) -> uint32_t {
+    if (auto known = view.find_pool(p.name)) return *known;
+    std::optional<uint32_t> parent;
+    if (auto it = pools.find(p.parent); !p.parent.empty() && it != pools.end()) parent = add(*it->second);
+    return view.add_pool(p.name, parent);
+  };
+  for (const auto& [name, p] : pools) add(*p);
+  // Free room: what the node reports, else capacity minus the snapshot's
+  // allocations on it (a reserve's is its whole machine).
+  std::map<NodeId, Resources> used;
+  std::map<std::string_view, ClassPolicy> policy;
+  for (const auto& c : snap.classes) policy.emplace(c.name, c.policy);
+  std::map<NodeId, const NodeInfo*> nodes;
+  for (const auto& n : snap.nodes) nodes.emplace(n.id, &n);
+  for (const auto& j : snap.jobs) {
+    auto cls = policy.find(j.job_class.empty() ? snap.settings.default_class : j.job_class);
+    bool reserve = cls != policy.end() && cls->second == ClassPolicy::reserve;
+    for (const auto& a : j.allocations) {
+      auto n = nodes.find(a.node);
+      if (n != nodes.end()) used[a.node] += reserve ? n->second->capacity : j.per_task;
+    }
+  }
+  for (const auto& [id, n] : nodes) {
+    NodeSpec spec;
+    spec.id = n->id;
+    spec.name = n->name;
+    spec.pool = n->pool;
+    spec.capacity = n->capacity;
+    spec.labels = n->labels;
+    NodeSnapshot s;
+    s.node = n->id;
+    s.state = n->state;
+    s.capacity = n->capacity;
+    s.free = n->free ? *n->free : n->capacity - used[n->id];
+    if (auto pool = view.find_pool(n->pool)) view.add_node(spec, *pool, s);
+  }
+  return view;
 }
 
 Snapshot apply_plan(const Snapshot& snapshot, const CycleResult& result, TimePoint next_now,

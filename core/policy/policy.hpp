@@ -14,14 +14,24 @@
 
 #include <string>
 
+#include "core/cluster_view.hpp"
 #include "core/policy/model.hpp"
 #include "core/policy/result.hpp"
 
 namespace claimsched::core::policy {
 
 /// One cycle: how much (fair shares), statuses and allocation classes, and the
-/// plan of what to place, preempt and evict. Errors are bad snapshots only.
+/// plan of what to preempt and evict and where the room it makes goes, asking
+/// the placement engine over `view` (the scheduler's cluster view). Free room
+/// is the scheduler's queue's to fill (see evaluate() for the whole pipeline).
+/// Errors are bad snapshots only.
+Expected<CycleResult> run_cycle(const Snapshot& snapshot, const ClusterView& view, const PolicyState& state = {});
+/// The same over a view built from the snapshot (view_of).
 Expected<CycleResult> run_cycle(const Snapshot& snapshot, const PolicyState& state = {});
+
+/// The placement engine's view of a snapshot's nodes and pools: what a
+/// scheduler that owned every pool of the snapshot would see.
+ClusterView view_of(const Snapshot& snapshot);
 
 /// Tables of pools, classes, users, jobs, allocations and the plan, for people.
 std::string render_text(const CycleResult& result);

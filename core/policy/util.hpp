@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "core/policy/result.hpp"
+#include "core/placement.hpp"
 #include "core/resources.hpp"
 
 namespace claimsched::core::policy {
@@ -51,17 +52,5 @@ inline Share dominant_share_floor(const Resources& r, const Resources& total) {
   return best;
 }
 
-/// DUCC RESERVE: the machine's memory matches the request within one quantum
-/// (the request's quanta, rounded up, equal the machine's, rounded down), and
-/// every other dimension asked for fits. Without a quantum the match is exact.
-inline bool reserve_matches(const Resources& request, const Resources& machine, int64_t quantum) {
-  for (DimensionId d = 0; d < kMaxDimensions; ++d)
-    if (d != dim::memory && request[d] > machine[d]) return false;
-  int64_t want = request[dim::memory];
-  int64_t have = machine[dim::memory];
-  if (want <= 0) return false;
-  if (quantum <= 0) return want == have;
-  return ceil_div(want, quantum) == have / quantum;
-}
 
 }  // namespace claimsched::core::policy

@@ -49,7 +49,7 @@ TEST_F(FairShareTest, AStarvingClassTakesItsFairShareBackByPreemption) {
   actors::SchedulerActorConfig sc;
   sc.scheduler.partition = core::PartitionId{1};
   sc.scheduler.pools = {"p"};
-  sc.scheduler.classes = {core::ClassConfig{"batch", 0, 1, {}}, core::ClassConfig{"prod", 0, 1, {}}};
+  sc.scheduler.classes = {core::ClassConfig::named("batch"), core::ClassConfig::named("prod")};
   sc.scheduler.default_class = "batch";
   sc.tick_interval = 100ms;
   sc.policy = two_classes();

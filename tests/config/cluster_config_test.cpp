@@ -212,6 +212,12 @@ std::vector<Case> cases() {
        "\"a\"]\n",
        8, "partitions[0].pools", "'r' is not a leaf pool (its subpools: a)"},
       {"partition without pools", "[[partitions]]\nid = 1\n", 1, "partitions[0].pools", "is required"},
+      {"partition cas", "[[partitions]]\nid = 1\npools = [\"default\"]\ncas = \"maybe\"\n", 4,
+       "partitions[0].cas", "must be \"fit\" or \"strict\""},
+      {"policies mixed in a priority",
+       "[[classes]]\nname = \"x\"\npool = \"default\"\n[[classes]]\nname = \"y\"\npool = \"default\"\n"
+       "policy = \"fixed_share\"\n",
+       7, "classes[1].policy", "classes of one priority must share one policy"},
       {"no pools at all", "pools = []\n", 1, "pools", "needs at least one pool"},
       {"unknown default class", "[settings]\ndefault_class = \"bench\"\n", 2, "settings.default_class",
        "'bench' is not a class"},

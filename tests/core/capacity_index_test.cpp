@@ -120,6 +120,12 @@ struct Linear {
       if (request.fits_in(slots[s]) && accept(s)) return s;
     return std::nullopt;
   }
+  std::optional<size_t> find_last(const Resources& request, size_t from, size_t to,
+                                  const std::function<bool(size_t)>& accept) const {
+    for (size_t s = std::min(to, slots.size()); s-- > from;)
+      if (request.fits_in(slots[s]) && accept(s)) return s;
+    return std::nullopt;
+  }
   std::vector<size_t> descending(DimensionId d, const Resources& request) const {
     std::vector<size_t> out;
     for (size_t s = 0; s < slots.size(); ++s)
@@ -177,6 +183,15 @@ TEST(CapacityIndexVsLinearScan, SameAnswersOnRandomData) {
       ASSERT_EQ(index.find_first(request, from, to, accept),
                 linear.find_first(request, from, to, accept))
           << "request " << request.to_string() << " in [" << from << ", " << to << ")";
+      ASSERT_EQ(index.find_last(request, from, to, accept), linear.find_last(request, from, to, accept))
+          << "request " << request.to_string() << " in [" << from << ", " << to << ") downward";
+      // The remembered scans (a few fixed anchors, so hints are reused and
+      // must be forgotten when a slot grows) answer the same.
+      size_t anchor = rng.below(3) * (n / 2);
+      ASSERT_EQ(index.find_first_remembered(request, anchor, n, accept_all),
+                linear.find_first(request, anchor, n, accept_all));
+      ASSERT_EQ(index.find_last_remembered(request, 0, anchor, accept_all),
+                linear.find_last(request, 0, anchor, accept_all));
       auto d = static_cast<DimensionId>(rng.below(3));
       ASSERT_EQ(descending(index, d, request), linear.descending(d, request))
           << "request " << request.to_string() << " by dimension " << int(d);

@@ -22,7 +22,7 @@ SchedulerConfig two_classes() {
   SchedulerConfig c;
   c.partition = PartitionId{1};
   c.pools = {"default"};
-  c.classes = {ClassConfig{"batch", 0, 1, {}}, ClassConfig{"prod", 0, 1, {}}};
+  c.classes = {ClassConfig::named("batch"), ClassConfig::named("prod")};
   c.default_class = "batch";
   c.unpark_interval = ms(5);
   return c;
@@ -59,7 +59,7 @@ TEST_F(DriverTest, APreemptedTaskRunsAgainOnlyAfterItsNodeFreedIt) {
   ASSERT_TRUE(sched.preempt(TaskRef{JobId{1}, 2}, TaskState::preempted, "for job 9", cluster.now(), out));
   const JobRecord* j = sched.job(JobId{1});
   EXPECT_EQ(j->pending(), 0u) << "not back in the queue before the node answers";
-  EXPECT_EQ(j->count_in(TaskState::running), 3u);
+  EXPECT_EQ(j->count_in(TaskState::running), 4u) << "it runs until its node has freed it";
   ASSERT_EQ(out.releases.size(), 1u);
   EXPECT_EQ(out.releases[0].reason, TaskState::preempted);
   EXPECT_EQ(out.releases[0].tasks, (std::vector<TaskIndex>{2}));
@@ -69,10 +69,11 @@ TEST_F(DriverTest, APreemptedTaskRunsAgainOnlyAfterItsNodeFreedIt) {
   cluster.send_to_node(s, 0, out.releases[0]);
   run();
   EXPECT_EQ(allocated(1), 4u);
-  EXPECT_EQ(j->preemptions, 1u);
+  ASSERT_NE(sched.notes(JobId{1}), nullptr);
+  EXPECT_EQ(sched.notes(JobId{1})->preemptions, 1u);
   EXPECT_EQ(sched.stats().preemptions, 1u);
-  EXPECT_NE(j->last_removal.find("preempted task 2"), std::string::npos) << j->last_removal;
-  EXPECT_NE(j->last_removal.find("for job 9"), std::string::npos) << j->last_removal;
+  EXPECT_NE(sched.notes(JobId{1})->last_removal.find("preempted task 2"), std::string::npos) << sched.notes(JobId{1})->last_removal;
+  EXPECT_NE(sched.notes(JobId{1})->last_removal.find("for job 9"), std::string::npos) << sched.notes(JobId{1})->last_removal;
   EXPECT_FALSE(sched.preempt(TaskRef{JobId{7}, 0}, TaskState::preempted, "", cluster.now(), out));
 }
 
@@ -137,7 +138,7 @@ TEST_F(DriverTest, ACycleTakesTheStarvingClassesShareFromTheClassAboveIt) {
   EXPECT_EQ(allocated(2), 4u) << "prod holds its fair share: half of 8";
   EXPECT_EQ(allocated(1), 4u);
   EXPECT_EQ(preempted, 4u) << "one preemption per task reclaimed";
-  EXPECT_EQ(sched.job(JobId{1})->preemptions, 4u);
+  EXPECT_EQ(sched.notes(JobId{1})->preemptions, 4u);
   // At the fair share nothing more is taken, cycle after cycle.
   for (int cycle = 0; cycle < 5; ++cycle) {
     Outbox out;
@@ -153,6 +154,48 @@ TEST_F(DriverTest, ACycleTakesTheStarvingClassesShareFromTheClassAboveIt) {
   ASSERT_NE(row, nullptr);
   EXPECT_EQ(row->running, 4u);
   EXPECT_TRUE(sched.check_accounting()) << sched.check_accounting().error().message;
+}
+
+}  // namespace
+}  // namespace claimsched::core
+
+namespace claimsched::core {
+namespace {
+
+// DUCC's initialization cap and expand-by-doubling on a live job: at most 2
+// tasks until one has started (its node reports it: it passed
+// initialization), then at most twice the running tasks per policy cycle.
+TEST(DuccLive, InitializationCapThenExpandByDoubling) {
+  LedgerConfig ledger;
+  ledger.start_delay = ms(50);  // a task starts (initializes) 50 ms after its confirm
+  SimCluster cluster(ledger);
+  cluster.add_node(NodeBuilder(1).capacity("cpu=64,memory=64Gi").build());
+  SchedulerConfig c = two_classes();
+  c.classes[1].initialization_cap = 2;
+  c.classes[1].expand_by_doubling = true;
+  size_t s = cluster.add_scheduler(c);
+  policy::PolicyConfig p;
+  p.pools.push_back(policy::PoolSpec{"default", "", {}, {}});
+  policy::PolicyStage stage(p);
+  auto running = [&] { return cluster.scheduler(s).job(JobId{1})->held(); };
+  // Submitted (and placed at once, before any cycle): the cap holds already.
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).job_class("prod").count(30).cpu("1").build()));
+  cluster.run();
+  EXPECT_EQ(running(), 2u);
+  std::vector<uint32_t> seen;
+  for (int cycle = 0; cycle < 6; ++cycle) {
+    Outbox out;
+    ASSERT_TRUE(stage.cycle(cluster.scheduler(s), cluster.now(), out));
+    cluster.tick(s);
+    cluster.run();
+    cluster.advance_by(ms(100));  // the new tasks start
+    cluster.run();
+    seen.push_back(running());
+  }
+  EXPECT_EQ(seen, (std::vector<uint32_t>{2, 4, 8, 16, 30, 30}));
+  std::string why = cluster.scheduler(s).explain(JobId{1});
+  EXPECT_EQ(why, "all tasks placed");
+  EXPECT_EQ(cluster.check_all(), "");
 }
 
 }  // namespace

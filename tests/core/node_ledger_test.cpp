@@ -835,3 +835,30 @@ TEST(NodeLedgerRandomized, AccountingFenceAndOneGenerationPerChange) {
 
 }  // namespace
 }  // namespace claimsched::core
+
+namespace claimsched::core {
+namespace {
+
+// A task released (killed) and allocated here again before its old process
+// exited: that exit names the old run's claim and ends nothing (it once ended
+// the new run as lost, and the task ran twice).
+TEST(NodeLedgerRuns, AnEarlierRunsExitDoesNotEndALaterRun) {
+  NodeLedger ledger(NodeId{1}, testing::res("cpu=4"));
+  auto first = testing::ClaimBuilder().id(1).task_count(1).build();
+  ASSERT_EQ(ledger.claim(first, testing::ms(0)).outcome, ClaimOutcome::accepted);
+  ASSERT_EQ(ledger.confirm(testing::confirm_of(first), testing::ms(0)).outcome, ConfirmOutcome::confirmed);
+  ASSERT_EQ(ledger.release(testing::release_tasks(first, {0}), testing::ms(1)).released, 1u);
+  auto second = testing::ClaimBuilder().id(2).task_count(1).build();
+  ASSERT_EQ(ledger.claim(second, testing::ms(2)).outcome, ClaimOutcome::accepted);
+  ASSERT_EQ(ledger.confirm(testing::confirm_of(second), testing::ms(2)).outcome, ConfirmOutcome::confirmed);
+  std::vector<NodeEvent> events;
+  EXPECT_FALSE(ledger.finish_task(TaskRef{first.job, 0}, TaskState::lost, 143, events, first.claim_id));
+  EXPECT_TRUE(events.empty());
+  ASSERT_EQ(ledger.allocations().size(), 1u);
+  EXPECT_TRUE(ledger.finish_task(TaskRef{second.job, 0}, TaskState::succeeded, 0, events, second.claim_id));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].claim_id, second.claim_id);
+}
+
+}  // namespace
+}  // namespace claimsched::core

@@ -430,3 +430,156 @@ TEST(PlacementVsBruteForce, FirstFitAndEmptiestMatchAScan) {
 
 }  // namespace
 }  // namespace claimsched::core
+
+namespace claimsched::core {
+namespace {
+
+using testing::NodeBuilder;
+using testing::res;
+
+NodeSnapshot snapshot_of(const NodeSpec& spec, std::string_view used = "") {
+  NodeSnapshot s;
+  s.node = spec.id;
+  s.capacity = spec.capacity;
+  s.free = spec.capacity - res(used);
+  return s;
+}
+
+// The questions the policy asks the engine instead of keeping rules of its own.
+TEST(PlacementEngine, TasksFitInTheRoomGivenAndTheStartingLimit) {
+  ClusterView view;
+  uint32_t p = view.add_pool("default");
+  auto spec = NodeBuilder(1).capacity("cpu=8").max_starting(3).build();
+  NodeIndex n = view.add_node(spec, p, snapshot_of(spec, "cpu=8"));
+  EXPECT_EQ(tasks_that_fit(view.node(n), res("cpu=1"), 10), 0u) << "full now";
+  EXPECT_EQ(tasks_fitting(view.node(n), res("cpu=1"), res("cpu=5"), 10), 3u)
+      << "victims would free 5 cpu; the starting limit allows 3";
+  EXPECT_EQ(tasks_fitting(view.node(n), res("cpu=2"), res("cpu=5"), 10), 2u);
+  EXPECT_EQ(tasks_fitting(view.node(n), res("cpu=1"), Resources::of({{dim::cpu, -1000}}), 10), 0u);
+}
+
+TEST(PlacementEngine, AReservationGetsAWholeFreeMachineOfItsSize) {
+  ClusterView view;
+  uint32_t p = view.add_pool("default");
+  auto small = NodeBuilder(1).capacity("cpu=8,memory=30Gi").build();
+  auto busy = NodeBuilder(2).capacity("cpu=8,memory=44Gi").build();
+  auto right = NodeBuilder(3).capacity("cpu=8,memory=44Gi").build();
+  view.add_node(small, p, snapshot_of(small));
+  view.add_node(busy, p, snapshot_of(busy, "cpu=1"));
+  view.add_node(right, p, snapshot_of(right));
+  int64_t quantum = int64_t{15} << 30;
+  // 28Gi is 2 quanta: 30Gi (2) and 44Gi (2) match, a bigger machine would not.
+  EXPECT_TRUE(reserve_matches(res("memory=28Gi"), res("memory=30Gi"), quantum));
+  EXPECT_TRUE(reserve_matches(res("memory=28Gi"), res("memory=44Gi"), quantum));
+  EXPECT_FALSE(reserve_matches(res("memory=28Gi"), res("memory=60Gi"), quantum));
+  EXPECT_FALSE(reserve_matches(res("memory=28Gi"), res("memory=30Gi"), 0)) << "exact without a quantum";
+  EXPECT_FALSE(reserve_matches(res("cpu=16,memory=28Gi"), res("cpu=8,memory=30Gi"), quantum));
+  EXPECT_EQ(find_free_machine(view, p, res("memory=28Gi"), quantum, nullptr), NodeIndex{0});
+  EXPECT_EQ(find_free_machine(view, p, res("memory=44Gi"), 0, nullptr), NodeIndex{2})
+      << "node 2 matches too but runs something";
+  view.add_in_flight(2, res("cpu=1"), 1);
+  EXPECT_FALSE(find_free_machine(view, p, res("memory=44Gi"), 0, nullptr)) << "a claim is on its way there";
+}
+
+TEST(PlacementEngine, MinimalVictimsTakeInOrderThenDropWhatIsNotNeeded) {
+  // No room; need 4. Candidates in preference order: 1, 1, 4 cpu. Taking in
+  // order stops at the 4 (1+1+4 >= 4); then the two small ones are not needed.
+  std::vector<Resources> candidates{res("cpu=1"), res("cpu=1"), res("cpu=4")};
+  auto all = [](size_t) { return true; };
+  auto v = minimal_victims(Resources{}, res("cpu=4"), candidates, all);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(*v, (std::vector<size_t>{2}));
+  EXPECT_EQ(*minimal_victims(res("cpu=1"), res("cpu=3"), candidates, all), (std::vector<size_t>{0, 1}))
+      << "1 free + 1 + 1: both needed";
+  // A candidate that frees nothing short is skipped; one the policy refuses too.
+  std::vector<Resources> mixed{res("memory=4Gi"), res("cpu=2"), res("cpu=2")};
+  std::vector<size_t> asked;
+  auto refuse_second = [&](size_t i) {
+    asked.push_back(i);
+    return i != 1;
+  };
+  EXPECT_FALSE(minimal_victims(res("cpu=1"), res("cpu=4"), mixed, refuse_second));
+  EXPECT_EQ(asked, (std::vector<size_t>{1, 2})) << "the memory-only one frees no cpu: never asked";
+  EXPECT_EQ(minimal_victims(res("cpu=4"), res("cpu=4"), mixed, all)->size(), 0u) << "room already";
+}
+
+TEST(PlacementEngine, DefragmentationTakesTheHoleWithFewestVictimsThenLeastCost) {
+  std::vector<Hole> holes{{0, {1, 2}, 5}, {1, {3}, 9}, {2, {4}, 3}, {3, {5}, 3}};
+  auto h = best_hole(holes);
+  ASSERT_TRUE(h);
+  EXPECT_EQ(h->node, 2u) << "one victim, the cheaper, the first of equals";
+  EXPECT_FALSE(best_hole({}));
+}
+
+TEST(PlacementEngine, PreemptibleWorkSquatsInSubpoolsWhenItsPoolIsFull) {
+  ClusterView view;
+  uint32_t root = view.add_pool("root");
+  uint32_t gpu = view.add_pool("gpu", root);
+  auto a = NodeBuilder(1).pool("root").capacity("cpu=4").build();
+  auto b = NodeBuilder(2).pool("gpu").capacity("cpu=4").build();
+  view.add_node(a, root, snapshot_of(a, "cpu=4"));
+  view.add_node(b, gpu, snapshot_of(b));
+  EXPECT_EQ(view.pool(root).descendants, (std::vector<uint32_t>{gpu}));
+  PlacementRequest r;
+  r.per_task = res("cpu=1");
+  r.tasks_wanted = 2;
+  r.pool = root;
+  EXPECT_EQ(place(view, r, {}).verdict, PlacementVerdict::unschedulable) << "non-preemptible work stays home";
+  r.subpools = true;
+  auto got = place(view, r, {});
+  ASSERT_EQ(got.verdict, PlacementVerdict::fit);
+  EXPECT_EQ(got.node, 1u);
+  EXPECT_EQ(got.tasks, 2u);
+  EXPECT_EQ(view.pool(gpu).total_available, res("cpu=4"));
+  EXPECT_EQ(view.pool(root).total_available, Resources{});
+}
+
+}  // namespace
+}  // namespace claimsched::core
+
+namespace claimsched::core {
+namespace {
+
+// Overlapping schedulers: each fills its own stretch of the pool upward, then
+// the rest downward from the node before its stretch, so it meets its
+// neighbours only where their stretches are full.
+TEST(PlacementStretch, OwnStretchUpThenTheRestDown) {
+  ClusterView view;
+  uint32_t p = view.add_pool("default");
+  for (uint32_t id = 1; id <= 12; ++id) {
+    auto spec = testing::NodeBuilder(id).capacity("cpu=1").build();
+    NodeSnapshot s;
+    s.node = spec.id;
+    s.capacity = spec.capacity;
+    s.free = spec.capacity;
+    view.add_node(spec, p, s);
+  }
+  PlacementRequest r;
+  r.per_task = testing::res("cpu=1");
+  r.pool = p;
+  r.rotation = 4;
+  r.span = 4;
+  std::vector<NodeIndex> order;
+  for (int i = 0; i < 12; ++i) {
+    auto got = place(view, r, {});
+    ASSERT_EQ(got.verdict, PlacementVerdict::fit);
+    order.push_back(got.node);
+    view.add_in_flight(got.node, r.per_task, 1);
+  }
+  EXPECT_EQ(order, (std::vector<NodeIndex>{4, 5, 6, 7, 3, 2, 1, 0, 11, 10, 9, 8}));
+  EXPECT_EQ(place(view, r, {}).verdict, PlacementVerdict::unschedulable);
+  // A stretch past the end wraps around.
+  r.rotation = 10;
+  r.span = 4;
+  view.remove_in_flight(0, r.per_task, 1);
+  view.remove_in_flight(11, r.per_task, 1);
+  view.remove_in_flight(5, r.per_task, 1);
+  EXPECT_EQ(place(view, r, {}).node, 11u);
+  view.add_in_flight(11, r.per_task, 1);
+  EXPECT_EQ(place(view, r, {}).node, 0u) << "wrapped stretch: 10, 11, 0, 1";
+  view.add_in_flight(0, r.per_task, 1);
+  EXPECT_EQ(place(view, r, {}).node, 5u) << "then down from 9";
+}
+
+}  // namespace
+}  // namespace claimsched::core

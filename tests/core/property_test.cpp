@@ -125,7 +125,8 @@ class World {
       policy.scorers = {{rng_.chance(0.5) ? ScorerKind::fill_first : ScorerKind::spread, 1.0}};
       if (rng_.chance(0.3)) policy.scorers.push_back({ScorerKind::spread, 0.5});
       policy.candidates = 1 + static_cast<uint32_t>(rng_.below(3));
-      c.classes = {ClassConfig{"batch", 0, 1, policy}, ClassConfig{"urgent", 5, 1, {}}};
+      c.classes = {ClassConfig::named("batch"), ClassConfig::named("urgent", 5)};
+      c.classes[0].placement = policy;
       owner_.push_back(cluster_.add_scheduler(c));
     }
   }
@@ -344,9 +345,9 @@ class World {
             problem =
                 "scheduler " + std::to_string(s) + " thinks " + name + " runs but no node holds it";
           else if (running &&
-                   sched.view().node(j.tasks[i].node_plus_one - 1).id.value != it->second.first + 1)
+                   sched.view().node(*j.tasks[i].node).id.value != it->second.first + 1)
             problem = "scheduler " + std::to_string(s) + " thinks " + name + " runs on node " +
-                      std::to_string(sched.view().node(j.tasks[i].node_plus_one - 1).id.value) +
+                      std::to_string(sched.view().node(*j.tasks[i].node).id.value) +
                       ", it is on node " + std::to_string(it->second.first + 1);
           else if (!running && it != on_nodes.end())
             problem = name + " is allocated on node " + std::to_string(it->second.first + 1) +

@@ -59,8 +59,16 @@ class SchedulerTest : public ::testing::Test {
   }
   std::vector<uint32_t> nodes_of(uint64_t id) {
     std::vector<uint32_t> out;
-    for (const auto& t : job(id).tasks) out.push_back(t.node_plus_one);
+    for (const auto& t : job(id).tasks) out.push_back(t.node ? *t.node + 1 : 0);
     return out;
+  }
+  /// Waiting for capacity or backing off (not in line).
+  static bool parked(const JobRecord& j) {
+    return j.queue.state == QueueState::waiting_for_capacity || j.queue.state == QueueState::backing_off;
+  }
+  std::string reason(uint64_t id) {
+    const JobNotes* n = sched().notes(JobId{id});
+    return n ? n->reason : std::string();
   }
   /// Allocations of `job` on node n.
   size_t allocated_on(size_t n, uint64_t id) {
@@ -112,7 +120,7 @@ TEST_F(SchedulerTest, SubmitClaimAcceptConfirmRunning) {
   const JobRecord& j = job(1);
   EXPECT_EQ(j.count_in(TaskState::running), 6u);
   EXPECT_EQ(j.pending(), 0u);
-  EXPECT_TRUE(j.reason.empty());
+  EXPECT_TRUE(reason(1).empty());
   EXPECT_EQ(nodes_of(1), (std::vector<uint32_t>{1, 1, 1, 1, 2, 2}));
   EXPECT_EQ(sched().claims_in_flight(), 0u);
   EXPECT_EQ(sched().pending_tasks(), 0u);
@@ -189,7 +197,7 @@ TEST_F(SchedulerTest, TasksThatCanNeverFitAreParkedAsUnresolvable) {
   ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(3).cpu("16").build()));
   EXPECT_EQ(cluster.messages_in_flight(), 0u);  // nothing is even tried
   const JobRecord& j = job(1);
-  EXPECT_TRUE(j.parked);
+  EXPECT_TRUE(parked(j));
   EXPECT_EQ(sched().parked_jobs(), 1u);
   EXPECT_EQ(sched().queued_jobs(), 0u);
   EXPECT_EQ(j.count_in(TaskState::pending), 3u);
@@ -205,7 +213,7 @@ TEST_F(SchedulerTest, TasksThatCanNeverFitAreParkedAsUnresolvable) {
   cluster.advance_by(std::chrono::seconds(5));
   run();
   EXPECT_EQ(sched().stats().claims_sent, 1u);
-  EXPECT_TRUE(job(1).parked);
+  EXPECT_TRUE(parked(job(1)));
   EXPECT_EQ(job(1).count_in(TaskState::pending), 3u);
 }
 
@@ -216,19 +224,19 @@ TEST_F(SchedulerTest, FullClusterParksUntilCapacityFrees) {
   ASSERT_TRUE(cluster.submit(s, JobBuilder(2).count(1).cpu("1").build()));
   run();
   EXPECT_EQ(job(1).count_in(TaskState::running), 2u);
-  EXPECT_TRUE(job(2).parked);
+  EXPECT_TRUE(parked(job(2)));
   EXPECT_NE(sched().explain(JobId{2}).find("free now"), std::string::npos)
       << sched().explain(JobId{2});
   cluster.advance_to(ms(499));
   run();
-  EXPECT_TRUE(job(2).parked);
+  EXPECT_TRUE(parked(job(2)));
   // Job 1's tasks end; the node's delta reports it and job 2 gets the room.
   cluster.advance_to(ms(500));
   run();
   EXPECT_EQ(cluster.finished_jobs(s), (std::vector<JobId>{JobId{1}}));
   EXPECT_EQ(job(1).count_in(TaskState::succeeded), 2u);
   EXPECT_EQ(job(2).count_in(TaskState::running), 1u);
-  EXPECT_FALSE(job(2).parked);
+  EXPECT_FALSE(parked(job(2)));
   EXPECT_EQ(sched().explain(JobId{2}), "all tasks placed");
   EXPECT_EQ(sched().explain(JobId{1}), "finished");
   EXPECT_EQ(sched().stats().tasks_finished, 2u);
@@ -275,12 +283,12 @@ TEST_F(SchedulerTest, GangIsAllOrNothingWhenOneNodeRejects) {
   }
   const JobRecord& j = job(1);
   EXPECT_EQ(j.count_in(TaskState::pending), 3u);
-  EXPECT_TRUE(j.parked);
+  EXPECT_TRUE(parked(j));
   // Parked jobs are looked at again at most every unpark_interval: once both
   // releases are answered, two of three fit.
   cluster.advance_by(ms(5));
   run();
-  EXPECT_TRUE(j.parked);
+  EXPECT_TRUE(parked(j));
   std::string why = sched().explain(JobId{1});
   EXPECT_NE(why.find("gang of 3 tasks waits until all fit at once"), std::string::npos) << why;
   EXPECT_EQ(sched().stats().claims_sent, 3u);  // no doomed partial attempt
@@ -738,7 +746,7 @@ TEST_F(SchedulerTest, ChurnCompletesEveryJobExactlyOnce) {
 TEST_F(SchedulerTest, HigherPriorityClassGoesFirst) {
   add_nodes(1, "cpu=1");
   SchedulerConfig config = scheduler_config();
-  config.classes = {ClassConfig{"batch", 0, 1, {}}, ClassConfig{"urgent", 10, 1, {}}};
+  config.classes = {ClassConfig::named("batch"), ClassConfig::named("urgent", 10)};
   start(config);
   Outbox out;
   // Queue both before the scheduler looks at the queue.
@@ -831,6 +839,49 @@ TEST_F(SchedulerTest, NodesOfOtherPoolsAreRefused) {
   ASSERT_FALSE(st);
   EXPECT_EQ(st.error().code, Errc::unknown_name);
   EXPECT_NE(st.error().message.find("'gpu'"), std::string::npos) << st.error().message;
+}
+
+}  // namespace
+}  // namespace claimsched::core
+
+namespace claimsched::core {
+namespace {
+
+// Retries end: a task whose claims went unanswered max_claim_attempts times
+// makes its job back off, doubling up to max_backoff, and it is tried again
+// after each backoff (never parked for good); explain says why and until when.
+TEST(SchedulerRetries, BackoffDoublesUpToItsCapAndTheTaskIsTriedAgain) {
+  SimCluster cluster;
+  cluster.add_node(NodeBuilder(1).capacity("cpu=4").build());
+  SchedulerConfig c;
+  c.partition = PartitionId{1};
+  c.pools = {"default"};
+  c.reply_timeout = ms(100);
+  c.max_claim_attempts = 1;
+  c.initial_backoff = ms(10);
+  c.max_backoff = ms(40);
+  size_t s = cluster.add_scheduler(c);
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(1).cpu("1").build()));
+  // The node never answers: every claim is lost on the way.
+  std::vector<int64_t> sent_at;
+  std::string waiting;
+  for (int step = 0; step < 200; ++step) {
+    while (cluster.take_to_node(s, 0)) sent_at.push_back(cluster.now().count() / 1'000'000);
+    cluster.refresh_busy();
+    if (cluster.scheduler(s).job(JobId{1})->queue.state == QueueState::backing_off && waiting.empty())
+      waiting = cluster.scheduler(s).explain(JobId{1});
+    cluster.advance_by(ms(5));
+  }
+  // Claims at 0 ms, then after each 100 ms timeout a backoff of 10, 20, 40,
+  // 40, ... ms: the cap holds and the tries go on.
+  ASSERT_GE(sent_at.size(), 6u);
+  std::vector<int64_t> gaps;
+  for (size_t i = 1; i < sent_at.size(); ++i) gaps.push_back(sent_at[i] - sent_at[i - 1] - 100);
+  EXPECT_EQ(std::vector<int64_t>(gaps.begin(), gaps.begin() + 5), (std::vector<int64_t>{10, 20, 40, 40, 40}));
+  EXPECT_EQ(cluster.scheduler(s).stats().claim_timeouts, sent_at.size() - (cluster.scheduler(s).claims_in_flight() ? 1 : 0));
+  EXPECT_GE(cluster.scheduler(s).stats().backoffs, 5u);
+  EXPECT_NE(waiting.find("backing off until"), std::string::npos) << waiting;
+  EXPECT_NE(waiting.find("did not answer a claim"), std::string::npos) << waiting;
 }
 
 }  // namespace

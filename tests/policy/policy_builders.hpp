@@ -17,6 +17,7 @@
 #include "core/duration.hpp"
 #include "core/policy/engine.hpp"
 #include "core/policy/policy.hpp"
+#include "core/policy/stage.hpp"
 
 namespace claimsched::core::policy {
 inline void PrintTo(StarvationStatus v, std::ostream* os) { *os << to_string(v); }
@@ -173,9 +174,11 @@ class SnapshotBuilder {
   Snapshot s_;
 };
 
+/// The partition's pipeline on the snapshot (what `policy eval` runs): the
+/// queue's placements into free room, then the policy's cycle.
 inline CycleResult run(const Snapshot& s, const PolicyState& state = {}) {
-  auto r = run_cycle(s, state);
-  if (!r) throw std::runtime_error("run_cycle failed: " + r.error().to_string());
+  auto r = evaluate(s, state);
+  if (!r) throw std::runtime_error("evaluate failed: " + r.error().to_string());
   return std::move(*r);
 }
 

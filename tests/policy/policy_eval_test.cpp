@@ -13,6 +13,7 @@
 
 #include "apps/policy_command.hpp"
 #include "core/policy/policy.hpp"
+#include "core/policy/stage.hpp"
 
 namespace claimsched::apps {
 namespace {
@@ -132,7 +133,7 @@ TEST(PolicyEvalExample, TheExampleSnapshotDoesWhatItsCommentsSay) {
   PolicyState st;
   auto s = parse_policy_snapshot(read(example_path()), "example", &st);
   ASSERT_TRUE(s.has_value()) << s.error().message;
-  auto r = run_cycle(*s, st);
+  auto r = evaluate(*s, st);
   ASSERT_TRUE(r.has_value()) << r.error().message;
   const auto& plan = r->plan;
   // The starving production job takes room from the batch job (newest first)
@@ -173,7 +174,7 @@ TEST(PolicyEvalExample, JsonCarriesTheSameContent) {
   PolicyState st;
   auto s = parse_policy_snapshot(read(example_path()), "example", &st);
   ASSERT_TRUE(s.has_value());
-  auto r = run_cycle(*s, st);
+  auto r = evaluate(*s, st);
   ASSERT_TRUE(r.has_value());
   auto j = nlohmann::json::parse(render_policy_json(*r));
   EXPECT_EQ(j["now"], "1h");

@@ -57,7 +57,9 @@ Snapshot random_snapshot(uint64_t seed, const GenOptions& o = {}) {
     std::string name = "c" + std::to_string(c);
     ClassPolicy policy =
         o.non_preemptible && rng.chance(0.2) ? ClassPolicy::fixed_share : ClassPolicy::fair_share;
-    s.cls(name, pick(rng, pools), rng.chance(0.3) ? 10 : 0, static_cast<uint32_t>(1 + rng.below(4)), policy);
+    // DUCC: classes of one priority share one policy (non-preemptible ones get their own).
+    int32_t priority = policy == ClassPolicy::fixed_share ? 20 : rng.chance(0.3) ? 10 : 0;
+    s.cls(name, pick(rng, pools), priority, static_cast<uint32_t>(1 + rng.below(4)), policy);
     if (o.ducc_caps && policy == ClassPolicy::fair_share && rng.chance(0.2))
       s.last_class().expand_by_doubling = true;
     if (o.ducc_caps && policy == ClassPolicy::fair_share && rng.chance(0.2))

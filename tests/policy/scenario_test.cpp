@@ -264,7 +264,7 @@ TEST(DuccScenario, AllotmentCapsFixedShareRequests) {
   s.settings().global_allotment = limits("memory=100Gi");
   s.user("bob", "memory=16Gi");
   s.pool("root").nodes(1, 2, "root", "cpu=16,memory=64Gi");
-  s.cls("svc", "root", 0, 1, ClassPolicy::fixed_share);
+  s.cls("svc", "root", 10, 1, ClassPolicy::fixed_share);
   s.last_class().allotment = limits("memory=32Gi");
   s.last_class().user_allotments = {{"vip", limits("memory=64Gi")}};
   s.job(1, "alice", "svc").per_task("cpu=1,memory=16Gi").pending(2).submitted(sec(1));  // 32Gi: fits 32Gi
@@ -293,7 +293,7 @@ TEST(DuccScenario, FixedShareRequestPreemptsFairShareWorkAndIsNeverPreempted) {
   SnapshotBuilder s;
   s.pool("root")
       .node(1, "root", "cpu=4")
-      .cls("svc", "root", 0, 1, ClassPolicy::fixed_share)
+      .cls("svc", "root", 10, 1, ClassPolicy::fixed_share)
       .cls("batch", "root");
   auto b = s.job(1, "bob", "batch").pending(10);
   for (int i = 0; i < 4; ++i) b.running(1, sec(i));
@@ -331,7 +331,7 @@ TEST(DuccScenario, FixedShareRequestPreemptsFairShareWorkAndIsNeverPreempted) {
 TEST(DuccScenario, ReserveMatchesMachineSizeWithinOneQuantum) {
   SnapshotBuilder s;
   s.settings().quantum = 15LL << 30;
-  s.pool("root").cls("res", "root", 0, 1, ClassPolicy::reserve).cls("batch", "root");
+  s.pool("root").cls("res", "root", 10, 1, ClassPolicy::reserve).cls("batch", "root");
   s.node(1, "root", "cpu=8,memory=30Gi").node(2, "root", "cpu=8,memory=44Gi");
   s.node(3, "root", "cpu=8,memory=60Gi").node(4, "root", "cpu=8,memory=16Gi");
   s.job(1, "u1", "res").per_task("memory=28Gi").pending(1).submitted(sec(1));
@@ -355,6 +355,9 @@ TEST(DuccScenario, ReserveMatchesMachineSizeWithinOneQuantum) {
       EXPECT_EQ(p.per_task, res("cpu=8,memory=44Gi"));  // the whole machine
     }
   }
+  // The queue claims the free machines (jobs 1 and 4); the policy empties
+  // node 1 for job 2.
+  std::sort(places.begin(), places.end());
   EXPECT_EQ(places, (std::vector<std::pair<uint64_t, uint32_t>>{{1, 2}, {2, 1}, {4, 3}}));
   ASSERT_EQ(r.plan.removals.size(), 1u);
   EXPECT_EQ(r.plan.removals[0].task.job, JobId{6});
@@ -657,7 +660,7 @@ TEST(YtsaurusScenario, NodeOverItsResourcesPreemptsFairShareWorkFirst) {
   SnapshotBuilder s;
   s.pool("root")
       .cls("batch", "root")
-      .cls("svc", "root", 0, 1, ClassPolicy::fixed_share)
+      .cls("svc", "root", 10, 1, ClassPolicy::fixed_share)
       .node(1, "root", "cpu=4");
   auto a = s.job(1, "a", "batch");
   for (int i = 0; i < 4; ++i) a.running(1, sec(i));
@@ -675,7 +678,7 @@ TEST(YtsaurusScenario, NodeOverItsResourcesPreemptsFairShareWorkFirst) {
 
 TEST(YtsaurusScenario, NodeOverItsResourcesWithOnlyNonPreemptibleWorkEvicts) {
   SnapshotBuilder s;
-  s.pool("root").cls("svc", "root", 0, 1, ClassPolicy::fixed_share).node(1, "root", "cpu=2");
+  s.pool("root").cls("svc", "root", 10, 1, ClassPolicy::fixed_share).node(1, "root", "cpu=2");
   auto b = s.job(1, "b", "svc");
   for (int i = 0; i < 3; ++i) b.running(1, sec(i));
   auto r = run(s.build());
@@ -708,7 +711,7 @@ TEST(YtsaurusScenario, PoolResourceLimitsViolationPreempts) {
 // from nodes that are no longer its pool's, with its own reason and counter.
 TEST(DuccScenario, ClassMovedToAnotherPoolEvictsItsWork) {
   SnapshotBuilder s;
-  s.pool("a").pool("b").cls("svc", "a", 0, 1, ClassPolicy::fixed_share).cls("batch", "a");
+  s.pool("a").pool("b").cls("svc", "a", 10, 1, ClassPolicy::fixed_share).cls("batch", "a");
   s.node(1, "a", "cpu=4").node(2, "b", "cpu=4");
   s.job(1, "u", "svc").running(2, sec(0));
   s.job(2, "u", "batch").running(2, sec(0)).running(1, sec(1));

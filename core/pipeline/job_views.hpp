@@ -1,0 +1,59 @@
+#pragma once
+
+// Job views: what clients read of a job (claimsched status, queue, explain).
+// This stage owns the words the other stages leave on a job — why its last
+// claims failed, what was last taken away and why, how often — and the
+// placement verdict recorded when the job last found no room; it builds
+// JobView from those and the task table.
+
+#include <string>
+#include <unordered_map>
+
+#include "core/pipeline/task_table.hpp"
+#include "core/placement.hpp"
+#include "core/status.hpp"
+
+namespace claimsched::core {
+
+/// Why a job with pending tasks is not in line (JobNotes::waits).
+enum class WaitCause : uint8_t {
+  none = 0,
+  /// Placement found no room (see verdict).
+  no_room,
+  /// A non-preemptible request the allotments do not allow now.
+  not_granted,
+  /// The policy caps how many tasks it may hold (DUCC initialization cap,
+  /// expand-by-doubling, prediction).
+  capped,
+};
+
+struct JobNotes {
+  /// Why its last claims failed, or why it backs off, in words.
+  std::string reason;
+  /// The last time a task was taken away (preempted, evicted, lost, failed).
+  std::string last_removal;
+  uint32_t preemptions = 0;
+  uint32_t evictions = 0;
+  /// The verdict when it last found no room (decided on the hot path, without words).
+  PlacementVerdict verdict = PlacementVerdict::fit;
+  WaitCause waits = WaitCause::none;
+  /// When it last found no room, its pools had the room for a task in all
+  /// (DUCC: fragmented).
+  bool fragmented = false;
+};
+
+class JobViews {
+ public:
+  /// The notes of a job, created on first use.
+  JobNotes& note(JobId id) { return notes_[id]; }
+  const JobNotes* notes(JobId id) const;
+  void forget(JobId id) { notes_.erase(id); }
+
+  /// What a client sees; `why_pending` is the explanation when tasks wait.
+  JobView view(const JobRecord& j, const ClusterView& cluster, bool with_tasks, std::string why_pending) const;
+
+ private:
+  std::unordered_map<JobId, JobNotes> notes_;
+};
+
+}  // namespace claimsched::core

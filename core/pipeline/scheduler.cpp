@@ -1,0 +1,657 @@
+// The pipeline's wiring: configuration, admission into the table and queue,
+// and the placement pass (queue -> placement -> claim window).
+
+#include "core/pipeline/scheduler.hpp"
+
+#include <algorithm>
+
+#include "core/duration.hpp"
+#include "core/pipeline/admission.hpp"
+
+namespace claimsched::core {
+
+Status SchedulerConfig::validate() const {
+  auto bad = [](std::string what) { return make_error(Errc::invalid_argument, "scheduler: " + std::move(what)); };
+  if (pools.empty()) return bad("no pools");
+  if (classes.empty()) return bad("no classes");
+  if (auto s = validate_classes(classes); !s) return s;
+  if (!find_class(default_class)) return bad("default class '" + default_class + "' is not defined");
+  if (max_claims_in_flight == 0) return bad("max_claims_in_flight must be positive");
+  if (max_tasks_per_claim == 0) return bad("max_tasks_per_claim must be positive");
+  if (max_claim_attempts == 0) return bad("max_claim_attempts must be positive");
+  if (initial_backoff.count() <= 0 || max_backoff < initial_backoff)
+    return bad("backoff must be positive, and max_backoff at least initial_backoff");
+  if (epoch == 0 || epoch >= kMaxEpoch) return bad("epoch must be in 1.." + std::to_string(kMaxEpoch - 1));
+  return Status::ok();
+}
+
+const ClassConfig* SchedulerConfig::find_class(std::string_view name) const {
+  for (const auto& c : classes)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+Scheduler::Scheduler(SchedulerConfig config)
+    : config_(std::move(config)),
+      queue_(QueueConfig{config_.unpark_interval, config_.initial_backoff, config_.max_backoff}),
+      window_(config_.partition, config_.epoch) {
+  view_.set_one_change_in_flight(config_.strict_cas);
+  // Parents before their children, whatever the order of `pools`.
+  auto parent_of = [&](const std::string& pool) -> const std::string* {
+    for (const auto& [child, parent] : config_.pool_parents)
+      if (child == pool) return &parent;
+    return nullptr;
+  };
+  std::function<uint32_t(const std::string&, size_t)> add = [&](const std::string& pool, size_t depth) {
+    if (auto p = view_.find_pool(pool)) return *p;
+    const std::string* parent = depth < config_.pools.size() ? parent_of(pool) : nullptr;
+    std::optional<uint32_t> parent_index;
+    if (parent) parent_index = add(*parent, depth + 1);
+    return view_.add_pool(pool, parent_index);
+  };
+  for (const auto& p : config_.pools) add(p, 0);
+  for (const auto& [pool, limits] : config_.pool_limits)
+    if (auto p = view_.find_pool(pool)) {
+      if (limits_.size() <= *p) limits_.resize(view_.pool_count());
+      limits_[*p] = limits;
+    }
+}
+
+// --- admission -----------------------------------------------------------------
+
+Status Scheduler::add_node(const NodeSpec& spec, const NodeSnapshot& snapshot) {
+  auto pool = view_.find_pool(spec.pool);
+  if (!pool)
+    return make_error(Errc::unknown_name, "node " + spec.name + ": pool '" + spec.pool +
+                                              "' is not owned by partition " + std::to_string(config_.partition.value));
+  bool known = view_.find_node(spec.id).has_value();
+  view_.add_node(spec, *pool, snapshot);
+  if (config_.journal && !known) journal_.nodes_registered.push_back(spec);
+  return Status::ok();
+}
+
+Status Scheduler::submit(JobSpec job, TimePoint now) {
+  (void)now;  // submit_time comes with the job (the gateway stamps it)
+  auto admitted = admit(config_, view_, std::move(job));
+  if (!admitted) return admitted.error();
+  auto added = table_.add(std::move(*admitted));
+  if (!added) return added.error();
+  JobRecord& j = **added;
+  ++stats_.jobs_submitted;
+  stats_.tasks_submitted += j.spec.count;
+  if (config_.journal) journal_.jobs_accepted.push_back(j.spec);
+  if (config_.classes[j.class_index].non_preemptible()) non_preemptible_.insert(j.spec.id);
+  queue_.enqueue(j);
+  return Status::ok();
+}
+
+Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, TimePoint now, bool cancelled) {
+  auto admitted = admit(config_, view_, std::move(job));
+  if (!admitted) return admitted.error();
+  for (const auto& t : tasks)
+    if (t.index >= admitted->spec.count)
+      return make_error(Errc::corrupt, "job " + std::to_string(admitted->spec.id.value) + " task " +
+                                           std::to_string(t.index) + " is beyond its count");
+  auto added = table_.add(std::move(*admitted));
+  if (!added) return added.error();
+  JobRecord& j = **added;
+  std::sort(tasks.begin(), tasks.end(), [](const RestoredTask& a, const RestoredTask& b) { return a.index < b.index; });
+  // Tasks past the last one with a record were never placed: they stay the
+  // fresh range; pending ones below it are requeued.
+  TaskIndex fresh = tasks.empty() ? 0 : tasks.back().index + 1;
+  std::vector<TaskIndex> requeued;
+  size_t next_record = 0;
+  for (TaskIndex t = 0; t < fresh; ++t) {
+    const RestoredTask* r = next_record < tasks.size() && tasks[next_record].index == t ? &tasks[next_record++] : nullptr;
+    TaskState s = r ? r->state : TaskState::pending;
+    bool on_node = r && r->node.value != 0 && (s == TaskState::running || s == TaskState::claimed);
+    if (is_final(s)) {
+      table_.set_state(j, t, s);
+    } else if (on_node) {
+      // Believed on its node until the node reports (or the grace passes).
+      table_.set_state(j, t, TaskState::running);
+      j.tasks[t].journaled = true;
+      reconciler_.expect(r->node, TaskRef{j.spec.id, t}, now);
+    } else {
+      if (j.tasks.empty()) j.tasks.resize(j.spec.count);
+      requeued.push_back(t);
+    }
+  }
+  table_.set_restored_pending(j, fresh, std::move(requeued));
+  if (cancelled) {
+    // Whatever the records did not end yet ended with the cancel.
+    j.cancelled = true;
+    views_.note(j.spec.id).reason = "cancelled";
+    table_.end_pending(j, TaskState::cancelled);
+  }
+  ++stats_.jobs_submitted;
+  stats_.tasks_submitted += j.spec.count;
+  if (config_.classes[j.class_index].non_preemptible() && !j.finished()) non_preemptible_.insert(j.spec.id);
+  queue_.enqueue(j);
+  return Status::ok();
+}
+
+void Scheduler::restore_started(TaskRef task, TimePoint started, bool initialized) {
+  JobRecord* j = table_.find(task.job);
+  if (!j || task.index >= j->tasks.size()) return;
+  j->tasks[task.index].started = started;
+  j->tasks[task.index].initialized = initialized;
+  j->initialized = j->initialized || initialized;
+}
+
+// --- policy ----------------------------------------------------------------------
+
+void Scheduler::set_fair_share(JobId job, int64_t rank, uint32_t fair_tasks) {
+  JobRecord* j = table_.find(job);
+  if (!j) return;
+  PolicyMark& m = marks_[job];
+  m.rank = rank;
+  m.fair_tasks = fair_tasks;
+  rerank(*j);
+}
+
+void Scheduler::set_cap(JobId job, std::optional<uint32_t> cap, const std::string& why) {
+  JobRecord* j = table_.find(job);
+  if (!j) return;
+  if (!cap && !marks_.contains(job)) return;
+  marks_[job].cap = cap;
+  if (cap && j->held() >= *cap) {
+    if (j->queue.state == QueueState::queued) wait(*j, WaitCause::capped, "capped: " + why);
+    return;
+  }
+  uncap(*j);
+}
+
+int64_t Scheduler::effective_rank(const JobRecord& j) const {
+  auto it = marks_.find(j.spec.id);
+  if (it == marks_.end()) return 0;
+  const PolicyMark& m = it->second;
+  // Once it holds its fair share it goes behind the jobs still below theirs,
+  // at once, not only at the policy's next cycle.
+  if (m.fair_tasks > 0 && j.held() >= m.fair_tasks) return std::min<int64_t>(m.rank, -1);
+  return m.rank;
+}
+
+void Scheduler::rerank(JobRecord& j) {
+  if (marks_.empty()) return;
+  queue_.rerank(j, effective_rank(j));
+}
+
+std::optional<uint32_t> Scheduler::cap_room(const JobRecord& j) const {
+  std::optional<uint32_t> cap;
+  // DUCC's initialization cap holds from the first placement, before any
+  // policy cycle saw the job: the scheduler knows when a task started.
+  const ClassConfig& cls = config_.classes[j.class_index];
+  if (!j.initialized && cls.initialization_cap > 0) cap = cls.initialization_cap;
+  if (!marks_.empty())
+    if (auto it = marks_.find(j.spec.id); it != marks_.end() && it->second.cap)
+      cap = cap ? std::min(*cap, *it->second.cap) : *it->second.cap;
+  if (!cap) return std::nullopt;
+  return *cap > j.held() ? *cap - j.held() : 0;
+}
+
+void Scheduler::uncap(JobRecord& j) {
+  const JobNotes* n = views_.notes(j.spec.id);
+  if (!n || n->waits != WaitCause::capped || j.queue.state != QueueState::idle || reservations_.of(j.spec.id)) return;
+  if (auto room = cap_room(j); room && *room == 0) return;
+  views_.note(j.spec.id).waits = WaitCause::none;
+  queue_.enqueue(j);
+}
+
+uint32_t Scheduler::limits_room(const JobRecord& j, std::string* why) const {
+  if (limits_.empty()) return UINT32_MAX;
+  int64_t room = UINT32_MAX;
+  for (std::optional<uint32_t> p = j.pool; p; p = view_.pool(*p).parent) {
+    if (*p >= limits_.size() || !limits_[*p]) continue;
+    const Limits& limits = *limits_[*p];
+    Resources used = table_.held_in_pool(*p);
+    for (uint32_t d : view_.pool(*p).descendants) used += table_.held_in_pool(d);
+    for (DimensionId d = 0; d < kMaxDimensions; ++d) {
+      if (!limits.has(d) || j.spec.per_task[d] <= 0) continue;
+      int64_t left = std::max<int64_t>(0, limits.values[d] - used[d]) / j.spec.per_task[d];
+      if (left < room && why)
+        *why = "resource_limits " + limits.to_string() + " of pool '" + view_.pool(*p).name + "' (its work holds " +
+               used.to_string() + ")";
+      room = std::min(room, left);
+    }
+  }
+  return static_cast<uint32_t>(room);
+}
+
+uint32_t Scheduler::batch_limit(const JobRecord& j) const {
+  // Below its fair share a job is placed up to its share and no further in
+  // one go: then it goes behind the jobs still below theirs (DUCC: every job
+  // up to its fair share first, then what is left).
+  if (marks_.empty()) return UINT32_MAX;
+  auto it = marks_.find(j.spec.id);
+  if (it == marks_.end() || it->second.fair_tasks == 0 || j.held() >= it->second.fair_tasks) return UINT32_MAX;
+  return it->second.fair_tasks - j.held();
+}
+
+const Limits& SchedulerConfig::allotment_of(std::string_view user) const {
+  auto it = std::lower_bound(user_allotments.begin(), user_allotments.end(), user,
+                             [](const auto& e, std::string_view u) { return e.first < u; });
+  return it != user_allotments.end() && it->first == user ? it->second : global_allotment;
+}
+
+Resources Scheduler::held_resources(const JobRecord& j) const {
+  if (config_.classes[j.class_index].policy != ClassPolicy::reserve)
+    return j.spec.per_task.times(j.held());
+  if (j.held() == 0) return Resources{};
+  Resources r;
+  if (auto it = machines_.find(j.spec.id); it != machines_.end())
+    r = it->second;
+  else if (const TaskRecord* t = j.task(0); t && t->node)
+    r = view_.node(*t->node).capacity;  // restored: its node tells
+  else
+    r = j.spec.per_task;
+  if (config_.quantum > 0) r.set(dim::memory, r[dim::memory] / config_.quantum * config_.quantum);
+  return r;
+}
+
+std::optional<std::string> Scheduler::refuse_by_allotment(const JobRecord& j, const Resources& need) const {
+  const ClassConfig& cls = config_.classes[j.class_index];
+  const Limits& user_limit = config_.allotment_of(j.spec.user);
+  const Limits& class_limit = cls.allotment_of(j.spec.user);
+  if (user_limit.empty() && class_limit.empty()) return std::nullopt;
+  Resources user_use, class_use;
+  for (JobId id : non_preemptible_) {
+    const JobRecord* k = table_.find(id);
+    if (!k || k->spec.user != j.spec.user) continue;
+    Resources r = held_resources(*k);
+    user_use += r;
+    if (k->class_index == j.class_index) class_use += r;
+  }
+  std::string who = "user '" + j.spec.user + "' would exceed the allotment ";
+  if (!user_limit.allows(user_use + need))
+    return who + user_limit.to_string() + " (holds " + user_use.to_string() + ", asks " + need.to_string() + ")";
+  if (!class_limit.allows(class_use + need))
+    return who + class_limit.to_string() + " of class '" + cls.name + "' (holds " + class_use.to_string() +
+           ", asks " + need.to_string() + ")";
+  return std::nullopt;
+}
+
+Status Scheduler::hold(Hold h) {
+  JobRecord* j = table_.find(h.job);
+  if (!j) return make_error(Errc::unknown_name, "hold: unknown job " + std::to_string(h.job.value));
+  if (j->cancelled || j->pending() < h.tasks() || h.parts.empty())
+    return make_error(Errc::wrong_state, "hold: job " + std::to_string(h.job.value) + " has " +
+                                             std::to_string(j->pending()) + " pending tasks, not " +
+                                             std::to_string(h.tasks()));
+  if (reservations_.of(h.job))
+    return make_error(Errc::duplicate, "hold: job " + std::to_string(h.job.value) + " holds room already");
+  for (const auto& p : h.parts)
+    if (p.node >= view_.node_count()) return make_error(Errc::unknown_name, "hold: unknown node");
+  // The room counts as taken from now on: nothing else is placed there.
+  for (const auto& p : h.parts) view_.add_in_flight(p.node, h.per_task.times(p.tasks), p.tasks);
+  queue_.remove(*j);
+  views_.note(h.job).waits = WaitCause::none;
+  reservations_.add(std::move(h));
+  return Status::ok();
+}
+
+void Scheduler::drop_hold(JobId job) {
+  auto h = reservations_.take(job);
+  if (!h) return;
+  for (const auto& p : h->parts) view_.remove_in_flight(p.node, h->per_task.times(p.tasks), p.tasks);
+  if (JobRecord* j = table_.find(job)) queue_.enqueue(*j);
+}
+
+// --- placement -------------------------------------------------------------------
+
+TimePoint Scheduler::next_wakeup() const { return queue_.next_wakeup(view_.grew_pending()); }
+
+PlacementRequest Scheduler::request_for(const JobRecord& j, bool explain) const {
+  const ClassConfig& cls = config_.classes[j.class_index];
+  PlacementRequest req;
+  req.per_task = j.spec.per_task;
+  req.tasks_wanted = j.pending();
+  req.max_tasks_per_claim = config_.max_tasks_per_claim;
+  req.constraints = j.spec.constraints.empty() ? nullptr : &j.spec.constraints;
+  req.pool = j.pool;
+  // DUCC: only preemptible work squats in subpools.
+  req.subpools = cls.policy == ClassPolicy::fair_share && j.spec.preemptible;
+  req.rotation = config_.rotation;
+  req.span = config_.rotation_span;
+  req.explain = explain;
+  return req;
+}
+
+void Scheduler::schedule(TimePoint now, Outbox& out) {
+  if (fenced_) return;
+  if (reservations_.size() > 0) claim_ready_holds(now, out);
+  queue_.refresh(now, view_.take_grew(), table_);
+  // DUCC: a pool's residents come before squatters from above. Jobs that
+  // found no room in their own pool try its subpools only once every job
+  // had its turn in its own.
+  std::vector<JobId> squatters;
+  while (window_.size() < config_.max_claims_in_flight) {
+    auto next = queue_.front();
+    if (!next) break;
+    JobRecord& j = table_.at(*next);
+    switch (config_.classes[j.class_index].policy) {
+      case ClassPolicy::reserve:
+        place_machine(j, now, out);
+        break;
+      case ClassPolicy::fixed_share:
+        place_whole(j, now, out);  // one allocation per request (DUCC)
+        break;
+      case ClassPolicy::fair_share:
+        if (j.spec.gang)
+          place_whole(j, now, out);
+        else if (!place_batch(j, false, now, out) && request_for(j, false).subpools &&
+                 !view_.pool(j.pool).descendants.empty())
+          squatters.push_back(j.spec.id);
+        break;
+    }
+  }
+  for (JobId id : squatters) {
+    JobRecord& j = table_.at(id);
+    while (window_.size() < config_.max_claims_in_flight && j.queue.state == QueueState::waiting_for_capacity &&
+           place_batch(j, true, now, out)) {
+    }
+  }
+}
+
+void Scheduler::wait_for_room(JobRecord& j, PlacementVerdict verdict) {
+  queue_.wait_for_capacity(j);
+  JobNotes& n = views_.note(j.spec.id);
+  n.verdict = verdict;
+  n.waits = WaitCause::no_room;
+  // No node has room for one task: is the room there in all (fragmented)?
+  Resources total = view_.pool(j.pool).total_available;
+  if (request_for(j, false).subpools)
+    for (uint32_t p : view_.pool(j.pool).descendants) total += view_.pool(p).total_available;
+  n.fragmented = verdict == PlacementVerdict::unschedulable && j.spec.per_task.fits_in(total);
+}
+
+void Scheduler::wait(JobRecord& j, WaitCause cause, std::string why) {
+  // Refused by the allotments: looked at again when capacity changes (an
+  // allocation ended). Capped: taken out until the policy changes the cap.
+  if (cause == WaitCause::capped)
+    queue_.remove(j);
+  else
+    queue_.wait_for_capacity(j);
+  JobNotes& n = views_.note(j.spec.id);
+  n.waits = cause;
+  n.reason = std::move(why);
+}
+
+bool Scheduler::place_batch(JobRecord& j, bool squat, TimePoint now, Outbox& out) {
+  PlacementRequest req = request_for(j, false);
+  req.subpools = squat;
+  if (auto room = cap_room(j)) {
+    if (*room == 0) {
+      wait(j, WaitCause::capped, "capped by the policy at " + std::to_string(j.held()) + " tasks");
+      return false;
+    }
+    req.tasks_wanted = std::min(req.tasks_wanted, *room);
+  }
+  req.tasks_wanted = std::min(req.tasks_wanted, batch_limit(j));
+  if (!limits_.empty()) {
+    std::string why;
+    uint32_t room = limits_room(j, &why);
+    if (room == 0) {
+      wait(j, WaitCause::not_granted, "at the " + why);
+      return false;
+    }
+    req.tasks_wanted = std::min(req.tasks_wanted, room);
+  }
+  auto result = place(view_, req, config_.classes[j.class_index].placement);
+  if (result.verdict != PlacementVerdict::fit) {
+    if (!squat) wait_for_room(j, result.verdict);
+    return false;
+  }
+  auto tasks = table_.take_pending(j, result.tasks);
+  if (j.pending() == 0) queue_.remove(j);
+  rerank(j);
+  send_claim(make_claim(j, result.node, std::move(tasks), j.spec.per_task), result.node, std::nullopt, now, out);
+  return true;
+}
+
+void Scheduler::place_whole(JobRecord& j, TimePoint now, Outbox& out) {
+  // An aborted attempt's confirmed tasks are still being released: the gang
+  // is placed again, whole, when the last release is answered.
+  if (j.count_in(TaskState::claimed) > 0) {
+    queue_.remove(j);
+    return;
+  }
+  uint32_t wanted = j.pending();
+  if (config_.classes[j.class_index].non_preemptible())
+    if (auto no = refuse_by_allotment(j, j.spec.per_task.times(wanted))) {
+      wait(j, WaitCause::not_granted, "not granted: " + *no);
+      return;
+    }
+  std::string limited;
+  if (limits_room(j, &limited) < wanted) {
+    wait(j, WaitCause::not_granted, "would exceed the " + limited);
+    return;
+  }
+  if (auto room = cap_room(j); room && *room < wanted) {
+    wait(j, WaitCause::capped, "capped by the policy below the " + std::to_string(wanted) + " tasks it needs at once");
+    return;
+  }
+  // Plan every task before claiming any: the view's in-flight accounting
+  // keeps later decisions of the plan from reusing room taken by earlier ones.
+  struct Part {
+    NodeIndex node;
+    uint32_t tasks;
+  };
+  std::vector<Part> plan;
+  uint32_t planned = 0;
+  // Planning borrows room in the view and gives it back; that is not growth.
+  bool grew = view_.take_grew();
+  PlacementRequest req = request_for(j, false);
+  PlacementVerdict verdict = PlacementVerdict::fit;
+  while (planned < wanted) {
+    req.tasks_wanted = wanted - planned;
+    auto result = place(view_, req, config_.classes[j.class_index].placement);
+    if (result.verdict != PlacementVerdict::fit) {
+      verdict = result.verdict;
+      break;
+    }
+    plan.push_back({result.node, result.tasks});
+    planned += result.tasks;
+    view_.add_in_flight(result.node, j.spec.per_task.times(result.tasks), result.tasks);
+  }
+  for (const auto& p : plan) view_.remove_in_flight(p.node, j.spec.per_task.times(p.tasks), p.tasks);
+  (void)view_.take_grew();
+  if (grew) queue_.note_growth();
+  if (planned < wanted) {
+    wait_for_room(j, verdict);
+    return;
+  }
+  GangId gang = window_.open_gang(j.spec.id);
+  for (const auto& p : plan) {
+    auto tasks = table_.take_pending(j, p.tasks);
+    ClaimRequest c = make_claim(j, p.node, std::move(tasks), j.spec.per_task);
+    Gang& g = window_.gang(gang);
+    g.claims.push_back(c.claim_id);
+    ++g.outstanding;
+    send_claim(std::move(c), p.node, gang, now, out);
+  }
+  queue_.remove(j);
+  rerank(j);
+}
+
+void Scheduler::place_machine(JobRecord& j, TimePoint now, Outbox& out) {
+  // DUCC RESERVE: one whole machine whose memory matches, never a bigger one.
+  auto machine = find_free_machine(view_, j.pool, j.spec.per_task, config_.quantum,
+                                   j.spec.constraints.empty() ? nullptr : &j.spec.constraints);
+  if (!machine) {
+    wait_for_room(j, PlacementVerdict::unschedulable);
+    return;
+  }
+  Resources whole = view_.node(*machine).capacity;
+  Resources counted = whole;
+  if (config_.quantum > 0) counted.set(dim::memory, whole[dim::memory] / config_.quantum * config_.quantum);
+  if (auto no = refuse_by_allotment(j, counted)) {
+    wait(j, WaitCause::not_granted, "not granted: " + *no);
+    return;
+  }
+  machines_[j.spec.id] = whole;
+  auto tasks = table_.take_pending(j, 1);
+  queue_.remove(j);
+  send_claim(make_claim(j, *machine, std::move(tasks), whole), *machine, std::nullopt, now, out);
+}
+
+void Scheduler::claim_ready_holds(TimePoint now, Outbox& out) {
+  for (JobId id : reservations_.ready()) {
+    Hold h;
+    auto parts = reservations_.take_ready(id, &h);
+    for (const auto& p : parts) view_.remove_in_flight(p.node, h.per_task.times(p.tasks), p.tasks);
+    JobRecord* jp = table_.find(id);
+    if (!jp || jp->cancelled) continue;
+    JobRecord& j = *jp;
+    bool still_held = reservations_.of(id) != nullptr;
+    uint32_t need = h.whole ? h.tasks() : 1;
+    if (j.pending() < need) {
+      if (!still_held) queue_.enqueue(j);  // placed meanwhile
+      continue;
+    }
+    std::optional<GangId> gang;
+    if (h.whole) gang = window_.open_gang(id);
+    if (config_.classes[j.class_index].policy == ClassPolicy::reserve) machines_[id] = h.per_task;
+    for (const auto& p : parts) {
+      auto tasks = table_.take_pending(j, std::min(p.tasks, j.pending()));
+      if (tasks.empty()) break;
+      ClaimRequest c = make_claim(j, p.node, std::move(tasks), h.per_task);
+      if (gang) {
+        Gang& g = window_.gang(*gang);
+        g.claims.push_back(c.claim_id);
+        ++g.outstanding;
+      }
+      send_claim(std::move(c), p.node, gang, now, out);
+    }
+    rerank(j);
+    if (!gang && !still_held) queue_.enqueue(j);
+  }
+}
+
+ClaimRequest Scheduler::make_claim(const JobRecord& j, NodeIndex n, std::vector<TaskIndex> tasks,
+                                   const Resources& per_task) {
+  ClaimRequest c;
+  c.claim_id = window_.next_id();
+  c.partition = config_.partition;
+  c.epoch = config_.epoch;
+  c.node = view_.node(n).id;
+  if (config_.strict_cas) c.expected_generation = view_.node(n).generation + view_.node(n).in_flight_changes;
+  c.job = j.spec.id;
+  c.per_task = per_task;
+  c.tasks = std::move(tasks);
+  c.simulated_runtime = j.spec.simulated_runtime;
+  c.launch = j.launch;
+  return c;
+}
+
+void Scheduler::send_claim(ClaimRequest request, NodeIndex n, std::optional<GangId> gang, TimePoint now,
+                           Outbox& out) {
+  view_.add_in_flight(n, request.total(), static_cast<uint32_t>(request.tasks.size()));
+  ++stats_.claims_sent;
+  out.claims.push_back(request);
+  window_.add(std::move(request), n, gang, now);
+}
+
+// --- what others read ------------------------------------------------------------
+
+namespace {
+
+/// How many tasks of `req` the pool's nodes hold now in all, and could hold
+/// if they were empty (for words about gangs, which need all at once).
+std::pair<uint64_t, uint64_t> pool_room(const ClusterView& view, const PlacementRequest& req) {
+  uint64_t now = 0, ever = 0;
+  for (NodeIndex n : view.pool(req.pool).nodes) {
+    const NodeView& v = view.node(n);
+    if (req.constraints && !label_selectors_match(*req.constraints, v.labels)) continue;
+    if (v.state != NodeState::up) continue;
+    ever += static_cast<uint64_t>(std::max<int64_t>(0, req.per_task.copies_fitting_in(v.capacity)));
+    now += tasks_that_fit(v, req.per_task, UINT32_MAX);
+  }
+  return {now, ever};
+}
+
+}  // namespace
+
+std::string Scheduler::explain(JobId id) const {
+  const JobRecord* j = table_.find(id);
+  if (!j) return "unknown job " + std::to_string(id.value);
+  if (j->finished()) return "finished";
+  if (j->pending() == 0) return "all tasks placed";
+  const JobNotes* notes = views_.notes(id);
+  if (const Hold* h = reservations_.of(id)) {
+    std::string nodes;
+    for (const auto& p : h->parts) nodes += (nodes.empty() ? "" : ", ") + std::to_string(view_.node(p.node).id.value);
+    return "room is held for it on node(s) " + nodes +
+           (h->waiting() == 0 ? std::string(", claimed on the next pass")
+                              : " until " + std::to_string(h->waiting()) + " task(s) taken away for it are freed") +
+           (h->why.empty() ? "" : ": " + h->why);
+  }
+  if (notes && (notes->waits == WaitCause::not_granted || notes->waits == WaitCause::capped) &&
+      j->queue.state != QueueState::queued)
+    return notes->reason;
+  switch (j->queue.state) {
+    case QueueState::backing_off:
+      return "backing off until " + format_duration(j->queue.until) + " (" +
+             std::to_string(j->queue.backoff_level) + " backoff(s) in a row): " + (notes ? notes->reason : "");
+    case QueueState::queued:
+      return "waiting for its turn in the queue";
+    case QueueState::idle:
+      if (j->spec.gang && j->count_in(TaskState::claimed) > 0)
+        return "gang: the tasks of an aborted attempt are being released; it is placed again, whole, then";
+      return "not in the queue";
+    case QueueState::waiting_for_capacity:
+      break;
+  }
+  PlacementRequest req = request_for(*j, true);
+  if (j->spec.gang) {
+    auto [now, ever] = pool_room(view_, req);
+    std::string pool = "pool '" + view_.pool(j->pool).name + "'";
+    if (ever < j->pending())
+      return "gang of " + std::to_string(j->pending()) + " tasks can never run: " + pool +
+             " holds at most " + std::to_string(ever) + " tasks of " + req.per_task.to_string() + " at once";
+    return "gang of " + std::to_string(j->pending()) + " tasks waits until all fit at once: " + pool + " has room for " +
+           std::to_string(now) + " now";
+  }
+  auto result = place(view_, req, config_.classes[j->class_index].placement);
+  if (result.verdict == PlacementVerdict::fit) return "room has appeared; it is placed on the next pass";
+  return std::string(result.verdict == PlacementVerdict::unresolvable ? "cannot run as the pool is: "
+                                                                      : "waiting for capacity: ") +
+         result.reason;
+}
+
+Expected<JobView> Scheduler::job_view(JobId id, bool with_tasks) const {
+  const JobRecord* j = table_.find(id);
+  if (!j) return make_error(Errc::unknown_name, "unknown job " + std::to_string(id.value));
+  bool waits = !j->finished() && j->pending() > 0;
+  std::string why = waits ? explain(id) : std::string();
+  if (j->cancelled) why = "cancelled";
+  return views_.view(*j, view_, with_tasks, std::move(why));
+}
+
+void Scheduler::for_each_claim_in_flight(
+    const std::function<void(JobId, const std::vector<TaskIndex>&, NodeId)>& f) const {
+  for (const auto& [id, c] : window_.claims()) f(c.request.job, c.request.tasks, c.request.node);
+}
+
+void Scheduler::for_each_releasing(const std::function<void(TaskRef, NodeId, const Resources&)>& f) const {
+  for (const auto& [id, rel] : window_.releases()) {
+    if (rel.why != Release::Why::removal) continue;
+    const JobRecord& j = table_.at(rel.request.job);
+    for (auto t : rel.request.tasks) f(TaskRef{rel.request.job, t}, rel.request.node, j.spec.per_task);
+  }
+}
+
+void Scheduler::journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, TaskState state, NodeId node,
+                              ClaimId claim, int32_t exit_code) {
+  if (!config_.journal || tasks.empty()) return;
+  Journal::TaskChange c;
+  c.job = job;
+  c.tasks = tasks;
+  c.state = state;
+  c.node = node;
+  c.claim_id = claim;
+  c.exit_code = exit_code;
+  journal_.task_changes.push_back(std::move(c));
+}
+
+}  // namespace claimsched::core

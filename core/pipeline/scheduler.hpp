@@ -1,0 +1,362 @@
+#pragma once
+
+// One partition's scheduler as a pure state machine: the scheduler actor feeds
+// it jobs, replies and node deltas, and sends what it puts in the Outbox. It is
+// a pipeline of stages, each owning its state (core/README.md draws it):
+//
+//   admission -> queue -> policy -> placement -> claim window -> task table
+//                                                     ^
+//                  reconciliation (node reports) -----+      job views (clients)
+//
+// This class wires them: it turns what one stage decides into the next
+// stage's input, and records what must be durable (Journal) or sent (Outbox).
+
+#include <functional>
+#include <optional>
+#include <set>
+#include <unordered_map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/class_config.hpp"
+#include "core/cluster_view.hpp"
+#include "core/pipeline/claim_window.hpp"
+#include "core/pipeline/job_queue.hpp"
+#include "core/pipeline/job_views.hpp"
+#include "core/pipeline/reconciler.hpp"
+#include "core/pipeline/reservations.hpp"
+#include "core/pipeline/stats.hpp"
+#include "core/pipeline/task_table.hpp"
+#include "core/placement.hpp"
+#include "core/protocol.hpp"
+#include "core/status.hpp"
+
+namespace claimsched::core {
+
+struct SchedulerConfig {
+  PartitionId partition{0};
+  Epoch epoch = 1;
+  /// Pools this scheduler places on.
+  std::vector<std::string> pools;
+  /// (pool, parent) for pools of `pools` below another: preemptible work may
+  /// use the pools below its own when its own is full (DUCC squatters).
+  /// Empty: every pool stands alone.
+  std::vector<std::pair<std::string, std::string>> pool_parents;
+  /// Scheduling classes; a job naming no class gets `default_class`.
+  std::vector<ClassConfig> classes{ClassConfig::named("batch")};
+  std::string default_class = "batch";
+  uint32_t max_claims_in_flight = 512;
+  uint32_t max_tasks_per_claim = 64;
+  /// A task whose claims were rejected (or unanswered) this many times in a
+  /// row makes its job back off.
+  uint32_t max_claim_attempts = 3;
+  /// A claim or confirm unanswered this long is given up (claim) or resent (confirm).
+  Duration reply_timeout = std::chrono::seconds(5);
+  /// Strict CAS on the node generation instead of the fit check.
+  bool strict_cas = false;
+  /// Fill-first scans start here and cover this stretch first (see
+  /// PlacementRequest::rotation and span).
+  size_t rotation = 0;
+  size_t rotation_span = SIZE_MAX;
+  /// Jobs waiting for capacity are looked at again at most this often.
+  Duration unpark_interval = std::chrono::milliseconds(5);
+  /// After its tasks exhaust max_claim_attempts a job waits this long before
+  /// it is placed again, doubling each time up to max_backoff: parallel
+  /// schedulers racing for the same last bits of room then take turns
+  /// instead of rejecting each other in a loop.
+  Duration initial_backoff = std::chrono::milliseconds(10);
+  Duration max_backoff = std::chrono::seconds(5);
+  /// YTsaurus resource_limits per pool: the work of a pool and of the pools
+  /// below it holds at most this (sorted by pool).
+  std::vector<std::pair<std::string, Limits>> pool_limits;
+  /// DUCC's share quantum for memory: a reservation matches machines by it
+  /// (0: exactly).
+  int64_t quantum = 0;
+  /// DUCC allotments: what one user may hold in non-preemptible classes, over
+  /// all of them (global, with per-user overrides sorted by user); each
+  /// class may cap it further (ClassConfig::allotment).
+  Limits global_allotment;
+  std::vector<std::pair<std::string, Limits>> user_allotments;
+  /// Record what must be durable in the journal (see Scheduler::take_journal).
+  bool journal = false;
+  /// After a restart, tasks the store says run on a node that has not
+  /// reported again by then are declared lost and placed again.
+  Duration recovery_grace = std::chrono::seconds(30);
+
+  Status validate() const;
+  const ClassConfig* find_class(std::string_view name) const;
+  /// What `user` may hold over all non-preemptible classes.
+  const Limits& allotment_of(std::string_view user) const;
+};
+
+/// What the scheduler wants sent. The actor drains it after every call.
+struct Outbox {
+  std::vector<ClaimRequest> claims;
+  std::vector<ConfirmRequest> confirms;
+  std::vector<ReleaseRequest> releases;
+  /// Nodes whose generation sequence had a gap: ask for a full snapshot.
+  std::vector<NodeId> snapshot_requests;
+  /// Jobs that reached a final state since the last drain.
+  std::vector<JobId> finished_jobs;
+
+  bool empty() const {
+    return claims.empty() && confirms.empty() && releases.empty() && snapshot_requests.empty() &&
+           finished_jobs.empty();
+  }
+  void clear() {
+    claims.clear();
+    confirms.clear();
+    releases.clear();
+    snapshot_requests.clear();
+    finished_jobs.clear();
+  }
+};
+
+/// Changes the scheduler made that must be durable before what depends on
+/// them is sent: a job is acknowledged, and a placement confirmed, only after
+/// the batch holding its entry is durable. The actor writes them to the
+/// partition store (without a store it drops them).
+struct Journal {
+  /// New task states: placed (claimed on a node, about to be confirmed), back
+  /// to pending, or final.
+  struct TaskChange {
+    JobId job;
+    std::vector<TaskIndex> tasks;
+    TaskState state = TaskState::pending;
+    NodeId node;
+    ClaimId claim_id;
+    int32_t exit_code = 0;
+  };
+  std::vector<JobSpec> jobs_accepted;
+  std::vector<TaskChange> task_changes;
+  std::vector<NodeSpec> nodes_registered;
+  /// Jobs the user cancelled (their record is kept, marked cancelled).
+  std::vector<JobSpec> jobs_cancelled;
+
+  bool empty() const {
+    return jobs_accepted.empty() && task_changes.empty() && nodes_registered.empty() && jobs_cancelled.empty();
+  }
+  void clear() {
+    jobs_accepted.clear();
+    task_changes.clear();
+    nodes_registered.clear();
+    jobs_cancelled.clear();
+  }
+};
+
+/// A task as the partition store remembers it, for Scheduler::restore_job.
+struct RestoredTask {
+  TaskIndex index = 0;
+  TaskState state = TaskState::pending;
+  /// The node it was placed on (claimed or running); zero, the store's
+  /// encoding, when none (restore_job turns it into an optional).
+  NodeId node;
+  int32_t exit_code = 0;
+};
+
+class Scheduler {
+ public:
+  explicit Scheduler(SchedulerConfig config);
+
+  const SchedulerConfig& config() const { return config_; }
+
+  // --- admission ---------------------------------------------------------
+  /// A node of one of our pools registered (or re-registered) with its snapshot.
+  Status add_node(const NodeSpec& spec, const NodeSnapshot& snapshot);
+  /// Accepts a job into the queue. Errors name the offending field.
+  Status submit(JobSpec job, TimePoint now);
+  /// Rebuilds a job from the partition store after a restart. Final tasks stay
+  /// final; tasks recorded on a node count as running until that node reports
+  /// (reconcile_node) or recovery_grace passes; the rest are pending.
+  Status restore_job(JobSpec job, std::vector<RestoredTask> tasks, TimePoint now, bool cancelled = false);
+
+  /// Restore: when a running task started and whether it passed
+  /// initialization (the store keeps neither; a policy snapshot does).
+  void restore_started(TaskRef task, TimePoint started, bool initialized);
+
+  // --- reconciliation ----------------------------------------------------
+  /// Compares a node's full report with the records, on every
+  /// (re)registration (Reconciler states the rule). `restarted`: the report
+  /// is the first from a new incarnation of a node this scheduler knew (its
+  /// agent restarted within the grace): every task believed running there
+  /// that the node does not hold is lost too. Not for a node that only
+  /// re-subscribes: its report may predate placements made since, which it
+  /// would wrongly declare lost.
+  void reconcile_node(const NodeReport& report, TimePoint now, Outbox& out, bool restarted = false);
+  /// A node stopped answering (its heartbeats stopped for the grace period):
+  /// it takes no more claims, and what ran there is lost and goes back to the
+  /// queue (within the job's max_lost_retries). When the node comes back it
+  /// registers again and reconcile_node decides what it still runs.
+  void node_down(NodeId node, TimePoint now, Outbox& out);
+
+  // --- policy --------------------------------------------------------------
+  /// Orders `job` within its priority: a higher rank first, until the job
+  /// holds `fair_tasks` tasks (0: no limit); then it goes behind every job
+  /// that is still below its share.
+  void set_fair_share(JobId job, int64_t rank, uint32_t fair_tasks);
+  /// DUCC's caps: `job` may hold at most `cap` tasks (claimed or running)
+  /// until told otherwise (nullopt: no cap); `why` says which rule.
+  void set_cap(JobId job, std::optional<uint32_t> cap, const std::string& why);
+  /// Sets room aside for a job (see Reservations): claimed once every victim
+  /// in hold.waiting_for is freed. Errors: unknown job or node, too few
+  /// pending tasks, the job holds room already.
+  Status hold(Hold hold);
+  /// Takes a running task away (policy preemption, or eviction), with the
+  /// reason in words: its allocation is released on its node with `kind`
+  /// (TaskState::preempted or TaskState::evicted) as the end state, and the
+  /// task goes back to the queue to run again. When the node has freed it,
+  /// `for_job` (the preemptor) is looked at before anything else that waits,
+  /// so the room goes to it. Errors: unknown or not running.
+  Status preempt(TaskRef task, TaskState kind, const std::string& why, TimePoint now, Outbox& out,
+                 std::optional<JobId> for_job = std::nullopt);
+  /// Cancels a job: pending tasks end as cancelled, running ones are released
+  /// on their nodes (the agent kills them) and end as cancelled. Errors:
+  /// unknown job, or a job that already ended.
+  Status cancel(JobId job, TimePoint now, Outbox& out);
+
+  // --- the pipeline's passes -------------------------------------------------
+  /// Placement begins: time a job queued before this is not counted as
+  /// placement latency (a sim holds its schedulers while it queues a load).
+  void start(TimePoint now) { started_at_ = now; }
+  /// Fills the window of claims in flight from the queue.
+  void schedule(TimePoint now, Outbox& out);
+  void on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& out);
+  void on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbox& out);
+  void on_release_reply(const ReleaseReply& reply, TimePoint now, Outbox& out);
+  void on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out);
+  /// Periodic: gives up on unanswered claims, resends unanswered confirms
+  /// and releases, ends recovery's grace.
+  void on_tick(TimePoint now, Outbox& out);
+  /// When schedule() has work that waits only for time to pass (a job's
+  /// backoff ends, or waiting jobs may be looked at again after capacity
+  /// grew), or kNever. The actor wakes itself then.
+  TimePoint next_wakeup() const;
+  /// What must be durable before the confirms and acknowledgements of the
+  /// same step are sent; empty unless config().journal.
+  Journal take_journal() { return std::exchange(journal_, Journal{}); }
+
+  // --- what others read --------------------------------------------------------
+  const SchedulerStats& stats() const { return stats_; }
+  const ClusterView& view() const { return view_; }
+  const TaskTable& tasks() const { return table_; }
+  const JobQueue& queue() const { return queue_; }
+  const ClaimWindow& window() const { return window_; }
+  const Reservations& reservations() const { return reservations_; }
+  /// What a job holds (claimed or running) as allotments count it: a
+  /// reservation its whole machine (memory in quanta).
+  Resources held_resources(const JobRecord& j) const;
+  const JobRecord* job(JobId id) const { return table_.find(id); }
+  const JobNotes* notes(JobId id) const { return views_.notes(id); }
+  size_t queued_jobs() const { return queue_.queued(); }
+  size_t parked_jobs() const { return queue_.waiting(); }
+  size_t backing_off_jobs() const { return queue_.backing_off(); }
+  size_t claims_in_flight() const { return window_.size(); }
+  uint64_t pending_tasks() const { return table_.pending_tasks(); }
+  uint64_t running_tasks() const { return table_.running_tasks(); }
+  /// Tasks restored on a node that has not reported since the restart.
+  uint64_t unverified_tasks() const { return reconciler_.unverified(); }
+  /// True once a node told us a newer owner has the partition.
+  bool fenced() const { return fenced_; }
+  /// Why a job is pending, in words (from its recorded verdict and the view now).
+  std::string explain(JobId id) const;
+  /// What a client sees of a job (with its tasks, or without for listings).
+  Expected<JobView> job_view(JobId id, bool with_tasks) const;
+  /// Calls f(job, tasks, node) for every claim in flight (placements under
+  /// way), in claim id order.
+  void for_each_claim_in_flight(
+      const std::function<void(JobId, const std::vector<TaskIndex>&, NodeId)>& f) const;
+  /// Calls f(task, node, resources) for every preempted or evicted task whose
+  /// node has not freed it yet.
+  void for_each_releasing(const std::function<void(TaskRef, NodeId, const Resources&)>& f) const;
+  /// Calls f for every job, in id order.
+  void for_each_job(const std::function<void(const JobRecord&)>& f) const { table_.for_each_in_id_order(f); }
+  /// Checks that every job's task counts add up and every task is in exactly
+  /// one state; returns the first problem found.
+  Status check_accounting() const { return table_.check_accounting(); }
+
+ private:
+  // placement (scheduler.cpp)
+  PlacementRequest request_for(const JobRecord& j, bool explain) const;
+  /// Places one batch of j (with `squat`, also in its pool's subpools);
+  /// false if nothing was placed.
+  bool place_batch(JobRecord& j, bool squat, TimePoint now, Outbox& out);
+  void place_whole(JobRecord& j, TimePoint now, Outbox& out);
+  void place_machine(JobRecord& j, TimePoint now, Outbox& out);
+  void claim_ready_holds(TimePoint now, Outbox& out);
+  void drop_hold(JobId job);
+  /// Why the allotments refuse `need` more for j now, or nothing.
+  std::optional<std::string> refuse_by_allotment(const JobRecord& j, const Resources& need) const;
+  /// How many more tasks DUCC's caps let j hold (the initialization cap, and
+  /// what the policy last said), or nothing.
+  std::optional<uint32_t> cap_room(const JobRecord& j) const;
+  /// A capped job whose cap rose goes back in line.
+  void uncap(JobRecord& j);
+  /// The most tasks of j placed in one go (up to its fair share).
+  uint32_t batch_limit(const JobRecord& j) const;
+  /// How many more tasks of j the resource_limits of its pool and the pools
+  /// above allow; `why` names the pool when none.
+  uint32_t limits_room(const JobRecord& j, std::string* why) const;
+  void wait_for_room(JobRecord& j, PlacementVerdict verdict);
+  void wait(JobRecord& j, WaitCause cause, std::string why);
+  ClaimRequest make_claim(const JobRecord& j, NodeIndex n, std::vector<TaskIndex> tasks,
+                          const Resources& per_task);
+  void send_claim(ClaimRequest request, NodeIndex n, std::optional<GangId> gang, TimePoint now, Outbox& out);
+  int64_t effective_rank(const JobRecord& j) const;
+  void rerank(JobRecord& j);
+  // claims (claims.cpp)
+  void confirm_claim(Claim& c, TimePoint now, Outbox& out);
+  void mark_running(JobRecord& j, const Claim& c, TimePoint now);
+  void claim_failed(ClaimId id, const std::string& why, bool count_attempt, TimePoint now, Outbox& out);
+  void gang_step(GangId gang, TimePoint now, Outbox& out);
+  void abort_gang(GangId gang, TimePoint now, Outbox& out);
+  void give_up_claim(ClaimId id, TimePoint now, Outbox& out);
+  /// Tasks back to the queue (or cancelled, for a cancelled job); with
+  /// count_attempt each uses one of its claim attempts, and a task out of
+  /// attempts makes the job back off with `why`.
+  void return_to_queue(JobRecord& j, const std::vector<TaskIndex>& tasks, bool count_attempt,
+                       const std::string& why, TimePoint now);
+  void observe_generation(NodeIndex n, const NodeSnapshot& s, bool is_change, Outbox& out);
+  void on_fenced() { fenced_ = true; }
+  // tasks ending (nodes.cpp)
+  void process_events(const NodeDelta& delta, TimePoint now, Outbox& out);
+  /// A task left its node (ended, or its node was lost): by the job's retry
+  /// limits it runs again or ends in the event's final state.
+  void end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbox& out);
+  void record_final(JobRecord& j, const NodeEvent& ev);
+  void maybe_finished(JobRecord& j, TimePoint now, Outbox& out);
+  void apply(const ReconcileDecision& d, NodeIndex n, NodeId node, TimePoint now, Outbox& out);
+  void declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, TimePoint now);
+  void journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, TaskState state, NodeId node, ClaimId claim,
+                     int32_t exit_code = 0);
+
+  SchedulerConfig config_;
+  // The stages' state.
+  ClusterView view_;         // placement
+  TaskTable table_;          // task table
+  JobQueue queue_;           // queue
+  ClaimWindow window_;       // claim window
+  Reconciler reconciler_;    // reconciliation
+  JobViews views_;           // job views
+  Reservations reservations_;  // placement (room held for the policy)
+  /// What the policy said about a job: its rank in the queue, its fair share
+  /// in tasks, its cap (policy).
+  struct PolicyMark {
+    int64_t rank = 0;
+    uint32_t fair_tasks = 0;
+    std::optional<uint32_t> cap;
+  };
+  std::unordered_map<JobId, PolicyMark> marks_;
+  /// Non-preemptible jobs not finished (their usage counts against allotments).
+  std::set<JobId> non_preemptible_;
+  /// Reservations: the machine each holds (claimed or running).
+  std::unordered_map<JobId, Resources> machines_;
+  /// resource_limits by the view's pool index (none: unlimited).
+  std::vector<std::optional<Limits>> limits_;
+  bool fenced_ = false;
+  TimePoint started_at_ = TimePoint::min();
+  Journal journal_;
+  SchedulerStats stats_;
+};
+
+}  // namespace claimsched::core

@@ -1,0 +1,167 @@
+#include "core/pipeline/task_table.hpp"
+
+#include <algorithm>
+
+namespace claimsched::core {
+
+std::string_view to_string(QueueState s) {
+  switch (s) {
+    case QueueState::idle:
+      return "idle";
+    case QueueState::queued:
+      return "queued";
+    case QueueState::waiting_for_capacity:
+      return "waiting_for_capacity";
+    case QueueState::backing_off:
+      return "backing_off";
+  }
+  return "unknown";
+}
+
+bool JobRecord::finished() const {
+  uint32_t done = 0;
+  for (size_t s = static_cast<size_t>(TaskState::succeeded); s < by_state.size(); ++s) done += by_state[s];
+  return done == spec.count;
+}
+
+Expected<JobRecord*> TaskTable::add(JobRecord job) {
+  JobId id = job.spec.id;
+  if (jobs_.contains(id))
+    return make_error(Errc::duplicate, "job " + std::to_string(id.value) + " already exists");
+  job.by_state = TaskCounts{};
+  job.by_state[static_cast<size_t>(TaskState::pending)] = job.spec.count;
+  job.next_fresh = 0;
+  job.requeued.clear();
+  job.tasks.clear();
+  pending_tasks_ += job.spec.count;
+  return &jobs_.emplace(id, std::move(job)).first->second;
+}
+
+JobRecord* TaskTable::find(JobId id) {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+const JobRecord* TaskTable::find(JobId id) const {
+  auto it = jobs_.find(id);
+  return it == jobs_.end() ? nullptr : &it->second;
+}
+
+void TaskTable::set_state(JobRecord& j, TaskIndex t, TaskState s) {
+  if (j.tasks.empty()) j.tasks.resize(j.spec.count);
+  TaskRecord& r = j.tasks[t];
+  if (r.state == s) return;
+  auto held = [](TaskState x) { return x == TaskState::claimed || x == TaskState::running; };
+  if (held(r.state) != held(s)) {
+    if (held_by_pool_.size() <= j.pool) held_by_pool_.resize(j.pool + 1);
+    if (held(s))
+      held_by_pool_[j.pool] += j.spec.per_task;
+    else
+      held_by_pool_[j.pool] -= j.spec.per_task;
+  }
+  if (r.state == TaskState::running) --running_tasks_;
+  if (r.state == TaskState::pending) --pending_tasks_;
+  if (s == TaskState::running) ++running_tasks_;
+  if (s == TaskState::pending) ++pending_tasks_;
+  --j.by_state[static_cast<size_t>(r.state)];
+  ++j.by_state[static_cast<size_t>(s)];
+  r.state = s;
+}
+
+std::vector<TaskIndex> TaskTable::take_pending(JobRecord& j, uint32_t n) {
+  std::vector<TaskIndex> out;
+  out.reserve(n);
+  while (out.size() < n && !j.requeued.empty()) {
+    out.push_back(j.requeued.back());
+    j.requeued.pop_back();
+  }
+  while (out.size() < n && j.next_fresh < j.spec.count) out.push_back(j.next_fresh++);
+  for (auto t : out) set_state(j, t, TaskState::claimed);
+  return out;
+}
+
+std::vector<TaskIndex> TaskTable::requeue(JobRecord& j, const std::vector<TaskIndex>& tasks) {
+  std::vector<TaskIndex> journaled;
+  for (auto t : tasks) {
+    set_state(j, t, TaskState::pending);
+    TaskRecord& r = j.tasks[t];
+    r.node.reset();
+    r.initialized = false;
+    if (r.journaled) {
+      r.journaled = false;
+      journaled.push_back(t);
+    }
+    j.requeued.push_back(t);
+  }
+  return journaled;
+}
+
+std::vector<TaskIndex> TaskTable::end_pending(JobRecord& j, TaskState state) {
+  std::vector<TaskIndex> out = j.requeued;
+  for (TaskIndex t = j.next_fresh; t < j.spec.count; ++t) out.push_back(t);
+  j.requeued.clear();
+  j.next_fresh = j.spec.count;
+  std::sort(out.begin(), out.end());
+  for (auto t : out) set_state(j, t, state);
+  return out;
+}
+
+void TaskTable::set_restored_pending(JobRecord& j, TaskIndex next_fresh, std::vector<TaskIndex> requeued) {
+  j.next_fresh = next_fresh;
+  // Lowest index first out of the stack.
+  std::sort(requeued.begin(), requeued.end(), std::greater<>());
+  j.requeued = std::move(requeued);
+}
+
+std::vector<TaskRef> TaskTable::running_on(NodeIndex n) const {
+  std::vector<TaskRef> out;
+  for (const auto& [id, j] : jobs_) {
+    if (j.count_in(TaskState::running) == 0) continue;
+    for (TaskIndex t = 0; t < j.tasks.size(); ++t)
+      if (j.tasks[t].state == TaskState::running && j.tasks[t].node == n) out.push_back(TaskRef{id, t});
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+void TaskTable::for_each_in_id_order(const std::function<void(const JobRecord&)>& f) const {
+  std::vector<JobId> ids;
+  ids.reserve(jobs_.size());
+  for (const auto& [id, j] : jobs_) ids.push_back(id);
+  std::sort(ids.begin(), ids.end());
+  for (auto id : ids) f(jobs_.at(id));
+}
+
+Status TaskTable::check_accounting() const {
+  uint64_t pending = 0, running = 0;
+  for (const auto& [id, j] : jobs_) {
+    uint64_t sum = 0;
+    for (auto c : j.by_state) sum += c;
+    auto name = "job " + std::to_string(id.value);
+    if (sum != j.spec.count)
+      return make_error(Errc::wrong_state, name + ": task states add up to " + std::to_string(sum) +
+                                               ", count is " + std::to_string(j.spec.count));
+    if (j.count_in(TaskState::pending) != j.pending())
+      return make_error(Errc::wrong_state, name + ": " + std::to_string(j.pending()) + " tasks queued but " +
+                                               std::to_string(j.count_in(TaskState::pending)) + " pending");
+    if (!j.tasks.empty()) {
+      TaskCounts seen{};
+      for (const auto& t : j.tasks) ++seen[static_cast<size_t>(t.state)];
+      if (seen != j.by_state)
+        return make_error(Errc::wrong_state, name + ": per-task states disagree with the counts");
+      for (auto t : j.requeued)
+        if (j.tasks[t].state != TaskState::pending)
+          return make_error(Errc::wrong_state, name + ": task " + std::to_string(t) + " is queued but " +
+                                                   std::string(to_string(j.tasks[t].state)));
+    }
+    pending += j.count_in(TaskState::pending);
+    running += j.count_in(TaskState::running);
+  }
+  if (pending != pending_tasks_ || running != running_tasks_)
+    return make_error(Errc::wrong_state, "the table counts " + std::to_string(pending_tasks_) + " pending and " +
+                                             std::to_string(running_tasks_) + " running tasks, its jobs " +
+                                             std::to_string(pending) + " and " + std::to_string(running));
+  return Status::ok();
+}
+
+}  // namespace claimsched::core

@@ -1,0 +1,261 @@
+#include "core/policy/stage.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "core/policy/engine.hpp"
+#include "core/policy/util.hpp"
+#include "core/policy/policy.hpp"
+
+namespace claimsched::core::policy {
+
+Status PolicyConfig::validate() const {
+  if (interval.count() <= 0) return make_error(Errc::invalid_argument, "policy interval must be positive");
+  Snapshot probe;
+  probe.settings = settings;
+  probe.pools = pools;
+  probe.classes = classes;
+  probe.users = users;
+  return policy::validate(probe);
+}
+
+PolicyStage::PolicyStage(PolicyConfig config) : config_(std::move(config)) {}
+
+int64_t queue_rank(const JobRow& row) {
+  // DESIGN.md's order within a priority: by deficit below fair share. Jobs
+  // above their share go last, so room freed by preemption (or by tasks
+  // ending) reaches the jobs it was freed for, not the ones it came from.
+  if (row.usage_share > row.fair_share_share) return -2;
+  if (row.fair_share_share <= 0) return 0;
+  // The deficit as a fraction of the fair share, in 2^-32 units, above a
+  // level per starvation status.
+  constexpr int64_t kLevel = int64_t{1} << 33;
+  Share deficit = row.fair_share_share - row.usage_share;
+  auto fraction = mul_div_floor(deficit, int64_t{1} << 32, row.fair_share_share);
+  int64_t level = row.starvation == StarvationStatus::aggressively_starving ? 3
+                  : row.starvation == StarvationStatus::starving           ? 2
+                                                                           : 1;
+  return level * kLevel + fraction;
+}
+
+namespace {
+
+/// The pool a class of the scheduler is bound to in the policy's tree.
+std::string class_pool(const ClassConfig& c, const PolicyConfig& config, const std::vector<PoolSpec>& pools) {
+  if (!c.pool.empty()) return c.pool;
+  for (const auto& k : config.classes)
+    if (k.name == c.name && !k.pool.empty()) return k.pool;
+  for (const auto& p : pools)
+    if (p.parent.empty()) return p.name;
+  return pools.empty() ? std::string() : pools.front().name;
+}
+
+bool below(const std::vector<PoolSpec>& pools, const std::string& pool, const std::string& ancestor) {
+  std::string at = pool;
+  for (size_t steps = 0; steps <= pools.size(); ++steps) {
+    if (at == ancestor) return true;
+    auto it = std::find_if(pools.begin(), pools.end(), [&](const PoolSpec& p) { return p.name == at; });
+    if (it == pools.end() || it->parent.empty()) return false;
+    at = it->parent;
+  }
+  return false;
+}
+
+}  // namespace
+
+void PolicyStage::observe(JobId job, bool initialized, std::optional<PredictionInfo> prediction) {
+  observed_[job] = {initialized, std::move(prediction)};
+}
+
+Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) const {
+  const SchedulerConfig& sc = scheduler.config();
+  const ClusterView& view = scheduler.view();
+  Snapshot snap;
+  snap.now = now;
+  snap.settings = config_.settings;
+  // One class model: the scheduler's classes, allotments and quantum.
+  snap.settings.default_class = sc.default_class;
+  snap.settings.quantum = sc.quantum;
+  snap.settings.global_allotment = sc.global_allotment;
+  snap.pools = config_.pools;
+  for (size_t p = 0; p < view.pool_count(); ++p) {
+    const std::string& name = view.pool(static_cast<uint32_t>(p)).name;
+    if (std::none_of(snap.pools.begin(), snap.pools.end(), [&](const PoolSpec& s) { return s.name == name; })) {
+      PoolSpec spec;
+      spec.name = name;
+      if (auto parent = view.pool(static_cast<uint32_t>(p)).parent) spec.parent = view.pool(*parent).name;
+      snap.pools.push_back(std::move(spec));
+    }
+  }
+  for (ClassConfig c : sc.classes) {
+    c.pool = class_pool(c, config_, snap.pools);
+    snap.classes.push_back(std::move(c));
+  }
+  for (const auto& [user, limits] : sc.user_allotments) snap.users.push_back(UserSpec{user, limits});
+
+  // The policy sees the partition as it will be once what is under way
+  // lands: tasks being taken away already gone (their room free), claims in
+  // flight and held room already running. Otherwise every cycle until the
+  // nodes answer would see the preemptor still starving and preempt again.
+  std::vector<Resources> freeing(view.node_count());
+  std::set<TaskRef> leaving;
+  scheduler.for_each_releasing([&](TaskRef task, NodeId node, const Resources& r) {
+    if (auto n = view.find_node(node)) freeing[*n] += r;
+    leaving.insert(task);
+  });
+  std::map<JobId, std::vector<AllocationInfo>> landing;
+  for (const auto& [id, c] : scheduler.window().claims())
+    for (auto t : c.request.tasks) landing[c.request.job].push_back(AllocationInfo{t, c.request.node, now, false, false, true});
+  std::map<JobId, uint32_t> held;
+  for (const auto& [job, h] : scheduler.reservations().all()) {
+    const JobRecord* j = scheduler.job(job);
+    if (!j) continue;
+    // Held tasks have no index yet: they are named past the job's count.
+    TaskIndex next = j->spec.count;
+    for (const auto& p : h.parts)
+      for (uint32_t k = 0; k < p.tasks; ++k)
+        landing[job].push_back(AllocationInfo{next++, view.node(p.node).id, now, false, false, true});
+    held[job] = h.tasks();
+  }
+  snap.nodes.reserve(view.node_count());
+  for (NodeIndex n = 0; n < view.node_count(); ++n) {
+    const NodeView& v = view.node(n);
+    NodeInfo info;
+    info.id = v.id;
+    auto named = names_.find(v.id);
+    info.name = named != names_.end() ? named->second : "node-" + std::to_string(v.id.value);
+    info.pool = view.pool(v.pool).name;
+    info.capacity = v.capacity;
+    info.free = (v.available() + freeing[n]).min(v.capacity);
+    info.state = v.state;
+    info.labels = v.labels;
+    snap.nodes.push_back(std::move(info));
+  }
+  scheduler.for_each_job([&](const JobRecord& j) {
+    if (j.finished() || j.cancelled) return;
+    JobInfo info;
+    info.id = j.spec.id;
+    info.name = j.spec.name;
+    info.user = j.spec.user;
+    info.job_class = j.spec.job_class;
+    const ClassConfig& cls = sc.classes[j.class_index];
+    // Where its tasks may run, when that is below its class's pool.
+    if (below(snap.pools, j.spec.pool, snap.classes[j.class_index].pool)) info.pool = j.spec.pool;
+    info.per_task = j.spec.per_task;
+    uint32_t h = held.count(j.spec.id) ? held[j.spec.id] : 0;
+    info.pending = j.pending() - std::min(h, j.pending());
+    info.preemptible = j.spec.preemptible;
+    info.submit_time = j.spec.submit_time;
+    info.constraints = j.spec.constraints;
+    // DUCC's inputs: what the tasks showed (a task that started passed
+    // initialization; tasks are the work items a prediction counts).
+    info.initialized = j.initialized;
+    if (cls.prediction && j.observed.successes > 0) {
+      PredictionInfo p;
+      p.remaining_work = j.pending() + j.held();
+      p.time_per_item = j.observed.run_time / j.observed.successes;
+      if (j.observed.starts > 0) p.init_time = j.observed.start_time / j.observed.starts;
+      info.prediction = p;
+    }
+    if (auto it = observed_.find(j.spec.id); it != observed_.end()) {
+      info.initialized = it->second.first;
+      info.prediction = it->second.second;
+    }
+    if (const JobNotes* n = scheduler.notes(j.spec.id))
+      info.fragmented = n->fragmented && n->waits == WaitCause::no_room &&
+                        j.queue.state == QueueState::waiting_for_capacity;
+    for (TaskIndex t = 0; t < j.tasks.size(); ++t) {
+      const TaskRecord& r = j.tasks[t];
+      if (r.state != TaskState::running || !r.node || leaving.count(TaskRef{j.spec.id, t})) continue;
+      AllocationInfo a;
+      a.index = t;
+      a.node = view.node(*r.node).id;
+      a.start = std::min(r.started, now);
+      a.initialized = r.initialized;
+      a.interruptible = interruptible_.count(TaskRef{j.spec.id, t}) > 0;
+      info.allocations.push_back(a);
+    }
+    if (auto it = landing.find(j.spec.id); it != landing.end())
+      info.allocations.insert(info.allocations.end(), it->second.begin(), it->second.end());
+    snap.jobs.push_back(std::move(info));
+  });
+  return snap;
+}
+
+void PolicyStage::apply_marks(Scheduler& scheduler, const CycleResult& result, CycleSummary& summary) const {
+  for (const JobRow& row : result.jobs) {
+    int64_t rank = queue_rank(row);
+    if (rank > 0) ++summary.boosted;
+    // Whole tasks up to its fair share (DUCC), at least one when it has any.
+    uint32_t fair_tasks = row.fair_tasks > 0 ? std::max<uint32_t>(1, static_cast<uint32_t>(row.fair_tasks)) : 0;
+    scheduler.set_fair_share(row.id, rank, fair_tasks);
+    if (row.cap_reason != CapReason::none && row.cap < row.running + row.pending)
+      scheduler.set_cap(row.id, row.cap, std::string(to_string(row.cap_reason)) + " (" + std::to_string(row.cap) + " tasks)");
+    else
+      scheduler.set_cap(row.id, std::nullopt, "");
+  }
+}
+
+Expected<CycleResult> PolicyStage::rank(Scheduler& scheduler, TimePoint now) {
+  auto result = run_cycle(snapshot_of(scheduler, now), scheduler.view(), state_);
+  if (!result) return result.error();
+  CycleSummary ignored;
+  apply_marks(scheduler, *result, ignored);
+  return result;
+}
+
+Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, Outbox& out) {
+  auto result = run_cycle(snapshot_of(scheduler, now), scheduler.view(), state_);
+  if (!result) return result.error();
+  state_ = result->next_state;
+  CycleSummary summary;
+  std::set<TaskRef> taken;
+  for (const Removal& r : result->plan.removals) {
+    TaskState kind = r.kind == RemovalKind::preemption ? TaskState::preempted : TaskState::evicted;
+    if (scheduler.preempt(r.task, kind, describe(r), now, out, r.preemptor)) {
+      ++(kind == TaskState::preempted ? summary.preemptions : summary.evictions);
+      taken.insert(r.task);
+    } else {
+      ++summary.skipped;
+    }
+  }
+  // Where the room goes: one hold per job (a non-preemptible request's parts
+  // are claimed together).
+  const ClusterView& view = scheduler.view();
+  std::map<JobId, Hold> holds;
+  for (const Placement& p : result->plan.placements) {
+    const JobRecord* j = scheduler.job(p.job);
+    auto node = view.find_node(p.node);
+    if (!j || !node) continue;
+    const ClassConfig& cls = scheduler.config().classes[j->class_index];
+    Hold& h = holds[p.job];
+    h.job = p.job;
+    h.whole = cls.policy == ClassPolicy::fixed_share || j->spec.gang;
+    // The job's own size; a reservation claims its whole machine.
+    h.per_task = cls.policy == ClassPolicy::reserve ? view.node(*node).capacity : j->spec.per_task;
+    Hold::Part part{*node, p.count, {}};
+    for (const auto& v : p.waits_for)
+      if (taken.count(v)) part.waiting_for.push_back(v);
+    h.parts.push_back(std::move(part));
+    h.why = std::string(to_string(p.stage)) + " placement of the policy";
+  }
+  for (auto& [job, h] : holds) {
+    // A gang is placed whole by the queue; a part of it cannot be held.
+    const JobRecord* j = scheduler.job(job);
+    if (j->spec.gang && h.tasks() < j->pending()) {
+      ++summary.skipped;
+      continue;
+    }
+    if (scheduler.hold(std::move(h)))
+      ++summary.held;
+    else
+      ++summary.skipped;
+  }
+  apply_marks(scheduler, *result, summary);
+  last_ = std::move(*result);
+  return summary;
+}
+
+}  // namespace claimsched::core::policy

@@ -1,0 +1,128 @@
+#pragma once
+
+// The policy stage of a partition's pipeline (core/README.md): fair share,
+// starvation, preemption and DUCC's caps over a live Scheduler.
+//
+// Each cycle it takes a Snapshot of the scheduler (what runs, what lands,
+// what is being taken away), runs the policy (run_cycle: how much each job,
+// class and pool should get; which tasks to take away; where the room goes,
+// asked of the placement engine over the scheduler's own view), and hands the
+// decisions back to the scheduler's stages:
+//   - ranks: jobs below their fair share are looked at first (the queue);
+//   - caps: DUCC's initialization cap, expand-by-doubling, prediction;
+//   - removals: Scheduler::preempt (preempted or evicted, with the reason and
+//     the preemptor in words);
+//   - where the freed room goes: Scheduler::hold, claimed once the victims
+//     are freed (a starving job's task, a non-preemptible request, a
+//     reservation's machine, defragmentation's hole).
+// The scheduler's queue fills free room itself between cycles; evaluate()
+// runs the same pipeline on a snapshot (claimsched policy eval).
+//
+// Pure like the rest of core/: time and the scheduler are parameters.
+
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "core/pipeline/scheduler.hpp"
+#include "core/policy/model.hpp"
+#include "core/policy/result.hpp"
+
+namespace claimsched::core::policy {
+
+struct PolicyConfig {
+  /// The pool tree; must hold every pool the scheduler's nodes are in
+  /// (pools it lacks are added as roots).
+  std::vector<PoolSpec> pools;
+  /// The configuration file's classes and users. The stage reads classes,
+  /// allotments and the quantum from the scheduler's configuration (one
+  /// class model for the live path and the policy): a class there without a
+  /// pool is bound to the pool of the class of the same name here, else to
+  /// the first root pool.
+  std::vector<ClassSpec> classes;
+  std::vector<UserSpec> users;
+  PolicySettings settings;
+  /// How often a cycle runs.
+  Duration interval = std::chrono::seconds(1);
+
+  Status validate() const;
+};
+
+struct CycleSummary {
+  uint32_t preemptions = 0;
+  uint32_t evictions = 0;
+  /// Jobs ranked ahead because they are below their fair share.
+  uint32_t boosted = 0;
+  /// Room held for jobs (placements that wait for victims, or none).
+  uint32_t held = 0;
+  /// Removals or holds the scheduler refused (the task ended meanwhile).
+  uint32_t skipped = 0;
+};
+
+/// Where a job goes within its priority in the scheduler's queue (higher
+/// first): below its fair share by how far below, plus a level when starving
+/// and another when aggressively starving; 0 at its share, -2 above it (the
+/// scheduler itself moves a job that reaches its fair share in tasks to -1:
+/// behind those below their share, ahead of those above it).
+int64_t queue_rank(const JobRow& row);
+
+class PolicyStage {
+ public:
+  explicit PolicyStage(PolicyConfig config);
+
+  const PolicyConfig& config() const { return config_; }
+  const PolicyState& state() const { return state_; }
+  void set_state(PolicyState state) { state_ = std::move(state); }
+
+  /// The policy's view of `scheduler` at `now`: what runs (tasks being taken
+  /// away already gone, their room free), what lands (claims in flight and
+  /// held room, as running).
+  Snapshot snapshot_of(const Scheduler& scheduler, TimePoint now) const;
+
+  /// One cycle: snapshot, run_cycle, hand the decisions to the scheduler
+  /// (releases go to `out`).
+  Expected<CycleSummary> cycle(Scheduler& scheduler, TimePoint now, Outbox& out);
+  /// Ranks and caps only (no removals, no holds), without moving the timers:
+  /// what a scheduler that ran the policy before would order its queue by.
+  /// Returns the cycle's result (shares and statuses of the state as it is).
+  Expected<CycleResult> rank(Scheduler& scheduler, TimePoint now);
+
+  /// The last cycle's result (shares, statuses, plan), for reports and explain.
+  const std::optional<CycleResult>& last() const { return last_; }
+
+  /// What is known about a job beyond its tasks, in place of what the
+  /// scheduler observed (policy eval takes it from the snapshot): whether it
+  /// passed initialization, and DUCC's prediction inputs.
+  void observe(JobId job, bool initialized, std::optional<PredictionInfo> prediction);
+  /// The task supports interruption (YTsaurus: a preempted one gets a signal
+  /// and allocation_preemption_timeout to finish).
+  void observe_interruptible(TaskRef task) { interruptible_.insert(task); }
+  /// A node's name (the view keeps ids only).
+  void observe_name(NodeId node, std::string name) { names_[node] = std::move(name); }
+
+ private:
+  void apply_marks(Scheduler& scheduler, const CycleResult& result, CycleSummary& summary) const;
+
+  PolicyConfig config_;
+  PolicyState state_;
+  std::optional<CycleResult> last_;
+  std::map<JobId, std::pair<bool, std::optional<PredictionInfo>>> observed_;
+  std::set<TaskRef> interruptible_;
+  std::map<NodeId, std::string> names_;
+};
+
+/// The name it had before the pipeline was split into stages.
+using PolicyDriver = PolicyStage;
+
+/// `claimsched policy eval`: the partition's pipeline on a snapshot, with a
+/// virtual clock and nothing sent. A scheduler is rebuilt from the snapshot
+/// (its nodes, and its jobs with their allocations), ranked as the last cycle
+/// would have left it, its queue placed into free room (regular), and then one
+/// policy cycle run: the result's plan is what the cluster would do next with
+/// that state — the queue's placements, then the policy's removals and where
+/// their room goes.
+Expected<CycleResult> evaluate(const Snapshot& snapshot, const PolicyState& state = {});
+
+}  // namespace claimsched::core::policy
