@@ -126,7 +126,12 @@ int run_agent(const AgentOptions& opt) {
     spec.capacity = capacity;
     spec.labels = a.labels;
     spec.max_starting = a.max_starting;
-    actors::NodeActorConfig nc{spec, ledger, node_store, std::nullopt, executor, opt.simulate > 0};
+    actors::NodeActorConfig nc;
+    nc.spec = spec;
+    nc.ledger = ledger;
+    nc.store = node_store;
+    nc.executor = executor;
+    nc.finish_unrun_tasks = opt.simulate > 0;
     if (auto it = stored.find(spec.id); it != stored.end()) {
       nc.restored = actors::restore_ledger(it->second, ledger, clock);
       nc.restored->set_capacity(capacity);
