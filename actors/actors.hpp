@@ -48,6 +48,7 @@ using install_atom = caf::atom_constant<caf::atom("install")>;
 using members_atom = caf::atom_constant<caf::atom("members")>;
 using route_atom = caf::atom_constant<caf::atom("route")>;
 using partition_atom = caf::atom_constant<caf::atom("partition")>;
+using lease_atom = caf::atom_constant<caf::atom("lease")>;
 
 /// A real task's process ended (local only: from the executor to its node
 /// actor; see task_executor.hpp).
@@ -262,10 +263,18 @@ using gateway_actor = caf::typed_actor<
     /// Internal timer: nodes silent for the grace period are marked down.
     caf::reacts_to<tick_atom>>;
 
-/// An HA member's coordinator (actors/member.hpp): what others ask it.
+/// An HA member's coordinator (actors/member.hpp): it keeps this member in
+/// etcd, elects partition owners, and builds or follows each partition.
 using member_actor = caf::typed_actor<
     /// The members view as JSON (see gateway_actor's members_atom).
-    caf::replies_to<members_atom>::with<std::string>>;
+    caf::replies_to<members_atom>::with<std::string>,
+    /// Join the cluster: this member's gateway and the address others reach
+    /// it at.
+    caf::reacts_to<start_atom, gateway_actor, std::string>,
+    /// Internal timer: read etcd and act on what changed.
+    caf::reacts_to<tick_atom>,
+    /// From the lease keeper's thread: 0 healthy, 1 at risk, 2 lost; why.
+    caf::reacts_to<lease_atom, uint8_t, std::string>>;
 
 /// Outcome of a synthetic load run. Local only.
 struct LoadResult {

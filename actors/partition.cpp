@@ -76,6 +76,9 @@ core::Expected<AssembledPartition> assemble_partition(caf::actor_system& sys, Pa
     fc.scheduler = out.scheduler;
     fc.ack = setup.ack;
     fc.history = std::move(setup.history);
+    // Replicas of an older epoch that hold this epoch's first sequence
+    // diverged from it (core::consistent_with_history).
+    if (setup.recover) fc.history.push_back({out.epoch, out.first_sequence});
     fc.checkpoint_dir = setup.checkpoint_dir.empty() ? setup.store_dir + ".checkpoints" : setup.checkpoint_dir;
     auto feed = spawn_change_feed(sys, std::move(fc));
     if (!feed) {

@@ -273,11 +273,16 @@ change_feed_actor::behavior_type change_feed(feed_ptr self, ChangeFeedConfig con
         auto& st = self->state;
         uint64_t latest = st.config.primary->latest_sequence();
         auto list = nlohmann::json::array();
-        for (const auto& f : st.followers)
+        int64_t wall = wall_now().count();
+        for (const auto& f : st.followers) {
+          // How long ago the oldest change it lacks was committed.
+          int64_t since = f.acked < latest ? commit_time(st, f.acked + 1) : 0;
           list.push_back({{"name", f.name},
                           {"acked", f.acked},
                           {"lag_records", storage::sequence_lag(latest, f.acked)},
+                          {"lag_ms", since > 0 ? std::max<int64_t>(0, wall - since) / 1'000'000 : 0},
                           {"bootstrapping", f.shipping.has_value()}});
+        }
         return nlohmann::json{{"latest", latest}, {"replicated", st.replicated}, {"followers", list}}.dump();
       },
   };
@@ -363,8 +368,12 @@ replica_actor::behavior_type replica(replica_ptr self, ReplicaConfig config) {
   if (fs::exists(st.config.dir + "/CURRENT")) open_store(self);
   uint64_t from = st.applier ? st.status.applied + 1 : 0;
   self->monitor(st.config.feed);
-  self->set_down_handler([=](const caf::down_msg&) {
-    if (self->state.status.error.empty()) self->state.status.error = "lost the primary's change feed";
+  // Without its feed a replica has nothing to do: it ends, and whoever
+  // started it follows the partition's next owner with a new one.
+  self->set_down_handler([=](const caf::down_msg& msg) {
+    if (msg.source != self->state.config.feed.address()) return;
+    spdlog::info("{}: lost the primary's change feed; stopping", self->state.log_name);
+    self->quit(msg.reason);
   });
   self->send(st.config.feed, subscribe_atom::value, caf::actor_cast<replica_actor>(self), from,
              st.status.epoch, st.config.name);

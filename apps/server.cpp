@@ -4,13 +4,17 @@
 
 #include <caf/io/all.hpp>
 #include <cstdio>
+#include <filesystem>
+#include <sstream>
 
 #include "actors/gateway_actor.hpp"
+#include "actors/member.hpp"
 #include "actors/partition.hpp"
 #include "actors/registration.hpp"
 #include "apps/cluster_config.hpp"
 #include "apps/partition_setup.hpp"
 #include "apps/signals.hpp"
+#include "agent/machine.hpp"
 
 namespace claimsched::apps {
 
@@ -19,6 +23,98 @@ namespace {
 int fail(const std::string& what) {
   std::fprintf(stderr, "claimsched server: %s\n", what.c_str());
   return 1;
+}
+
+/// One member of an HA cluster ([ha]): the gateway, and the member
+/// coordinator that owns or follows each partition.
+int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_system& sys) {
+  const HaConfig& ha = *config.ha;
+  actors::MemberConfig mc;
+  mc.name = !opt.name.empty() ? opt.name : !ha.name.empty() ? ha.name : agent::host_name();
+  mc.cluster_id = config.cluster_id;
+  mc.etcd = ha.etcd;
+  if (!opt.etcd.empty()) {
+    mc.etcd.clear();
+    std::stringstream items(opt.etcd);
+    for (std::string item; std::getline(items, item, ',');)
+      if (!item.empty()) mc.etcd.push_back(item);
+  }
+  mc.prefix = ha.prefix;
+  mc.lease_ttl = std::chrono::duration_cast<std::chrono::seconds>(ha.lease_ttl);
+  mc.etcd_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(ha.etcd_timeout);
+  mc.poll_interval = ha.poll_interval;
+  mc.ack = *actors::parse_ack_mode(ha.ack);
+  mc.replica_options = actors::logged_store_options(*storage::parse_sync_mode(config.storage.sync));
+  for (const auto& p : config.partitions) {
+    auto setup = partition_setup(config, p);
+    // A member that died while bootstrapping a copy leaves half of one here.
+    std::error_code ec;
+    std::filesystem::remove_all(setup.store_dir + ".next", ec);
+    // Refuse another cluster's (or partition's) data before joining.
+    if (auto v = actors::read_store_version(setup.store_dir, setup.identity, mc.replica_options); !v)
+      return fail("member " + mc.name + ": " + v.error().to_string());
+    setup.change_feed = true;
+    setup.ack = mc.ack;
+    mc.partitions.push_back(std::move(setup));
+  }
+  auto member = actors::spawn_member(sys, mc);
+  if (!member) return fail(member.error().to_string());
+  actors::GatewayConfig gc;
+  gc.heartbeat_interval = config.timeouts.heartbeat_interval;
+  gc.node_grace = config.timeouts.node_grace;
+  gc.member = *member;
+  gc.name = mc.name;
+  for (const auto& p : config.partitions) gc.partitions.push_back({p.id, p.pools, {}, {}, 0, false});
+  auto gateway = actors::spawn_gateway(sys, gc);
+  caf::scoped_actor self{sys};
+  auto stop_member = [&] {
+    self->send_exit(*member, caf::exit_reason::user_shutdown);
+    self->wait_for(*member);
+  };
+  if (!gateway) {
+    stop_member();
+    return fail(gateway.error().to_string());
+  }
+  auto port = sys.middleman().publish(*gateway, config.listen.port, config.listen.host.c_str(), true);
+  if (!port) {
+    caf::anon_send_exit(*gateway, caf::exit_reason::user_shutdown);
+    stop_member();
+    return fail("cannot listen on " + config.listen.host + ":" + std::to_string(config.listen.port) + ": " +
+                sys.render(port.error()));
+  }
+  std::string address = ha.advertise;
+  if (address.empty()) {
+    std::string host = config.listen.host == "0.0.0.0" ? agent::host_name() : config.listen.host;
+    address = host + ":" + std::to_string(*port);
+  }
+  self->monitor(*member);
+  self->send(*member, actors::start_atom::value, *gateway, address);
+  std::printf("claimsched server listening on %s:%u (cluster %s, member %s at %s, %zu partition(s), etcd %s, data in %s)\n",
+              config.listen.host.c_str(), static_cast<unsigned>(*port), config.cluster_id.c_str(), mc.name.c_str(),
+              address.c_str(), config.partitions.size(), mc.etcd.front().c_str(), config.storage.data_dir.c_str());
+  std::fflush(stdout);
+  int code = 0;
+  bool member_ended = false;
+  while (!member_ended && !wait_for_stop_signal(std::chrono::milliseconds(200))) {
+    self->receive(
+        [&](caf::down_msg& down) {
+          member_ended = true;
+          if (down.reason && down.reason != caf::exit_reason::user_shutdown) {
+            std::fprintf(stderr, "claimsched server: %s\n",
+                         messages::from_caf_error(down.reason, &sys).message.c_str());
+            code = 1;
+          }
+        },
+        caf::after(std::chrono::milliseconds(0)) >> [] {});
+  }
+  spdlog::info("claimsched server: stopping");
+  sys.middleman().unpublish(*gateway, *port);
+  if (!member_ended) stop_member();
+  // The gateway holds the member: it must be gone before the actor system
+  // waits for its detached threads.
+  self->send_exit(*gateway, caf::exit_reason::user_shutdown);
+  self->wait_for(*gateway);
+  return code;
 }
 
 }  // namespace
@@ -33,6 +129,10 @@ int run_server(const ServerOptions& opt) {
   ClusterConfig config = std::move(*loaded);
   if (opt.port >= 0) config.listen.port = static_cast<uint16_t>(opt.port);
   if (!opt.data_dir.empty()) config.storage.data_dir = opt.data_dir;
+  if (!config.ha && (!opt.name.empty() || !opt.etcd.empty())) {
+    std::fprintf(stderr, "claimsched server: --name and --etcd need an [ha] section in %s\n", opt.config.c_str());
+    return 2;
+  }
 
   caf::actor_system_config cfg;
   actors::LinkOptions link;
@@ -41,6 +141,7 @@ int run_server(const ServerOptions& opt) {
   link.shared_queue = true;
   actors::configure(cfg, link);
   caf::actor_system sys{cfg};
+  if (config.ha) return run_member(config, opt, sys);
 
   // A single server owns every partition (static ownership, no etcd).
   std::vector<actors::AssembledPartition> partitions;
@@ -85,7 +186,9 @@ int run_server(const ServerOptions& opt) {
   }
   spdlog::info("claimsched server: stopping");
   sys.middleman().unpublish(*gateway, *port);
-  caf::anon_send_exit(*gateway, caf::exit_reason::user_shutdown);
+  caf::scoped_actor self{sys};
+  self->send_exit(*gateway, caf::exit_reason::user_shutdown);
+  self->wait_for(*gateway);
   stop_partitions();
   return 0;
 }
