@@ -325,8 +325,14 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
                                     [](std::string& all, std::string& part) { all += part; });
       },
       [=](members_atom) -> caf::result<std::string> {
-        if (self->state.config.member) return self->delegate(self->state.config.member, members_atom::value);
-        return static_members_view(self->state);
+        if (!self->state.config.member) return static_members_view(self->state);
+        // Asked and answered here, not delegated: the member (a detached
+        // actor) then never answers a remote client itself.
+        auto promise = self->make_response_promise<std::string>();
+        self->request(self->state.config.member, timeout_of(self->state), members_atom::value)
+            .then([=](std::string& view) mutable { promise.deliver(std::move(view)); },
+                  [=](caf::error& err) mutable { promise.deliver(err); });
+        return promise;
       },
       [=](partition_atom, uint32_t id) -> caf::result<scheduler_actor, change_feed_actor, uint64_t> {
         auto* p = self->state.partition(core::PartitionId{id});

@@ -24,6 +24,13 @@ std::string this_host() {
   return buf;
 }
 
+/// The timeout of a request about to be sent (see member_state::requests_until).
+std::chrono::milliseconds request_timeout(self_ptr self, std::chrono::milliseconds timeout) {
+  auto& st = self->state;
+  st.requests_until = std::max(st.requests_until, now(self) + timeout);
+  return timeout;
+}
+
 /// Says why etcd cannot be used, once per change (and again every 10 s).
 void etcd_problem(self_ptr self, const std::string& why) {
   auto& st = self->state;
@@ -124,7 +131,7 @@ void follow(self_ptr self, core::PartitionId p, Local& loc, const etcd::OwnerRec
   loc.fetching = true;
   auto member = o.member;
   auto revision = o.create_revision;
-  self->request(*g, std::chrono::seconds(2), partition_atom::value, p.value)
+  self->request(*g, request_timeout(self, std::chrono::seconds(2)), partition_atom::value, p.value)
       .then(
           [=](scheduler_actor s, change_feed_actor f, uint64_t epoch) {
             auto& st = self->state;
@@ -299,7 +306,7 @@ void handover(self_ptr self, core::PartitionId p, Local& loc, const std::string&
   if (!loc.handing_over && t - loc.handover_since < 3s) return;
   if (loc.fetching) return;
   loc.fetching = true;  // one status question at a time
-  self->request(loc.feed, std::chrono::seconds(1), status_atom::value)
+  self->request(loc.feed, request_timeout(self, std::chrono::seconds(1)), status_atom::value)
       .then(
           [=](std::string& text) {
             auto& st = self->state;
@@ -422,7 +429,9 @@ bool join(self_ptr self) {
                                       " (host " + host + ", pid " + std::to_string(pid) +
                                       "); give each member its own [ha] name");
       spdlog::critical("{}: {}", st.log_name, err.message);
-      self->quit(messages::to_caf_error(err));
+      if (st.etcd && st.lease != 0) (void)st.etcd->revoke(st.lease);
+      st.lease = 0;
+      st.stopping = messages::to_caf_error(err);  // quits at the next tick
     }
     return false;
   }
@@ -454,6 +463,17 @@ bool join(self_ptr self) {
 
 void tick(self_ptr self) {
   auto& st = self->state;
+  if (st.stopping) {
+    auto t = now(self);
+    if (t >= st.requests_until) {
+      self->quit(*st.stopping);
+      return;
+    }
+    st.tick_pending = true;
+    self->delayed_send(self, st.requests_until - t, tick_atom::value);
+    return;
+  }
+  st.tick_pending = true;
   self->delayed_send(self, st.config.poll_interval, tick_atom::value);
   if (!st.keeper && !join(self)) return;
   auto range = st.etcd->get_prefix(st.keys->root());
@@ -537,7 +557,7 @@ caf::typed_response_promise<std::string> members_view(self_ptr self) {
   }
   for (const auto& [index, feed] : asks) {
     auto i = index;
-    self->request(feed, std::chrono::seconds(1), status_atom::value)
+    self->request(feed, request_timeout(self, std::chrono::seconds(1)), status_atom::value)
         .then(
             [=](std::string& text) mutable {
               auto j = nlohmann::json::parse(text, nullptr, false);
@@ -613,8 +633,13 @@ member_actor::behavior_type member(self_ptr self, MemberConfig config) {
       }
   });
   self->set_exit_handler([=](caf::exit_msg& msg) {
+    auto& st = self->state;
+    if (st.stopping) return;
     shut_down(self);
-    self->quit(msg.reason);
+    st.stopping = msg.reason;
+    // Quit only once CAF's clock holds nothing of this actor (see
+    // tick_pending and requests_until): at the pending tick, or now.
+    if (!st.tick_pending) tick(self);
   });
   return {
       [=](start_atom, gateway_actor gateway, std::string& address) {
@@ -624,7 +649,10 @@ member_actor::behavior_type member(self_ptr self, MemberConfig config) {
         st.address = std::move(address);
         tick(self);
       },
-      [=](tick_atom) { tick(self); },
+      [=](tick_atom) {
+        self->state.tick_pending = false;
+        tick(self);
+      },
       [=](lease_atom, uint8_t event, std::string& why) {
         auto& st = self->state;
         switch (static_cast<etcd::LeaseKeeper::Event>(event)) {
@@ -640,7 +668,7 @@ member_actor::behavior_type member(self_ptr self, MemberConfig config) {
             spdlog::warn("{}: no keep-alive answered for {} ms ({}); its partitions stop scheduling before the lease "
                          "can expire",
                          st.log_name,
-                         std::chrono::duration_cast<std::chrono::milliseconds>(st.config.lease_ttl * 6 / 10).count(),
+                         std::chrono::duration_cast<std::chrono::milliseconds>(st.config.lease_ttl).count() * 6 / 10,
                          why);
             return;
           case etcd::LeaseKeeper::Event::lost:

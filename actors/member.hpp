@@ -115,8 +115,15 @@ struct member_state {
   std::map<std::string, gateway_actor> peers;
   std::map<std::string, core::TimePoint> peer_retry;
   std::string log_name;
-
-  static inline const char* name = "member";
+  /// A tick is scheduled (CAF's clock holds a reference to this actor until
+  /// it fires: a detached actor must not end with one pending, or the actor
+  /// system waits for it forever at shutdown).
+  bool tick_pending = false;
+  /// The same holds for a request's timeout, cancelled only when its answer
+  /// comes: this is when the last request this member sent times out.
+  core::TimePoint requests_until{0};
+  /// Asked to stop: it quits with this reason at the pending tick.
+  std::optional<caf::error> stopping;
 };
 
 member_actor::behavior_type member(member_actor::stateful_pointer<member_state> self, MemberConfig config);

@@ -4,6 +4,7 @@
 
 #include <caf/io/all.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <sstream>
 
@@ -110,11 +111,16 @@ int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_syste
   spdlog::info("claimsched server: stopping");
   sys.middleman().unpublish(*gateway, *port);
   if (!member_ended) stop_member();
-  // The gateway holds the member: it must be gone before the actor system
-  // waits for its detached threads.
   self->send_exit(*gateway, caf::exit_reason::user_shutdown);
   self->wait_for(*gateway);
-  return code;
+  // Everything is stopped and every store closed. CAF 0.17's actor system
+  // would now wait for each detached actor's last reference to go, and the
+  // middleman can keep one for good: a message the member sent to a peer or
+  // client whose connection went away (seen as a hang at exit, the member's
+  // thread in await_self_destroyed). Nothing is left to do, so leave here.
+  spdlog::default_logger()->flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
 }
 
 }  // namespace

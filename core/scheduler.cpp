@@ -337,12 +337,16 @@ void Scheduler::declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, 
 
 void Scheduler::reconcile_node(const NodeReport& report, TimePoint now, Outbox& out) {
   end_tasks_finished_while_away(report, now, out);
-  reconcile(report.spec.id, report.allocations, &report.claims, false, now, out);
+  // Every task believed running there, not only those restored from the
+  // store: a node that restarted while this scheduler ran (an agent killed
+  // and started again within node_grace) no longer holds them.
+  reconcile(report.spec.id, report.allocations, &report.claims, true, now, out);
 }
 
 void Scheduler::end_tasks_finished_while_away(const NodeReport& report, TimePoint now, Outbox& out) {
+  if (report.finished.empty()) return;
   auto it = unverified_.find(report.spec.id);
-  if (it == unverified_.end() || report.finished.empty()) return;
+  auto n = view_.find_node(report.spec.id);
   std::vector<TaskRef> held;
   held.reserve(report.allocations.size());
   for (const auto& a : report.allocations) held.push_back(a.task);
@@ -351,16 +355,19 @@ void Scheduler::end_tasks_finished_while_away(const NodeReport& report, TimePoin
   std::map<TaskRef, const NodeEvent*> latest;
   for (const auto& ev : report.finished)
     if (ev.partition == config_.partition && ev.kind == NodeEvent::Kind::task_finished) latest[ev.task] = &ev;
-  const auto& expected = it->second;
   for (const auto& [task, ev] : latest) {
     // Held again: the node runs the task anew, the event is an older run's.
     if (std::binary_search(held.begin(), held.end(), task)) continue;
-    if (std::find(expected.begin(), expected.end(), task) == expected.end()) continue;
     auto jt = jobs_.find(task.job);
     if (jt == jobs_.end()) continue;
     JobRecord& j = jt->second;
     if (task.index >= j.spec.count || j.tasks.empty() || j.tasks[task.index].state != TaskState::running)
       continue;
+    // Restored onto this node from the store, or running here as we know it.
+    bool restored_here = it != unverified_.end() &&
+                         std::find(it->second.begin(), it->second.end(), task) != it->second.end();
+    bool running_here = n && j.tasks[task.index].node_plus_one == *n + 1;
+    if (!restored_here && !running_here) continue;
     end_task(j, *ev, now, out);
   }
 }

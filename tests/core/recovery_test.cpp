@@ -297,5 +297,35 @@ TEST_F(RecoveryTest, AfterAGapTasksTheNodeNoLongerHoldsAreLost) {
       << "lost, then placed again (it runs) - never counted twice";
 }
 
+TEST_F(RecoveryTest, ANodeThatRestartedUnderARunningSchedulerIsReconciledToo) {
+  add_nodes(1);
+  size_t s = cluster.add_scheduler(config());
+  Scheduler& sched = cluster.scheduler(s);
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(3).cpu("1").build()));
+  run();
+  ASSERT_EQ(sched.job(JobId{1})->count_in(TaskState::running), 3u);
+  // The node's agent is killed and started again, faster than node_grace:
+  // its ledger comes back, task 0 is lost with the agent, task 1 had ended
+  // just before, task 2 still runs. The events reached no subscriber.
+  std::vector<NodeEvent> gone;
+  ASSERT_TRUE(cluster.ledger(0).finish_task(TaskRef{JobId{1}, 1}, TaskState::succeeded, 0, gone));
+  ASSERT_TRUE(cluster.ledger(0).finish_task(TaskRef{JobId{1}, 0}, TaskState::lost, -1, gone));
+  NodeReport r;
+  r.spec = cluster.spec(0);
+  r.snapshot = cluster.ledger(0).snapshot();
+  r.allocations = cluster.ledger(0).allocations();
+  r.finished = cluster.ledger(0).recent_finished();
+  // It registers again.
+  ASSERT_TRUE(sched.add_node(r.spec, r.snapshot));
+  Outbox out;
+  sched.reconcile_node(r, cluster.now(), out);
+  const JobRecord* j = sched.job(JobId{1});
+  EXPECT_EQ(j->tasks[1].state, TaskState::succeeded) << "ended as the node saw it end: not run again";
+  EXPECT_EQ(j->tasks[2].state, TaskState::running);
+  EXPECT_EQ(j->pending(), 1u) << "task 0 runs again";
+  EXPECT_EQ(j->tasks[0].losses, 1u);
+  EXPECT_TRUE(sched.check_accounting()) << sched.check_accounting().error().message;
+}
+
 }  // namespace
 }  // namespace claimsched::core
