@@ -59,6 +59,36 @@ std::chrono::milliseconds timeout_of(const gateway_state& st) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(st.config.request_timeout);
 }
 
+/// Sends `xs...` to partition `p`'s owner; `on_answer(T&)` or `on_error` runs
+/// exactly once: with the answer, with the request's error, or with
+/// Errc::unavailable as soon as the owner's connection drops.
+template <class T, class OnAnswer, class OnError, class... Ts>
+void forward(self_ptr self, const GatewayPartition& p, OnAnswer on_answer, OnError on_error, Ts&&... xs) {
+  auto& st = self->state;
+  auto key = st.next_forward++;
+  auto done = std::make_shared<bool>(false);
+  auto partition = p.id;
+  st.forwards[key] = {partition, [=](const caf::error& err) mutable {
+                        if (*done) return;
+                        *done = true;
+                        on_error(err);
+                      }};
+  self->request(p.scheduler, timeout_of(st), std::forward<Ts>(xs)...)
+      .then(
+          [=](T& answer) mutable {
+            self->state.forwards.erase(key);
+            if (*done) return;
+            *done = true;
+            on_answer(answer);
+          },
+          [=](caf::error& err) mutable {
+            self->state.forwards.erase(key);
+            if (*done) return;
+            *done = true;
+            on_error(forward_error(err, partition));
+          });
+}
+
 /// Asks every partition's owner and answers with all replies merged by
 /// `merge`; a partition without an owner fails the whole request (retry).
 template <class T, class Atom, class Merge>
@@ -76,20 +106,20 @@ caf::typed_response_promise<T> fan_out(self_ptr self, Atom atom, Merge merge) {
     promise.deliver(*result);
     return promise;
   }
-  for (const auto& p : parts) {
-    auto id = p.id;
-    self->request(p.scheduler, timeout_of(self->state), atom)
-        .then(
-            [=](T& part) mutable {
-              merge(*result, part);
-              if (--*left == 0) promise.deliver(*result);
-            },
-            [=](caf::error& err) mutable {
-              if (*left == 0) return;
-              *left = 0;
-              promise.deliver(forward_error(err, id));
-            });
-  }
+  for (const auto& p : parts)
+    forward<T>(
+        self, p,
+        [=](T& part) mutable {
+          if (*left == 0) return;
+          merge(*result, part);
+          if (--*left == 0) promise.deliver(*result);
+        },
+        [=](const caf::error& err) mutable {
+          if (*left == 0) return;
+          *left = 0;
+          promise.deliver(err);
+        },
+        atom);
   return promise;
 }
 
@@ -125,25 +155,25 @@ caf::typed_response_promise<T> ask_about_job(self_ptr self, core::JobId id, Ts..
   for (const auto& p : targets) {
     if (!p.scheduler) continue;
     auto partition = p.id;
-    self->request(p.scheduler, timeout_of(st), xs...)
-        .then(
-            [=](T& answer) mutable {
-              if (pending->done) return;
-              pending->done = true;
-              self->state.jobs[id] = partition;
-              promise.deliver(std::move(answer));
-            },
-            [=](caf::error& err) mutable {
-              if (pending->done) return;
-              auto e = messages::from_caf_error(err, &self->system());
-              // "Unknown job" from one partition says nothing about the others.
-              if (e.code != core::Errc::unknown_name || err.category() != messages::kErrorCategory)
-                pending->last = forward_error(err, partition);
-              if (--pending->left == 0) {
-                pending->done = true;
-                promise.deliver(pending->last);
-              }
-            });
+    forward<T>(
+        self, p,
+        [=](T& answer) mutable {
+          if (pending->done) return;
+          pending->done = true;
+          self->state.jobs[id] = partition;
+          promise.deliver(std::move(answer));
+        },
+        [=](const caf::error& err) mutable {
+          if (pending->done) return;
+          auto e = messages::from_caf_error(err, &self->system());
+          // "Unknown job" from one partition says nothing about the others.
+          if (e.code != core::Errc::unknown_name || err.category() != messages::kErrorCategory) pending->last = err;
+          if (--pending->left == 0) {
+            pending->done = true;
+            promise.deliver(pending->last);
+          }
+        },
+        xs...);
   }
   return promise;
 }
@@ -217,6 +247,26 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
   if (!st.jobs.empty()) st.next_job = st.jobs.rbegin()->first.value + 1;
   self->set_default_handler(messages::reject_unexpected);
   self->set_down_handler([=](const caf::down_msg& msg) {
+    auto& st = self->state;
+    // A partition's owner on another member went away: what waits for it
+    // fails now (retryable), and jobs wait for the next owner's route.
+    for (auto& p : st.config.partitions) {
+      if (!p.scheduler || p.scheduler.address() != msg.source) continue;
+      spdlog::info("gateway: lost the owner of partition {} ({})", p.id.value, self->system().render(msg.reason));
+      p.scheduler = nullptr;
+      p.feed = nullptr;
+      p.local = false;
+      std::vector<std::function<void(const caf::error&)>> failing;
+      for (auto it = st.forwards.begin(); it != st.forwards.end();) {
+        if (it->second.partition != p.id) {
+          ++it;
+          continue;
+        }
+        failing.push_back(std::move(it->second.fail));
+        it = st.forwards.erase(it);
+      }
+      for (auto& fail : failing) fail(no_owner(p.id));
+    }
     for (auto& [id, n] : self->state.nodes)
       if (n.handle && n.handle.address() == msg.source)
         spdlog::warn("gateway: lost the connection to node {} ({}); it is marked down after {} "
@@ -278,13 +328,13 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         // refused submit leaves nothing behind.
         auto promise = self->make_response_promise<core::JobId>();
         auto partition = part.id;
-        self->request(part.scheduler, timeout_of(st), std::move(job))
-            .then(
-                [=](core::JobId id) mutable {
-                  self->state.jobs[id] = partition;
-                  promise.deliver(id);
-                },
-                [=](caf::error& err) mutable { promise.deliver(forward_error(err, partition)); });
+        forward<core::JobId>(
+            self, part,
+            [=](core::JobId& id) mutable {
+              self->state.jobs[id] = partition;
+              promise.deliver(id);
+            },
+            [=](const caf::error& err) mutable { promise.deliver(err); }, std::move(job));
         return promise;
       },
       [=](status_atom, core::JobId id) {
@@ -330,8 +380,21 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         // actor) then never answers a remote client itself.
         auto promise = self->make_response_promise<std::string>();
         self->request(self->state.config.member, timeout_of(self->state), members_atom::value)
-            .then([=](std::string& view) mutable { promise.deliver(std::move(view)); },
-                  [=](caf::error& err) mutable { promise.deliver(err); });
+            .then(
+                [=](std::string& text) mutable {
+                  // What this member's gateway adds: the nodes registered
+                  // here (a member takes over with the nodes it has).
+                  auto view = nlohmann::json::parse(text, nullptr, false);
+                  if (!view.is_object()) {
+                    promise.deliver(std::move(text));
+                    return;
+                  }
+                  size_t up = 0;
+                  for (const auto& [id, n] : self->state.nodes) up += !n.down;
+                  view["gateway_nodes"] = up;
+                  promise.deliver(view.dump());
+                },
+                [=](caf::error& err) mutable { promise.deliver(err); });
         return promise;
       },
       [=](partition_atom, uint32_t id) -> caf::result<scheduler_actor, change_feed_actor, uint64_t> {
@@ -348,6 +411,7 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         auto* p = self->state.partition(core::PartitionId{id});
         if (!p) return;
         bool newly_local = local && scheduler && (!p->local || p->scheduler != scheduler);
+        if (scheduler && scheduler != p->scheduler && scheduler->node() != self->node()) self->monitor(scheduler);
         p->scheduler = std::move(scheduler);
         p->feed = std::move(feed);
         p->epoch = epoch;

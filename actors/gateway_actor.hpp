@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -61,6 +62,15 @@ struct gateway_state {
   /// Where each job the gateway has seen lives (accepted ones only).
   std::map<core::JobId, core::PartitionId> jobs;
   uint64_t next_job = 1;
+  /// Requests forwarded to a partition's owner and not answered yet: failed
+  /// at once (retryable) when that owner's connection drops, rather than at
+  /// their timeout (CAF answers a request to a dead remote actor only then).
+  struct Forward {
+    core::PartitionId partition;
+    std::function<void(const caf::error&)> fail;
+  };
+  std::map<uint64_t, Forward> forwards;
+  uint64_t next_forward = 0;
 
   GatewayPartition* partition(core::PartitionId id);
 

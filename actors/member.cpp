@@ -231,8 +231,6 @@ void campaign(self_ptr self, core::PartitionId p, Local& loc, const etcd::Partit
   auto& st = self->state;
   auto t = now(self);
   auto ttl = std::chrono::duration_cast<core::Duration>(st.config.lease_ttl);
-  // Just handed it over: let the member it was handed to take it.
-  if (loc.resigned_at.count() != 0 && t - loc.resigned_at < 2 * ttl && st.state.members.size() > 1) return;
   if (loc.phase == Local::Phase::idle || loc.round != ps.epoch_counter) {
     // Stop following first: nothing the old owner still sends may land after
     // the bid says how far this copy goes.
@@ -268,7 +266,18 @@ void campaign(self_ptr self, core::PartitionId p, Local& loc, const etcd::Partit
       bids.push_back({c.member, c.applied, c.store_epoch});
       bidders.insert(c.member);
     }
-  if (bidders.size() < st.state.members.size() && t - loc.phase_since < st.config.candidacy_wait) return;
+  // Every live member's bid, or no decision: the member that did not bid yet
+  // may hold the furthest copy (writes acknowledged through it). One that
+  // hangs drops out of the live set when its lease expires.
+  if (bidders.size() < st.state.members.size()) {
+    if (t - loc.phase_since > 2 * ttl) {
+      std::string missing;
+      for (const auto& [name, m] : st.state.members)
+        if (!bidders.contains(name)) missing += (missing.empty() ? "" : ", ") + name;
+      partition_problem(self, p, loc, "no owner: waiting for the bids of " + missing);
+    }
+    return;
+  }
   auto winner = core::choose_owner(bids, ps.history, desired);
   if (!winner) {
     partition_problem(self, p, loc,
@@ -333,7 +342,6 @@ void handover(self_ptr self, core::PartitionId p, Local& loc, const std::string&
             auto revision = loc.owner_revision;
             resign(self, p, revision);
             step_down(self, p, loc, "handed over to " + desired);
-            loc.resigned_at = now(self);
           },
           [=](caf::error&) { self->state.partitions.at(p).fetching = false; });
 }

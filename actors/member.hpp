@@ -11,9 +11,10 @@
 //   owned elsewhere  follows the owner's change feed into its own store (a
 //                    standby) and routes the gateway's jobs to the owner;
 //   vacant           stops following, bids with how far its copy goes, and
-//                    the member with the furthest consistent copy takes the
-//                    partition with the next epoch (core::choose_owner), so
-//                    every acknowledged write survives;
+//                    once every live member bid, the one with the furthest
+//                    consistent copy takes the partition with the next epoch
+//                    (core::choose_owner), so every acknowledged write
+//                    survives;
 // - holds its schedulers when etcd stops answering keep-alives (before the
 //   lease can have expired) and steps down when the lease is gone;
 // - notices a peer whose process died (its connection drops and its port
@@ -48,8 +49,6 @@ struct MemberConfig {
   std::chrono::milliseconds etcd_timeout{300};
   /// How often etcd's state is read.
   core::Duration poll_interval = std::chrono::milliseconds(50);
-  /// Bids for a vacant partition are awaited at most this long.
-  core::Duration candidacy_wait = std::chrono::milliseconds(150);
   /// Reaching a peer's gateway.
   core::Duration connect_timeout = std::chrono::seconds(1);
   AckMode ack = AckMode::one;
@@ -72,8 +71,6 @@ struct member_state {
     int64_t owner_revision = 0;
     bool handing_over = false;
     core::TimePoint handover_since{0};
-    /// After handing it over, this member does not bid for it for a while.
-    core::TimePoint resigned_at{0};
     /// A standby here: the replica and whom it follows.
     replica_actor replica;
     std::string following;

@@ -62,7 +62,10 @@ struct Uplink {
                        sys.render(remote.error()));
         said_unreachable = true;
         pause(backoff);
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(2000));
+        // A member that restarts is back within a second or two, and the
+        // partitions it may take over need its nodes: retry briskly (a
+        // refused connection costs nothing).
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
         continue;
       }
       said_unreachable = false;

@@ -103,6 +103,7 @@ nlohmann::json to_json(const core::JobView& v) {
                    {"preemptions", v.preemptions}, {"evictions", v.evictions}, {"command", v.spec.command}};
   // The server's monotonic clock (CLOCK_MONOTONIC, shared by the processes
   // of one host): benchmarks compare it with their own.
+  if (v.spec.submit_time.count() != 0) j["submitted_at_ns"] = v.spec.submit_time.count();
   if (v.started_at != core::kNever) j["started_at_ns"] = v.started_at.count();
   if (v.finished_at != core::kNever) j["finished_at_ns"] = v.finished_at.count();
   if (!v.tasks.empty()) {
@@ -283,8 +284,19 @@ bool is_client_command(const std::string& command) {
 
 void add_client_commands(CLI::App& app, ClientOptions& o) {
   auto common = [&](CLI::App* c) {
-    c->add_option("--server", o.server, "HOST:PORT of the server (default: $CLAIMSCHED_SERVER or 127.0.0.1:7070)");
+    c->add_option("--server", o.server,
+                  "HOST:PORT of the server, or of every HA member comma-separated (default: $CLAIMSCHED_SERVER "
+                  "or 127.0.0.1:7070)");
     c->add_flag("--json", o.json, "Print JSON");
+    c->add_option_function<std::string>(
+          "--timeout",
+          [&o](const std::string& text) {
+            auto d = core::parse_duration(text);
+            if (!d || d->count() <= 0) throw CLI::ValidationError("--timeout", "expected a duration like 30s");
+            o.timeout = *d;
+          },
+          "Give up after this long, retrying other members meanwhile (default 10s)")
+        ->type_name("DURATION");
   };
   auto* submit = app.add_subcommand("submit", "Submit a job; prints its id");
   common(submit);

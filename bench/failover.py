@@ -1,9 +1,12 @@
 """Failover time of an HA partition under load (see bench/failover.sh).
 
 1. The submit rate with ack "one" as a ratio to a single durable server, both
-   measured here, one after the other, on the same machine
-   (`submit --repeat N --wait`: pipelined submits of one-task jobs to the
-   partition's owner / the single server): replicated_submit_ratio.
+   running here at once: one client submits N one-task jobs pipelined
+   (`submit --repeat N --wait`, 256 in flight, as bench/e2e_throughput.sh) to
+   the partition's owner / the single server, alternately three times each;
+   the ratio of the medians is replicated_submit_ratio. The same with 4
+   clients at once, once each: replicated_submit_ratio_clients (on one
+   machine the standbys' copies then compete for the same two cores).
 2. An HA cluster - 3 server members, etcd, one partition - whose agent hosts
    1,000 simulated nodes, filled with 100,000 running allocations.
 3. At least 20 times: kill -9 the partition's owner; a probe job submitted at
@@ -54,31 +57,60 @@ def submit_rate(bin, address, jobs):
     return json.loads(out.stdout.strip().splitlines()[-1])["submit_per_sec"]
 
 
-def single_server_rate(bin, dir, jobs):
+def parallel_rate(bin, address, jobs, clients):
+    """Jobs per second of `clients` clients submitting jobs/clients each at once."""
+    rates = [0.0] * clients
+
+    def one(i):
+        rates[i] = submit_rate(bin, address, jobs // clients)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return sum(rates)
+
+
+class SingleServer:
     """A single durable server (no [ha]) with one simulated agent."""
-    port = ha_harness.free_port()
-    config = os.path.join(dir, "single.toml")
-    with open(config, "w") as f:
-        f.write('cluster_id = "single"\n[listen]\nhost = "127.0.0.1"\nport = %d\n[storage]\ndata_dir = "%s/single"\n'
-                '[[pools]]\nname = "p1"\n[[partitions]]\nid = 1\npools = ["p1"]\n' % (port, dir))
-    server = ha_harness.Proc([bin, "server", "--config", config], os.path.join(dir, "single.log"))
-    agent = None
-    try:
-        address = "127.0.0.1:%d" % port
+
+    def __init__(self, bin, dir):
+        port = ha_harness.free_port()
+        config = os.path.join(dir, "single.toml")
+        with open(config, "w") as f:
+            f.write('cluster_id = "single"\n[listen]\nhost = "127.0.0.1"\nport = %d\n[storage]\n'
+                    'data_dir = "%s/single"\n[[pools]]\nname = "p1"\n[[partitions]]\nid = 1\npools = ["p1"]\n'
+                    % (port, dir))
+        self.address = "127.0.0.1:%d" % port
+        self.server = ha_harness.Proc([bin, "server", "--config", config], os.path.join(dir, "single.log"))
+        self.agent = None
         deadline = time.time() + 20
         while "listening" not in open(os.path.join(dir, "single.log")).read():
-            if time.time() > deadline or not server.alive():
+            if time.time() > deadline or not self.server.alive():
+                self.stop()
                 raise RuntimeError("the single server did not start (see %s/single.log)" % dir)
             time.sleep(0.05)
-        agent = ha_harness.Proc([bin, "agent", "--server", address, "--name", "single", "--pool", "p1",
-                                 "--simulate", "8", "--resources", "cpu=64,memory=64Gi", "--state-dir",
-                                 os.path.join(dir, "single-agent")], os.path.join(dir, "single-agent.log"))
-        submit_rate(bin, address, min(jobs, 500))  # warm up
-        return submit_rate(bin, address, jobs)
-    finally:
-        if agent:
-            agent.stop()
-        server.stop()
+        self.agent = ha_harness.Proc([bin, "agent", "--server", self.address, "--name", "single", "--pool", "p1",
+                                      "--simulate", "8", "--resources", "cpu=64,memory=64Gi", "--state-dir",
+                                      os.path.join(dir, "single-agent")], os.path.join(dir, "single-agent.log"))
+
+    def stop(self):
+        if self.agent:
+            self.agent.stop()
+        self.server.stop()
+
+
+def submit_rates(bin, single, replicated, jobs, clients, rounds=3):
+    """Median submit rates of the single server and the HA owner, measured
+    alternately (`rounds` each) so that load on the machine hits both."""
+    a, b = [], []
+    submit_rate(bin, single, min(jobs, 500))  # warm up
+    submit_rate(bin, replicated, min(jobs, 500))
+    for _ in range(rounds):
+        a.append(parallel_rate(bin, single, jobs, clients))
+        b.append(parallel_rate(bin, replicated, jobs, clients))
+    return sorted(a)[rounds // 2], sorted(b)[rounds // 2]
 
 
 class Bench:
@@ -86,14 +118,18 @@ class Bench:
         self.args = args
         self.dir = args.dir or tempfile.mkdtemp(prefix="claimsched-failover-")
         self.cluster = None
+        self.single = None
 
     def settle(self, timeout=120):
-        """Every member up, the partition owned, every standby caught up."""
+        """Every member up with every node registered at its gateway, the
+        partition owned, every standby caught up."""
         c = self.cluster
         deadline = time.time() + timeout
         while time.time() < deadline:
+            registered = all((v or {}).get("gateway_nodes", 0) >= self.args.nodes
+                             for v in (self.member_view(m) for m in sorted(c.ports)))
             view = c.client_json(["status"])
-            if view and len(view.get("members", [])) == len(c.ports):
+            if registered and view and len(view.get("members", [])) == len(c.ports):
                 p = view["partitions"][0]
                 standbys = p.get("standbys", [])
                 if p.get("owner") and len(standbys) == len(c.ports) - 1 and \
@@ -101,6 +137,15 @@ class Bench:
                     return p["owner"]
             time.sleep(0.25)
         raise RuntimeError("the cluster did not settle within %d s: %s" % (timeout, c.client_json(["status"])))
+
+    def member_view(self, member):
+        """`claimsched status` asked of one member's gateway."""
+        out = subprocess.run([self.cluster.bin, "status", "--json", "--server",
+                              "127.0.0.1:%d" % self.cluster.ports[member]], capture_output=True, text=True)
+        try:
+            return json.loads(out.stdout) if out.returncode == 0 else None
+        except ValueError:
+            return None
 
     def fill(self):
         c = self.cluster
@@ -118,7 +163,7 @@ class Bench:
         raise RuntimeError("the fill did not run within 600 s (%d running)" % self.running_tasks())
 
     def running_tasks(self):
-        queue = self.cluster.client_json(["queue"]) or []
+        queue = self.cluster.client_json(["queue", "--timeout", "60s"]) or []
         return sum(j.get("tasks_by_state", {}).get("running", 0) for j in queue)
 
     def probe(self, kill_ns, result):
@@ -134,7 +179,11 @@ class Bench:
         while time.time() < deadline:
             s = c.client_json(["status", str(job)])
             if s and "started_at_ns" in s:
-                result["failover_ms"] = (s["started_at_ns"] - kill_ns) / 1e6
+                result["failover_ms"] = round((s["started_at_ns"] - kill_ns) / 1e6, 1)
+                # When the new owner's gateway took the probe (the client
+                # retried until then), and when it was placed after that.
+                if "submitted_at_ns" in s:
+                    result["accepted_ms"] = round((s["submitted_at_ns"] - kill_ns) / 1e6, 1)
                 return
             time.sleep(0.05)
         result["error"] = "probe %d was not placed within 60 s" % job
@@ -142,7 +191,7 @@ class Bench:
     def run(self):
         args = self.args
         bin = ha_harness.binary()
-        single = single_server_rate(bin, self.dir, args.submit_jobs)
+        self.single = SingleServer(bin, self.dir)
         self.cluster = c = ha_harness.Cluster(dir=os.path.join(self.dir, "ha"), partitions=1, members=3,
                                               etcd_members=args.etcd_members, ack="one",
                                               timeouts={"node_grace": "10s", "recovery_grace": "30s",
@@ -157,11 +206,15 @@ class Bench:
                 raise RuntimeError("the simulated nodes did not register within 120 s")
             time.sleep(0.5)
         owner = self.settle()
-        submit_rate(bin, "127.0.0.1:%d" % c.ports[owner], min(args.submit_jobs, 500))  # warm up
-        replicated = submit_rate(bin, "127.0.0.1:%d" % c.ports[owner], args.submit_jobs)
+        owner_address = "127.0.0.1:%d" % c.ports[owner]
+        single, replicated = submit_rates(bin, self.single.address, owner_address, args.submit_jobs, 1)
+        single_n, replicated_n = submit_rates(bin, self.single.address, owner_address, args.submit_jobs,
+                                              args.submit_clients, rounds=1)
+        self.single.stop()
+        self.single = None
         filled = self.fill()
         owner = self.settle()
-        acked_probes, times, errors = [], [], []
+        acked_probes, times, errors, accepted = [], [], [], []
         for k in range(args.kills):
             owner = self.settle()
             result = {}
@@ -174,6 +227,7 @@ class Bench:
                 acked_probes.append(result["job"])
             if "failover_ms" in result:
                 times.append(result["failover_ms"])
+                accepted.append(result.get("accepted_ms"))
             else:
                 errors.append(result.get("error", "no result"))
             if not args.json:
@@ -186,11 +240,16 @@ class Bench:
                 "failover_max_ms": round(max(times), 1) if times else 0.0, "failovers_measured": len(times),
                 "errors": errors, **check,
                 "single_submit_per_sec": round(single, 1), "replicated_submit_per_sec": round(replicated, 1),
-                "replicated_submit_ratio": round(replicated / single, 3) if single else 0.0}
+                "replicated_submit_ratio": round(replicated / single, 3) if single else 0.0,
+                "submit_clients": args.submit_clients,
+                "single_submit_per_sec_clients": round(single_n, 1),
+                "replicated_submit_per_sec_clients": round(replicated_n, 1),
+                "replicated_submit_ratio_clients": round(replicated_n / single_n, 3) if single_n else 0.0,
+                "failovers_ms": [round(t) for t in times], "accepted_ms": accepted}
 
     def check(self, probes):
         c = self.cluster
-        queue = c.client_json(["queue"]) or []
+        queue = c.client_json(["queue", "--timeout", "60s"]) or []
         open_jobs = {j["job"]: j for j in queue}
         fill_running = sum(j.get("tasks_by_state", {}).get("running", 0) for j in queue)
         per_job = self.args.allocations // self.args.fill_jobs
@@ -201,13 +260,20 @@ class Bench:
             s = c.client_json(["status", str(job)])
             if not s or s.get("state") not in ("succeeded", "running") and job not in open_jobs:
                 lost += 1
-        nodes = c.client_json(["nodes"]) or []
+        nodes = c.client_json(["nodes", "--timeout", "60s"])
+        if nodes is None:
+            raise RuntimeError("claimsched nodes failed at the end of the run")
         held = 0
         overcommits = 0
+        def cpu(text):  # "cpu=110,memory=110Gi" -> 110 cores ("cpu=500m" -> 0.5)
+            for part in text.split(","):
+                if part.startswith("cpu="):
+                    v = part[4:]
+                    return float(v[:-1]) / 1000 if v.endswith("m") else float(v)
+            return 0.0
         for n in nodes:
-            cap = int(n["capacity"].split("cpu=")[1].split(",")[0])
-            free = int(n["free"].split("cpu=")[1].split(",")[0]) if "cpu=" in n["free"] else 0
-            held += (cap - free) // 1000
+            cap, free = cpu(n["capacity"]), cpu(n["free"])
+            held += round(cap - free)  # every task takes one core
             overcommits += free < 0
         return {"lost_acked_jobs": lost, "duplicate_runs": max(0, held - fill_running),
                 "missing_allocations": max(0, fill_running - held), "overcommits": overcommits,
@@ -222,7 +288,8 @@ def main():
     ap.add_argument("--allocations", type=int, default=100000)
     ap.add_argument("--fill-jobs", type=int, default=100)
     ap.add_argument("--slots", type=int, default=110, help="cpu slots per simulated node")
-    ap.add_argument("--submit-jobs", type=int, default=3000, help="jobs per submit-rate measurement")
+    ap.add_argument("--submit-jobs", type=int, default=4000, help="jobs per submit-rate measurement")
+    ap.add_argument("--submit-clients", type=int, default=4, help="clients submitting at once in it")
     ap.add_argument("--etcd-members", type=int, default=1)
     ap.add_argument("--dir")
     ap.add_argument("--keep", action="store_true")
@@ -232,6 +299,8 @@ def main():
         result = bench.run()
     except BaseException as e:
         result = {"error": "%s: %s" % (type(e).__name__, e)}
+    if bench.single:
+        bench.single.stop()
     if bench.cluster:
         keep = args.keep or args.dir is not None or "error" in result
         bench.cluster.stop(keep=keep)

@@ -16,10 +16,16 @@ std::map<PartitionId, std::string> balance_partitions(
   std::sort(ids.begin(), ids.end());
   ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
 
-  // Shares: the first (P mod N) members in name order take one more.
+  // Shares: (P mod N) members take one more - those holding the most now
+  // (they keep it: nothing moves for the remainder), then in name order.
+  std::map<std::string, size_t> holding;
+  for (const auto& [p, m] : current) ++holding[m];
+  std::vector<std::string> by_holding = names;
+  std::stable_sort(by_holding.begin(), by_holding.end(),
+                   [&](const std::string& a, const std::string& b) { return holding[a] > holding[b]; });
   std::map<std::string, size_t> quota;
-  for (size_t i = 0; i < names.size(); ++i)
-    quota[names[i]] = ids.size() / names.size() + (i < ids.size() % names.size() ? 1 : 0);
+  for (size_t i = 0; i < by_holding.size(); ++i)
+    quota[by_holding[i]] = ids.size() / names.size() + (i < ids.size() % names.size() ? 1 : 0);
   std::map<std::string, size_t> held;
   std::vector<PartitionId> unplaced;
   for (auto id : ids) {

@@ -29,10 +29,11 @@ namespace claimsched::core {
 
 /// Owner per partition after rebalancing `partitions` over `members`:
 /// every member gets floor(P/N) or ceil(P/N) of them (the larger shares go to
-/// the members first in name order); a partition stays with its current owner
-/// while that owner is live and not above its share; the others go to the
-/// members furthest below theirs (ties: name order). Deterministic: it depends
-/// only on its arguments. Empty `members`: empty result.
+/// the members that hold the most now, then to the first in name order, so a
+/// member that joins takes nothing it does not need); a partition stays with
+/// its current owner while that owner is live and not above its share; the
+/// others go to the members furthest below theirs (ties: name order).
+/// Deterministic: it depends only on its arguments. Empty `members`: empty.
 std::map<PartitionId, std::string> balance_partitions(
     const std::vector<PartitionId>& partitions, const std::vector<std::string>& members,
     const std::map<PartitionId, std::string>& current);

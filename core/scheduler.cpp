@@ -336,11 +336,13 @@ void Scheduler::declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, 
 }
 
 void Scheduler::reconcile_node(const NodeReport& report, TimePoint now, Outbox& out) {
+  // Tasks that ended there while we did not hear (a node that restarted
+  // under a running scheduler reports the tasks its agent took down as
+  // lost): ended as the node saw them end, whether restored from the store
+  // or running here as we know it. (Not a scan of every running task: that
+  // is O(tasks) per node, and every node registers after a takeover.)
   end_tasks_finished_while_away(report, now, out);
-  // Every task believed running there, not only those restored from the
-  // store: a node that restarted while this scheduler ran (an agent killed
-  // and started again within node_grace) no longer holds them.
-  reconcile(report.spec.id, report.allocations, &report.claims, true, now, out);
+  reconcile(report.spec.id, report.allocations, &report.claims, false, now, out);
 }
 
 void Scheduler::end_tasks_finished_while_away(const NodeReport& report, TimePoint now, Outbox& out) {

@@ -39,6 +39,18 @@ TEST(BalancePartitions, AJoiningMemberTakesOnlyItsShare) {
   EXPECT_EQ(moved, 2u) << "only the newcomer's share moves";
 }
 
+TEST(BalancePartitions, AJoiningMemberDoesNotTakeARemainderFromItsHolder) {
+  // One partition, owned by b: a member joining (a, first by name) takes
+  // nothing; the remainder stays where it is.
+  std::map<PartitionId, std::string> current{{PartitionId{1}, "b"}};
+  EXPECT_EQ(balance_partitions(partitions(1), {"a", "b", "c"}, current).at(PartitionId{1}), "b");
+  // Four over three: b holds 3, gets to keep 2 (the remainder's extra one).
+  std::map<PartitionId, std::string> four{
+      {PartitionId{1}, "b"}, {PartitionId{2}, "b"}, {PartitionId{3}, "b"}, {PartitionId{4}, "c"}};
+  auto after = balance_partitions(partitions(4), {"a", "b", "c"}, four);
+  EXPECT_EQ(counts(after), (std::map<std::string, size_t>{{"a", 1}, {"b", 2}, {"c", 1}}));
+}
+
 TEST(BalancePartitions, ALeavingMembersPartitionsGoToTheOthers) {
   auto before = balance_partitions(partitions(6), {"a", "b", "c"}, {});
   auto after = balance_partitions(partitions(6), {"a", "c"}, before);
