@@ -179,9 +179,17 @@ caf::typed_response_promise<T> ask_about_job(self_ptr self, core::JobId id, Ts..
 }
 
 /// Registers every known node of partition `p` with its (new, local) owner.
+/// Their silence so far counts from now: this member may have been paused
+/// or cut off itself, and a new owner must not declare a node down (its
+/// tasks lost and run again) for heartbeats that went to other members.
 void register_nodes(self_ptr self, const GatewayPartition& p) {
-  for (const auto& [id, n] : self->state.nodes)
-    if (n.partition == p.id && !n.down && n.handle) self->send(p.scheduler, register_atom::value, n.handle);
+  auto t = now(self);
+  for (auto& [id, n] : self->state.nodes) {
+    if (n.partition != p.id || !n.handle) continue;
+    n.last_heartbeat = std::max(n.last_heartbeat, t);
+    n.down = false;
+    self->send(p.scheduler, register_atom::value, n.handle);
+  }
 }
 
 /// The members view of a single server: it owns everything.
@@ -422,6 +430,18 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         auto& st = self->state;
         self->delayed_send(self, st.config.heartbeat_interval, tick_atom::value);
         auto t = now(self);
+        // A tick far later than asked: this process stalled (paused, or
+        // starved), and heard nothing meanwhile. The nodes' silence is ours:
+        // it counts from now.
+        auto gap = t - st.last_tick;
+        bool stalled = st.last_tick.count() != 0 &&
+                       gap > 2 * st.config.heartbeat_interval + st.config.node_grace / 4;
+        st.last_tick = t;
+        if (stalled) {
+          spdlog::warn("gateway: this process was stalled for {} ms; node heartbeats count from now",
+                       std::chrono::duration_cast<std::chrono::milliseconds>(gap).count());
+          for (auto& [id, n] : st.nodes) n.last_heartbeat = std::max(n.last_heartbeat, t);
+        }
         for (auto& [id, n] : st.nodes) {
           if (n.down || t - n.last_heartbeat < st.config.node_grace) continue;
           n.down = true;

@@ -71,6 +71,8 @@ struct gateway_state {
   };
   std::map<uint64_t, Forward> forwards;
   uint64_t next_forward = 0;
+  /// When the heartbeat tick last ran (a late tick: this process stalled).
+  core::TimePoint last_tick{0};
 
   GatewayPartition* partition(core::PartitionId id);
 

@@ -26,6 +26,23 @@ int fail(const std::string& what) {
   return 1;
 }
 
+/// Spawns the gateway and publishes it on [listen]; the port it listens on,
+/// or why not (the gateway is stopped again then).
+core::Expected<std::pair<actors::gateway_actor, uint16_t>> serve_gateway(caf::actor_system& sys,
+                                                                         const ClusterConfig& config,
+                                                                         actors::GatewayConfig gc) {
+  auto gateway = actors::spawn_gateway(sys, std::move(gc));
+  if (!gateway) return gateway.error();
+  auto port = sys.middleman().publish(*gateway, config.listen.port, config.listen.host.c_str(), true);
+  if (!port) {
+    caf::anon_send_exit(*gateway, caf::exit_reason::user_shutdown);
+    return core::make_error(core::Errc::io_error, "cannot listen on " + config.listen.host + ":" +
+                                                      std::to_string(config.listen.port) + ": " +
+                                                      sys.render(port.error()));
+  }
+  return std::make_pair(*gateway, *port);
+}
+
 /// One member of an HA cluster ([ha]): the gateway, and the member
 /// coordinator that owns or follows each partition.
 int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_system& sys) {
@@ -66,32 +83,26 @@ int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_syste
   gc.member = *member;
   gc.name = mc.name;
   for (const auto& p : config.partitions) gc.partitions.push_back({p.id, p.pools, {}, {}, 0, false});
-  auto gateway = actors::spawn_gateway(sys, gc);
   caf::scoped_actor self{sys};
   auto stop_member = [&] {
     self->send_exit(*member, caf::exit_reason::user_shutdown);
     self->wait_for(*member);
   };
-  if (!gateway) {
+  auto served = serve_gateway(sys, config, gc);
+  if (!served) {
     stop_member();
-    return fail(gateway.error().to_string());
+    return fail(served.error().message);
   }
-  auto port = sys.middleman().publish(*gateway, config.listen.port, config.listen.host.c_str(), true);
-  if (!port) {
-    caf::anon_send_exit(*gateway, caf::exit_reason::user_shutdown);
-    stop_member();
-    return fail("cannot listen on " + config.listen.host + ":" + std::to_string(config.listen.port) + ": " +
-                sys.render(port.error()));
-  }
+  auto [gateway, port] = *served;
   std::string address = ha.advertise;
   if (address.empty()) {
     std::string host = config.listen.host == "0.0.0.0" ? agent::host_name() : config.listen.host;
-    address = host + ":" + std::to_string(*port);
+    address = host + ":" + std::to_string(port);
   }
   self->monitor(*member);
-  self->send(*member, actors::start_atom::value, *gateway, address);
+  self->send(*member, actors::start_atom::value, gateway, address);
   std::printf("claimsched server listening on %s:%u (cluster %s, member %s at %s, %zu partition(s), etcd %s, data in %s)\n",
-              config.listen.host.c_str(), static_cast<unsigned>(*port), config.cluster_id.c_str(), mc.name.c_str(),
+              config.listen.host.c_str(), static_cast<unsigned>(port), config.cluster_id.c_str(), mc.name.c_str(),
               address.c_str(), config.partitions.size(), mc.etcd.front().c_str(), config.storage.data_dir.c_str());
   std::fflush(stdout);
   int code = 0;
@@ -109,10 +120,10 @@ int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_syste
         caf::after(std::chrono::milliseconds(0)) >> [] {});
   }
   spdlog::info("claimsched server: stopping");
-  sys.middleman().unpublish(*gateway, *port);
+  sys.middleman().unpublish(gateway, port);
   if (!member_ended) stop_member();
-  self->send_exit(*gateway, caf::exit_reason::user_shutdown);
-  self->wait_for(*gateway);
+  self->send_exit(gateway, caf::exit_reason::user_shutdown);
+  self->wait_for(gateway);
   // Everything is stopped and every store closed. CAF 0.17's actor system
   // would now wait for each detached actor's last reference to go, and the
   // middleman can keep one for good: a message the member sent to a peer or
@@ -172,29 +183,23 @@ int run_server(const ServerOptions& opt) {
     partitions.push_back(std::move(*assembled));
   }
   if (config.listen.port != 0) gc.address = config.listen.host + ":" + std::to_string(config.listen.port);
-  auto gateway = actors::spawn_gateway(sys, gc);
-  if (!gateway) {
+  auto served = serve_gateway(sys, config, gc);
+  if (!served) {
     stop_partitions();
-    return fail(gateway.error().to_string());
+    return fail(served.error().message);
   }
-  auto port = sys.middleman().publish(*gateway, config.listen.port, config.listen.host.c_str(), true);
-  if (!port) {
-    caf::anon_send_exit(*gateway, caf::exit_reason::user_shutdown);
-    stop_partitions();
-    return fail("cannot listen on " + config.listen.host + ":" + std::to_string(config.listen.port) + ": " +
-                sys.render(port.error()));
-  }
+  auto [gateway, port] = *served;
   std::printf("claimsched server listening on %s:%u (cluster %s, %zu partition(s), data in %s)\n",
-              config.listen.host.c_str(), static_cast<unsigned>(*port), config.cluster_id.c_str(),
+              config.listen.host.c_str(), static_cast<unsigned>(port), config.cluster_id.c_str(),
               config.partitions.size(), config.storage.data_dir.c_str());
   std::fflush(stdout);
   while (!wait_for_stop_signal(std::chrono::milliseconds(500))) {
   }
   spdlog::info("claimsched server: stopping");
-  sys.middleman().unpublish(*gateway, *port);
+  sys.middleman().unpublish(gateway, port);
   caf::scoped_actor self{sys};
-  self->send_exit(*gateway, caf::exit_reason::user_shutdown);
-  self->wait_for(*gateway);
+  self->send_exit(gateway, caf::exit_reason::user_shutdown);
+  self->wait_for(gateway);
   stop_partitions();
   return 0;
 }

@@ -50,6 +50,19 @@ class RecoveryTest : public ::testing::Test {
     cluster.run();
     EXPECT_EQ(cluster.check_all(), "");
   }
+  /// Node n (re)registers with `sched` with what its ledger holds and the
+  /// task ends it remembers; what the scheduler then sends is returned.
+  Outbox register_again(Scheduler& sched, size_t n, TimePoint now) {
+    NodeReport r;
+    r.spec = cluster.spec(n);
+    r.snapshot = cluster.ledger(n).snapshot();
+    r.allocations = cluster.ledger(n).allocations();
+    r.finished = cluster.ledger(n).recent_finished();
+    EXPECT_TRUE(sched.add_node(r.spec, r.snapshot));
+    Outbox out;
+    sched.reconcile_node(r, now, out);
+    return out;
+  }
   SimCluster cluster{ledger_config()};
 };
 
@@ -180,14 +193,7 @@ TEST_F(RecoveryTest, TasksThatEndedWhileTheSchedulerWasAwayEndAsTheNodeSawThem) 
                                  {2, TaskState::running, NodeId{1}, 0},
                                  {3, TaskState::running, NodeId{1}, 0}},
                                 TimePoint{0}));
-  NodeReport r;
-  r.spec = cluster.spec(0);
-  r.snapshot = cluster.ledger(0).snapshot();
-  r.allocations = cluster.ledger(0).allocations();
-  r.finished = cluster.ledger(0).recent_finished();
-  ASSERT_TRUE(sched.add_node(r.spec, r.snapshot));
-  Outbox out;
-  sched.reconcile_node(r, TimePoint{0}, out);
+  Outbox out = register_again(sched, 0, TimePoint{0});
 
   const JobRecord* j = sched.job(JobId{1});
   EXPECT_EQ(j->tasks[0].state, TaskState::succeeded);
@@ -310,15 +316,7 @@ TEST_F(RecoveryTest, ANodeThatRestartedUnderARunningSchedulerIsReconciledToo) {
   std::vector<NodeEvent> gone;
   ASSERT_TRUE(cluster.ledger(0).finish_task(TaskRef{JobId{1}, 1}, TaskState::succeeded, 0, gone));
   ASSERT_TRUE(cluster.ledger(0).finish_task(TaskRef{JobId{1}, 0}, TaskState::lost, -1, gone));
-  NodeReport r;
-  r.spec = cluster.spec(0);
-  r.snapshot = cluster.ledger(0).snapshot();
-  r.allocations = cluster.ledger(0).allocations();
-  r.finished = cluster.ledger(0).recent_finished();
-  // It registers again.
-  ASSERT_TRUE(sched.add_node(r.spec, r.snapshot));
-  Outbox out;
-  sched.reconcile_node(r, cluster.now(), out);
+  (void)register_again(sched, 0, cluster.now());
   const JobRecord* j = sched.job(JobId{1});
   EXPECT_EQ(j->tasks[1].state, TaskState::succeeded) << "ended as the node saw it end: not run again";
   EXPECT_EQ(j->tasks[2].state, TaskState::running);

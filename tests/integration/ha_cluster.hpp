@@ -16,7 +16,7 @@
 
 namespace claimsched::testing {
 
-class HaCluster {
+class HaCluster : public ClusterClient<HaCluster> {
  public:
   /// `partitions` partitions, partition i owning pool "p<i>".
   explicit HaCluster(int partitions = 1, int etcd_members = 1, std::string ack = "one")
@@ -59,12 +59,12 @@ class HaCluster {
     argv.push_back("--port");
     argv.push_back(port == ports_.end() ? "0" : std::to_string(port->second));
     for (const auto& e : extra) argv.push_back(e);
-    auto size = LocalCluster::read_file(log(name)).size();
+    auto size = read_file(log(name)).size();
     members_[name] = std::make_unique<BackgroundProcess>(argv, log(name));
     ASSERT_TRUE(members_[name]->started());
     const std::string listening = "claimsched server listening on ";
     for (int i = 0; i < 200; ++i) {
-      std::string text = LocalCluster::read_file(log(name)).substr(size);
+      std::string text = read_file(log(name)).substr(size);
       if (auto at = text.find(listening); at != std::string::npos) {
         auto from = at + listening.size();
         std::string address = text.substr(from, text.find(' ', from) - from);
@@ -74,7 +74,7 @@ class HaCluster {
       ASSERT_TRUE(members_[name]->running()) << name << " exited:\n" << text;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    FAIL() << name << " did not report its address; log:\n" << LocalCluster::read_file(log(name));
+    FAIL() << name << " did not report its address; log:\n" << read_file(log(name));
   }
   BackgroundProcess& member(const std::string& name) { return *members_.at(name); }
   void signal_member(const std::string& name, int signal) {
@@ -101,21 +101,9 @@ class HaCluster {
   ProcessResult client(const std::string& args) const {
     return run_command(std::string(CLAIMSCHED_BINARY) + " " + args + " --server " + addresses() + " 2>&1");
   }
-  uint64_t submit(const std::string& options, const std::string& command, std::string* why = nullptr) const {
-    auto r = run_command(std::string(CLAIMSCHED_BINARY) + " submit --json " + options + " --server " + addresses() +
-                         " -- " + command + " 2>&1");
-    auto j = nlohmann::json::parse(r.out, nullptr, false);
-    if (r.exit_code != 0 || !j.is_object() || !j.contains("job")) {
-      if (why) *why = r.out;
-      return 0;
-    }
-    return j["job"].get<uint64_t>();
-  }
-  std::optional<nlohmann::json> status(uint64_t job) const {
-    auto r = client("status --json " + std::to_string(job));
-    auto j = nlohmann::json::parse(r.out, nullptr, false);
-    if (r.exit_code != 0 || !j.is_object()) return std::nullopt;
-    return j;
+  ProcessResult client_before_command(const std::string& args, const std::string& command) const {
+    return run_command(std::string(CLAIMSCHED_BINARY) + " " + args + " --server " + addresses() + " -- " + command +
+                       " 2>&1");
   }
   /// The members view (`claimsched status --json`).
   std::optional<nlohmann::json> members() const {
@@ -142,7 +130,7 @@ class HaCluster {
   /// Waits until every partition has an owner among `among` (any if empty).
   bool wait_for_owners(std::chrono::seconds timeout = std::chrono::seconds(20),
                        const std::set<std::string>& among = {}) const {
-    return LocalCluster::wait_until(
+    return wait_until(
         [&] {
           for (int p = 1; p <= partitions_; ++p) {
             auto o = owner(p);
@@ -152,26 +140,16 @@ class HaCluster {
         },
         timeout);
   }
-  int alive_nodes() const {
-    auto r = client("nodes --json");
-    auto j = nlohmann::json::parse(r.out, nullptr, false);
-    if (r.exit_code != 0 || !j.is_array()) return -1;
-    int alive = 0;
-    for (const auto& n : j) alive += n.value("alive", false) && n.value("state", "") == "up";
-    return alive;
-  }
-  nlohmann::json wait_for_job(uint64_t job, std::chrono::seconds timeout = std::chrono::seconds(60)) const {
-    nlohmann::json last;
-    LocalCluster::wait_until(
+  /// Waits until partition p has an owner other than `old`; returns it ("" if none came).
+  std::string wait_for_new_owner(int p, const std::string& old, std::chrono::seconds timeout) const {
+    std::string now;
+    wait_until(
         [&] {
-          auto s = status(job);
-          if (!s) return false;
-          last = *s;
-          auto state = last.value("state", "");
-          return state == "succeeded" || state == "failed" || state == "cancelled";
+          now = owner(p);
+          return !now.empty() && now != old;
         },
         timeout);
-    return last;
+    return now != old ? now : "";
   }
 
  private:

@@ -16,10 +16,17 @@ class HaTest : public ::testing::Test {
  protected:
   void start_all() {
     for (const char* m : {"m1", "m2", "m3"}) ASSERT_NO_FATAL_FAILURE(cluster.start_member(m));
-    ASSERT_TRUE(cluster.wait_for_owners()) << LocalCluster::read_file(cluster.log("m1"));
+    ASSERT_TRUE(cluster.wait_for_owners()) << HaCluster::read_file(cluster.log("m1"));
     cluster.start_agent("a1", "p1");
     cluster.start_agent("a2", "p1");
-    ASSERT_TRUE(LocalCluster::wait_until([&] { return cluster.alive_nodes() == 2; }, 20s));
+    ASSERT_TRUE(HaCluster::wait_until([&] { return cluster.alive_nodes() == 2; }, 20s));
+  }
+  /// Submits `count` tasks of `seconds` that log to `done`; waits until all run.
+  uint64_t submit_running(const std::string& done, int count, double seconds) {
+    uint64_t job = cluster.submit("--pool p1 --count " + std::to_string(count), task_that_logs(done, seconds));
+    EXPECT_NE(job, 0u);
+    EXPECT_TRUE(HaCluster::wait_until([&] { return count_tasks_on(*cluster.status(job), "running") == count; }, 20s));
+    return job;
   }
   HaCluster cluster;
 };
@@ -27,18 +34,13 @@ class HaTest : public ::testing::Test {
 TEST_F(HaTest, AKilledOwnersRunningTasksAreAdoptedNeverRunTwice) {
   start_all();
   std::string done = cluster.dir() + "/done.log";
-  uint64_t job = cluster.submit("--pool p1 --count 6", task_that_logs(done, 4));
-  ASSERT_NE(job, 0u);
-  ASSERT_TRUE(LocalCluster::wait_until([&] { return count_tasks_on(*cluster.status(job), "running") == 6; }, 20s));
+  uint64_t job = submit_running(done, 6, 4);
   std::string first = cluster.owner(1);
   uint64_t epoch = cluster.epoch(1);
   ASSERT_FALSE(first.empty());
   cluster.signal_member(first, SIGKILL);
   // Another member takes the partition over with a higher epoch...
-  ASSERT_TRUE(LocalCluster::wait_until([&] {
-    auto o = cluster.owner(1);
-    return !o.empty() && o != first;
-  }, 10s)) << LocalCluster::read_file(cluster.log(first == "m1" ? "m2" : "m1"));
+  ASSERT_NE(cluster.wait_for_new_owner(1, first, 10s), "") << HaCluster::read_file(cluster.log(first == "m1" ? "m2" : "m1"));
   EXPECT_GT(cluster.epoch(1), epoch);
   // ...adopts the running tasks from the nodes' reports, and takes new work
   // through any member (the client moves past the dead one).
@@ -50,7 +52,7 @@ TEST_F(HaTest, AKilledOwnersRunningTasksAreAdoptedNeverRunTwice) {
   EXPECT_EQ(cluster.wait_for_job(next).value("state", ""), "succeeded");
   // The dead member comes back as a standby of the new owner and catches up.
   ASSERT_NO_FATAL_FAILURE(cluster.start_member(first));
-  ASSERT_TRUE(LocalCluster::wait_until([&] {
+  ASSERT_TRUE(HaCluster::wait_until([&] {
     auto m = cluster.members();
     if (!m) return false;
     for (const auto& p : (*m)["partitions"])
@@ -63,22 +65,17 @@ TEST_F(HaTest, AKilledOwnersRunningTasksAreAdoptedNeverRunTwice) {
 TEST_F(HaTest, APausedOwnerIsFencedAndStepsDownWhenItWakes) {
   start_all();
   std::string done = cluster.dir() + "/done.log";
-  uint64_t job = cluster.submit("--pool p1 --count 4", task_that_logs(done, 5));
-  ASSERT_NE(job, 0u);
-  ASSERT_TRUE(LocalCluster::wait_until([&] { return count_tasks_on(*cluster.status(job), "running") == 4; }, 20s));
+  uint64_t job = submit_running(done, 4, 5);
   std::string first = cluster.owner(1);
   cluster.signal_member(first, SIGSTOP);
-  ASSERT_TRUE(LocalCluster::wait_until([&] {
-    auto o = cluster.owner(1);
-    return !o.empty() && o != first;
-  }, 15s));
+  ASSERT_NE(cluster.wait_for_new_owner(1, first, 15s), "");
   cluster.signal_member(first, SIGCONT);
   // Its lease is gone: it notices and steps down (its claims were fenced at
   // the nodes by the new epoch meanwhile).
-  ASSERT_TRUE(LocalCluster::wait_until(
-      [&] { return LocalCluster::read_file(cluster.log(first)).find("steps down from partition 1") != std::string::npos; },
+  ASSERT_TRUE(HaCluster::wait_until(
+      [&] { return HaCluster::read_file(cluster.log(first)).find("steps down from partition 1") != std::string::npos; },
       10s))
-      << LocalCluster::read_file(cluster.log(first));
+      << HaCluster::read_file(cluster.log(first));
   auto s = cluster.wait_for_job(job);
   EXPECT_EQ(s.value("state", ""), "succeeded") << s.dump(2);
   EXPECT_EQ(check_completed_once(done, 4), "");
@@ -87,13 +84,13 @@ TEST_F(HaTest, APausedOwnerIsFencedAndStepsDownWhenItWakes) {
 TEST_F(HaTest, AMemberWaitsForEtcdAndSaysSo) {
   cluster.etcd().signal(0, SIGSTOP);
   ASSERT_NO_FATAL_FAILURE(cluster.start_member("m1"));
-  EXPECT_TRUE(LocalCluster::wait_until(
-      [&] { return LocalCluster::read_file(cluster.log("m1")).find("waiting for etcd") != std::string::npos; }, 10s))
-      << LocalCluster::read_file(cluster.log("m1"));
+  EXPECT_TRUE(HaCluster::wait_until(
+      [&] { return HaCluster::read_file(cluster.log("m1")).find("waiting for etcd") != std::string::npos; }, 10s))
+      << HaCluster::read_file(cluster.log("m1"));
   EXPECT_TRUE(cluster.member("m1").running()) << "it waits, it does not give up";
   EXPECT_EQ(cluster.owner(1), "") << "nobody owns anything without etcd";
   cluster.etcd().signal(0, SIGCONT);
-  EXPECT_TRUE(cluster.wait_for_owners(20s)) << LocalCluster::read_file(cluster.log("m1"));
+  EXPECT_TRUE(cluster.wait_for_owners(20s)) << HaCluster::read_file(cluster.log("m1"));
 }
 
 TEST_F(HaTest, AnOwnerThatLosesEtcdStopsSchedulingBeforeItsLeaseCanExpire) {
@@ -103,9 +100,9 @@ TEST_F(HaTest, AnOwnerThatLosesEtcdStopsSchedulingBeforeItsLeaseCanExpire) {
   auto stopped = std::chrono::steady_clock::now();
   cluster.etcd().signal(0, SIGSTOP);
   std::string said;
-  ASSERT_TRUE(LocalCluster::wait_until(
+  ASSERT_TRUE(HaCluster::wait_until(
       [&] {
-        said = LocalCluster::read_file(cluster.log(owner));
+        said = HaCluster::read_file(cluster.log(owner));
         return said.find("stop scheduling before the lease can expire") != std::string::npos;
       },
       5s))
@@ -116,9 +113,9 @@ TEST_F(HaTest, AnOwnerThatLosesEtcdStopsSchedulingBeforeItsLeaseCanExpire) {
   cluster.etcd().signal(0, SIGCONT);
   // Back: it schedules again if etcd kept its lease, or (etcd expired it
   // meanwhile) steps down and joins again; either way someone owns it.
-  EXPECT_TRUE(LocalCluster::wait_until(
+  EXPECT_TRUE(HaCluster::wait_until(
       [&] {
-        auto text = LocalCluster::read_file(cluster.log(owner));
+        auto text = HaCluster::read_file(cluster.log(owner));
         return text.find("schedule again") != std::string::npos || text.find("its lease is gone") != std::string::npos;
       },
       10s));
@@ -143,8 +140,8 @@ TEST_F(HaTest, AMemberRefusesADataDirOfAnotherCluster) {
                        << cluster.data_dir("m1") << "\"\n[[pools]]\nname = \"p1\"\n[[partitions]]\nid = 1\npools = [\"p1\"]\n";
   {
     BackgroundProcess server({CLAIMSCHED_BINARY, "server", "--config", other}, cluster.dir() + "/other.log");
-    ASSERT_TRUE(LocalCluster::wait_until(
-        [&] { return LocalCluster::read_file(cluster.dir() + "/other.log").find("listening") != std::string::npos; },
+    ASSERT_TRUE(HaCluster::wait_until(
+        [&] { return HaCluster::read_file(cluster.dir() + "/other.log").find("listening") != std::string::npos; },
         20s));
     server.kill(SIGTERM);
     server.wait();
