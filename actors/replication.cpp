@@ -194,6 +194,10 @@ Follower* sender_follower(feed_ptr self) {
 
 }  // namespace
 
+change_feed_state::~change_feed_state() {
+  for (auto& f : followers) abandon_shipping(f);
+}
+
 core::Status ChangeFeedConfig::validate() const {
   auto bad = [](std::string why) { return core::make_error(core::Errc::invalid_argument, std::move(why)); };
   if (!primary) return bad("change feed: no primary store");
@@ -222,9 +226,6 @@ change_feed_actor::behavior_type change_feed(feed_ptr self, ChangeFeedConfig con
       abandon_shipping(*it);
       it = fs.erase(it);
     }
-  });
-  self->attach_functor([=] {
-    for (auto& f : self->state.followers) abandon_shipping(f);
   });
   return {
       [=](subscribe_atom, replica_actor replica, uint64_t from, uint64_t epoch, std::string& name) {

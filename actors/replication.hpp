@@ -81,6 +81,8 @@ struct ChangeFeedConfig {
 
 struct change_feed_state {
   explicit change_feed_state(caf::local_actor*) {}
+  /// Removes the checkpoints still being shipped.
+  ~change_feed_state();
 
   struct Shipping {
     std::string dir;
