@@ -241,7 +241,8 @@ void campaign(self_ptr self, core::PartitionId p, Local& loc, const etcd::Partit
       return;
     }
     auto r = st.etcd->put(st.keys->candidate(p, st.config.name),
-                          etcd::HaKeys::candidate_value(ps.epoch_counter, v->sequence, v->epoch), st.lease);
+                          etcd::HaKeys::candidate_value(ps.epoch_counter, v->sequence, v->epoch, loc.broken.empty()),
+                          st.lease);
     if (!r) {
       etcd_problem(self, r.error().to_string());
       return;
@@ -263,7 +264,7 @@ void campaign(self_ptr self, core::PartitionId p, Local& loc, const etcd::Partit
   std::set<std::string> bidders;
   for (const auto& c : ps.candidates)
     if (c.round == loc.round && st.state.members.contains(c.member)) {
-      bids.push_back({c.member, c.applied, c.store_epoch});
+      bids.push_back({c.member, c.applied, c.store_epoch, c.eligible});
       bidders.insert(c.member);
     }
   // Every live member's bid, or no decision: the member that did not bid yet
@@ -290,6 +291,29 @@ void campaign(self_ptr self, core::PartitionId p, Local& loc, const etcd::Partit
     return;
   }
   acquire(self, p, loc, ps);
+}
+
+/// Whether the owned partition's store still takes writes: after a failed
+/// write (a full disk, say) the scheduler stops for good, and the partition
+/// must go to a member that can run it.
+void check_store(self_ptr self, core::PartitionId p, Local& loc) {
+  if (loc.checking_store || !loc.owned) return;
+  loc.checking_store = true;
+  self->request(loc.owned->scheduler, request_timeout(self, std::chrono::seconds(1)), status_atom::value)
+      .then(
+          [=](SchedulerStatus& status) {
+            auto& st = self->state;
+            auto& loc = st.partitions.at(p);
+            loc.checking_store = false;
+            if (status.store_error.empty() || !loc.owned) return;
+            loc.broken = status.store_error;
+            spdlog::critical("{}: partition {}: its store failed ({}); hands the partition to another member and "
+                             "will not run it again until restarted",
+                             st.log_name, p.value, loc.broken);
+            resign(self, p, loc.owner_revision);
+            step_down(self, p, loc, "its store failed");
+          },
+          [=](caf::error&) { self->state.partitions.at(p).checking_store = false; });
 }
 
 /// Hands an owned partition to `desired` once its standby has caught up:
@@ -367,6 +391,7 @@ void act(self_ptr self, core::PartitionId p, Local& loc, const std::string& desi
         step_down(self, p, loc, "its owner key is not the one it created");
         return;
       }
+      check_store(self, p, loc);
       handover(self, p, loc, desired);
       return;
     }

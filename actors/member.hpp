@@ -82,6 +82,11 @@ struct member_state {
     core::TimePoint phase_since{0};
     StoreVersion bid;
     std::string last_problem;
+    /// Why this member cannot run the partition (its store failed while it
+    /// owned it: a full or broken disk); it steps down and bids as ineligible
+    /// until restarted.
+    std::string broken;
+    bool checking_store = false;
     /// The owner's actors, for routing and status.
     scheduler_actor scheduler;
     change_feed_actor feed;

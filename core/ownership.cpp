@@ -71,7 +71,7 @@ std::optional<std::string> choose_owner(std::span<const OwnerCandidate> candidat
     return a.member < b.member;
   };
   for (const auto& c : candidates) {
-    if (!consistent_with_history(history, c.store_epoch, c.applied)) continue;
+    if (!c.eligible || !consistent_with_history(history, c.store_epoch, c.applied)) continue;
     if (!best || better(c, *best)) best = &c;
   }
   if (!best) return std::nullopt;

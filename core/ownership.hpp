@@ -60,11 +60,15 @@ struct OwnerCandidate {
   /// How far its copy of the partition goes, and the epoch it was written in.
   uint64_t applied = 0;
   Epoch store_epoch = 0;
+  /// False: the member cannot run the partition (its disk failed under it);
+  /// it bids so that nobody waits for it, and never wins.
+  bool eligible = true;
 };
 
-/// The candidate that should own the partition: among those consistent with
-/// `history`, the one with the most applied; ties go to `preferred` (the
-/// balanced owner), then to the smallest name. nullopt if none is consistent.
+/// The candidate that should own the partition: among the eligible ones
+/// consistent with `history`, the one with the most applied; ties go to
+/// `preferred` (the balanced owner), then to the smallest name. nullopt if
+/// none qualifies.
 std::optional<std::string> choose_owner(std::span<const OwnerCandidate> candidates,
                                         std::span<const EpochStart> history, std::string_view preferred);
 

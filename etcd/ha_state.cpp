@@ -65,8 +65,8 @@ std::string HaKeys::owner_value(const std::string& member, core::Epoch epoch) {
   return json{{"member", member}, {"epoch", epoch}}.dump();
 }
 
-std::string HaKeys::candidate_value(core::Epoch round, uint64_t applied, core::Epoch store_epoch) {
-  return json{{"round", round}, {"applied", applied}, {"epoch", store_epoch}}.dump();
+std::string HaKeys::candidate_value(core::Epoch round, uint64_t applied, core::Epoch store_epoch, bool eligible) {
+  return json{{"round", round}, {"applied", applied}, {"epoch", store_epoch}, {"eligible", eligible}}.dump();
 }
 
 HaState HaKeys::parse(const Range& range) const {
@@ -117,7 +117,8 @@ HaState HaKeys::parse(const Range& range) const {
         auto j = object(kv.value);
         if (id && j && !p[2].empty()) {
           st.partitions[*id].candidates.push_back({std::string(p[2]), j->value("round", core::Epoch{0}),
-                                                   j->value("applied", uint64_t{0}), j->value("epoch", core::Epoch{0})});
+                                                   j->value("applied", uint64_t{0}), j->value("epoch", core::Epoch{0}),
+                                                   j->value("eligible", true)});
           ok = true;
         }
       }

@@ -7,7 +7,7 @@
 //   <prefix>owner/<partition>          {"member","epoch"}         on the owner's lease
 //   <prefix>epoch/<partition>          "<last epoch handed out>"  permanent, +1 per owner
 //   <prefix>history/<partition>/<epoch> "<first sequence>"        permanent: when each epoch began
-//   <prefix>candidate/<partition>/<name> {"round","applied","epoch"} on the member's lease
+//   <prefix>candidate/<partition>/<name> {"round","applied","epoch","eligible"} on the member's lease
 //
 // <prefix> is "<[ha] prefix>/<cluster_id>/". An owner key exists only while
 // its owner's lease lives: a dead owner's key vanishes with its lease. The
@@ -49,6 +49,8 @@ struct CandidateRecord {
   core::Epoch round = 0;
   uint64_t applied = 0;
   core::Epoch store_epoch = 0;
+  /// False: it cannot run the partition (see core::OwnerCandidate).
+  bool eligible = true;
 };
 
 struct PartitionState {
@@ -85,7 +87,8 @@ class HaKeys {
 
   static std::string member_value(const MemberRecord& m);
   static std::string owner_value(const std::string& member, core::Epoch epoch);
-  static std::string candidate_value(core::Epoch round, uint64_t applied, core::Epoch store_epoch);
+  static std::string candidate_value(core::Epoch round, uint64_t applied, core::Epoch store_epoch,
+                                     bool eligible = true);
 
   /// Reads a prefix read's keys back into a state.
   HaState parse(const Range& range) const;

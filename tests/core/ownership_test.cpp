@@ -102,6 +102,9 @@ TEST(ChooseOwner, TheFurthestConsistentCopyWins) {
   EXPECT_EQ(choose_owner(c, h, "c"), "b");
   std::vector<OwnerCandidate> only_diverged{{"a", 1010, 5}};
   EXPECT_EQ(choose_owner(only_diverged, h, "a"), std::nullopt);
+  // An owner whose disk failed bids (nobody waits for it) and never wins.
+  std::vector<OwnerCandidate> broken{{"b", 1005, 6, false}, {"c", 1002, 6}};
+  EXPECT_EQ(choose_owner(broken, h, "b"), "c");
 }
 
 TEST(ChooseOwner, TiesGoToThePreferredMemberThenByName) {
