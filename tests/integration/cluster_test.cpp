@@ -183,5 +183,18 @@ TEST_F(ClusterTest, AnInvalidJobIsRefusedWithItsFieldNamed) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
 }
 
+TEST_F(ClusterTest, StatusWithoutAJobShowsTheSingleServerOwningEveryPartition) {
+  auto r = cluster.client("status --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto view = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(view.is_object()) << r.out;
+  EXPECT_EQ(view.value("mode", ""), "static");
+  ASSERT_EQ(view["partitions"].size(), 1u);
+  EXPECT_EQ(view["partitions"][0].value("owner", ""), "server");
+  EXPECT_GE(view["partitions"][0].value("epoch", 0), 1) << "the epoch recovery gave this run";
+  r = cluster.client("status");
+  EXPECT_NE(r.out.find("single server"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace claimsched::testing
