@@ -42,6 +42,13 @@ using queue_atom = caf::atom_constant<caf::atom("queue")>;
 using nodes_atom = caf::atom_constant<caf::atom("nodes")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using node_down_atom = caf::atom_constant<caf::atom("node_down")>;
+using replicated_atom = caf::atom_constant<caf::atom("replicated")>;
+using chunk_atom = caf::atom_constant<caf::atom("chunk")>;
+using install_atom = caf::atom_constant<caf::atom("install")>;
+using members_atom = caf::atom_constant<caf::atom("members")>;
+using route_atom = caf::atom_constant<caf::atom("route")>;
+using partition_atom = caf::atom_constant<caf::atom("partition")>;
+using lease_atom = caf::atom_constant<caf::atom("lease")>;
 
 /// A real task's process ended (local only: from the executor to its node
 /// actor; see task_executor.hpp).
@@ -111,6 +118,14 @@ struct SchedulerStatus {
   std::string store_error;
   bool fenced = false;
   bool started = false;
+  /// The owner's epoch (fencing token).
+  core::Epoch epoch = 0;
+  /// The last write durable in the partition's store, and the position its
+  /// standbys hold (0 without replication).
+  uint64_t durable_sequence = 0;
+  uint64_t replicated_sequence = 0;
+  /// Durable writes whose acknowledgements and confirms wait for a standby.
+  uint64_t writes_awaiting_replication = 0;
   /// Empty if every job's task counts add up (checked only for audit_atom:
   /// it walks every job).
   std::string accounting_error;
@@ -149,34 +164,17 @@ using scheduler_actor = claim_client_actor::extend<
     caf::reacts_to<node_down_atom, core::NodeId>,
     /// Internal timer: reply timeouts.
     caf::reacts_to<tick_atom>,
-    /// Internal: a store write is durable (empty string) or failed (why).
+    /// Internal: a store write is durable (empty string) or failed (why);
+    /// the number is the write's last sequence.
     caf::reacts_to<durable_atom, uint64_t, std::string>,
+    /// Standbys hold every change up to this sequence (from the change feed).
+    caf::reacts_to<replicated_atom, uint64_t>,
     /// The ids of every job the partition holds, in order.
     caf::replies_to<jobs_atom>::with<std::vector<core::JobId>>,
     /// Counters and queue sizes (cheap: polled while running).
     caf::replies_to<status_atom>::with<SchedulerStatus>,
     /// The same plus the accounting check over every job (at the end of a run).
     caf::replies_to<audit_atom>::with<SchedulerStatus>>;
-
-/// The cluster's front door, published on a TCP port: agents register their
-/// nodes and heartbeat; clients submit and ask. Every message from the
-/// network is validated before it is used.
-using gateway_actor = caf::typed_actor<
-    /// An agent's node joins (or comes back): answers the heartbeat interval
-    /// in milliseconds.
-    caf::replies_to<register_atom, core::NodeSpec, node_actor>::with<uint64_t>,
-    /// An agent's node is alive.
-    caf::reacts_to<heartbeat_atom, core::NodeId>,
-    /// Submit a job (its id is assigned here when zero).
-    caf::replies_to<core::JobSpec>::with<core::JobId>,
-    caf::replies_to<status_atom, core::JobId>::with<core::JobView>,
-    caf::replies_to<queue_atom>::with<std::vector<core::JobView>>,
-    caf::replies_to<nodes_atom>::with<std::vector<core::NodeStatus>>,
-    caf::replies_to<cancel_atom, core::JobId>::with<core::JobView>,
-    caf::replies_to<pools_atom>::with<std::string>,
-    caf::replies_to<explain_atom, core::JobId>::with<std::string>,
-    /// Internal timer: nodes silent for the grace period are marked down.
-    caf::reacts_to<tick_atom>>;
 
 /// Routes jobs to the partition that owns their pool.
 using router_actor = caf::typed_actor<
@@ -187,10 +185,14 @@ using router_actor = caf::typed_actor<
 struct ReplicaStatus {
   /// The last primary sequence number applied here.
   uint64_t applied = 0;
+  /// The epoch the applied changes were written in (the store's meta).
+  core::Epoch epoch = 0;
   /// The primary's latest sequence number as last heard.
   uint64_t primary_latest = 0;
   uint64_t batches_applied = 0;
   uint64_t bootstraps = 0;
+  /// A checkpoint is being received (nothing is applied meanwhile).
+  bool bootstrapping = false;
   /// Primary commit to replica apply, per shipped burst, in milliseconds.
   core::Histogram lag_ms;
   uint64_t max_sequence_lag = 0;
@@ -202,22 +204,80 @@ using replica_actor = caf::typed_actor<
     /// The primary's next change batches, its latest sequence number, and the
     /// wall-clock time (ns) the last of them was committed there.
     caf::reacts_to<changes_atom, std::vector<messages::ChangeBatch>, uint64_t, int64_t>,
-    /// A checkpoint of the primary at this sequence waits next to the
-    /// replica's directory: switch to it and follow from there.
+    /// A checkpoint of the primary at this sequence follows in chunks:
+    /// discard what is held and receive it.
     caf::reacts_to<bootstrap_atom, uint64_t>,
+    /// The next bytes of one of the checkpoint's files (appended).
+    caf::reacts_to<chunk_atom, std::string, std::string>,
+    /// Every file of the checkpoint at this sequence has arrived: install it
+    /// and follow from there.
+    caf::reacts_to<install_atom, uint64_t>,
     caf::replies_to<status_atom>::with<ReplicaStatus>>;
 
 /// Serves one primary's change log to its replicas: pushes batches as the
 /// primary commits them, with a credit window per replica.
 using change_feed_actor = caf::typed_actor<
-    /// Follow from this sequence (0: the replica has nothing yet); a
-    /// checkpoint, when needed, is made at the given directory.
-    caf::reacts_to<subscribe_atom, replica_actor, uint64_t, std::string>,
-    /// The replica applied everything up to this sequence (returns credit).
+    /// Follow from this sequence (0: the replica holds nothing) of a store
+    /// last written in this epoch; the name is the follower's (status views).
+    caf::reacts_to<subscribe_atom, replica_actor, uint64_t, uint64_t, std::string>,
+    /// The replica made everything up to this sequence durable (returns
+    /// credit).
     caf::reacts_to<ack_atom, uint64_t>,
     /// Internal: the primary's writer made sequences up to this durable at
     /// this wall-clock time (ns).
-    caf::reacts_to<committed_atom, uint64_t, int64_t>>;
+    caf::reacts_to<committed_atom, uint64_t, int64_t>,
+    /// Per follower: its acknowledged sequence, as JSON (status views).
+    caf::replies_to<status_atom>::with<std::string>>;
+
+/// The cluster's front door, published on a TCP port: agents register their
+/// nodes and heartbeat; clients submit and ask; HA members fetch each other's
+/// owned partitions. Every message from the network is validated before it
+/// is used.
+using gateway_actor = caf::typed_actor<
+    /// An agent's node joins (or comes back): answers the heartbeat interval
+    /// in milliseconds.
+    caf::replies_to<register_atom, core::NodeSpec, node_actor>::with<uint64_t>,
+    /// An agent's node is alive.
+    caf::reacts_to<heartbeat_atom, core::NodeId>,
+    /// Submit a job (its id is assigned here when zero; the same id again is
+    /// the same job: a retry is answered, never doubled).
+    caf::replies_to<core::JobSpec>::with<core::JobId>,
+    /// One job with its tasks.
+    caf::replies_to<status_atom, core::JobId>::with<core::JobView>,
+    /// Every job that has not ended.
+    caf::replies_to<queue_atom>::with<std::vector<core::JobView>>,
+    /// Every node with what the gateway knows of it (names, heartbeats).
+    caf::replies_to<nodes_atom>::with<std::vector<core::NodeStatus>>,
+    /// Cancel a job; answers its view after the cancel.
+    caf::replies_to<cancel_atom, core::JobId>::with<core::JobView>,
+    /// Fair share per pool, class, user and job (a table).
+    caf::replies_to<pools_atom>::with<std::string>,
+    /// Why a job waits or lost tasks, in words.
+    caf::replies_to<explain_atom, core::JobId>::with<std::string>,
+    /// Members, partition owners, epochs, standbys and their lag (JSON).
+    caf::replies_to<members_atom>::with<std::string>,
+    /// A partition this member owns: its scheduler, change feed and epoch (HA
+    /// peers forward jobs to the one and follow the other); Errc::unavailable
+    /// if it is not owned here.
+    caf::replies_to<partition_atom, uint32_t>::with<scheduler_actor, change_feed_actor, uint64_t>,
+    /// Local only (the member coordinator): the partition's owner now - its
+    /// scheduler and feed (null: nobody), epoch, and whether it runs here.
+    caf::reacts_to<route_atom, uint32_t, scheduler_actor, change_feed_actor, uint64_t, bool>,
+    /// Internal timer: nodes silent for the grace period are marked down.
+    caf::reacts_to<tick_atom>>;
+
+/// An HA member's coordinator (actors/member.hpp): it keeps this member in
+/// etcd, elects partition owners, and builds or follows each partition.
+using member_actor = caf::typed_actor<
+    /// The members view as JSON (see gateway_actor's members_atom).
+    caf::replies_to<members_atom>::with<std::string>,
+    /// Join the cluster: this member's gateway and the address others reach
+    /// it at.
+    caf::reacts_to<start_atom, gateway_actor, std::string>,
+    /// Internal timer: read etcd and act on what changed.
+    caf::reacts_to<tick_atom>,
+    /// From the lease keeper's thread: 0 healthy, 1 at risk, 2 lost; why.
+    caf::reacts_to<lease_atom, uint8_t, std::string>>;
 
 /// Outcome of a synthetic load run. Local only.
 struct LoadResult {

@@ -1,5 +1,13 @@
 #include "actors/connect.hpp"
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <caf/io/basp_broker.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
@@ -34,6 +42,47 @@ caf::expected<gateway_actor> connect_gateway(caf::actor_system& sys, const std::
           },
           [&](caf::error& err) { result = std::move(err); });
   return result;
+}
+
+std::optional<std::pair<std::string, uint16_t>> split_address(const std::string& address) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) return std::nullopt;
+  uint32_t port = 0;
+  for (size_t i = colon + 1; i < address.size(); ++i) {
+    if (address[i] < '0' || address[i] > '9') return std::nullopt;
+    port = port * 10 + static_cast<uint32_t>(address[i] - '0');
+    if (port > 65535) return std::nullopt;
+  }
+  if (port == 0) return std::nullopt;
+  return std::make_pair(address.substr(0, colon), static_cast<uint16_t>(port));
+}
+
+bool nothing_listens_at(const std::string& host, uint16_t port, core::Duration timeout) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0 || found == nullptr) return false;
+  int fd = ::socket(found->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  bool refused = false;
+  if (fd >= 0) {
+    int rc = ::connect(fd, found->ai_addr, found->ai_addrlen);
+    if (rc != 0 && errno == ECONNREFUSED) {
+      refused = true;
+    } else if (rc != 0 && errno == EINPROGRESS) {
+      pollfd p{fd, POLLOUT, 0};
+      int ms = static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(timeout).count());
+      if (::poll(&p, 1, ms) == 1) {
+        int err = 0;
+        socklen_t len = sizeof err;
+        ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+        refused = err == ECONNREFUSED;
+      }
+    }
+    ::close(fd);
+  }
+  ::freeaddrinfo(found);
+  return refused;
 }
 
 }  // namespace claimsched::actors

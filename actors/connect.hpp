@@ -4,6 +4,7 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
+#include <optional>
 #include <string>
 
 #include "actors/actors.hpp"
@@ -17,5 +18,13 @@ namespace claimsched::actors {
 /// queued behind it: an agent would never reconnect.
 caf::expected<gateway_actor> connect_gateway(caf::actor_system& sys, const std::string& host, uint16_t port,
                                              core::Duration timeout);
+
+/// Splits "host:port"; nullopt if it is not that.
+std::optional<std::pair<std::string, uint16_t>> split_address(const std::string& address);
+
+/// True only if host:port actively refuses a TCP connection (the host is up
+/// and nothing listens there: the process is gone). A paused process still
+/// accepts (its socket lives), an unreachable host times out: both false.
+bool nothing_listens_at(const std::string& host, uint16_t port, core::Duration timeout);
 
 }  // namespace claimsched::actors

@@ -2,6 +2,10 @@
 
 #include <spdlog/spdlog.h>
 
+#include <nlohmann/json.hpp>
+#include <random>
+#include <set>
+
 #include "actors/clock.hpp"
 
 namespace claimsched::actors {
@@ -14,6 +18,25 @@ caf::error error_of(core::Errc code, std::string message) {
   return messages::to_caf_error(core::make_error(code, std::move(message)));
 }
 
+caf::error no_owner(core::PartitionId p) {
+  return error_of(core::Errc::unavailable, "partition " + std::to_string(p.value) +
+                                               " has no owner right now (a takeover is under way); retry");
+}
+
+/// A failed forward: a dead or silent owner is a reason to retry elsewhere.
+caf::error forward_error(const caf::error& err, core::PartitionId p) {
+  if (err == caf::sec::request_timeout || err == caf::sec::request_receiver_down)
+    return error_of(core::Errc::unavailable,
+                    "the owner of partition " + std::to_string(p.value) + " did not answer; retry");
+  return err;
+}
+
+std::string known_pools(const gateway_state& st) {
+  std::string known;
+  for (const auto& [name, _] : st.pools) known += (known.empty() ? "" : ", ") + name;
+  return known;
+}
+
 /// A node's spec as it arrived from the network, checked before use.
 core::Status validate_node(const gateway_state& st, const core::NodeSpec& spec) {
   auto bad = [](std::string why) { return core::make_error(core::Errc::invalid_argument, std::move(why)); };
@@ -23,54 +46,235 @@ core::Status validate_node(const gateway_state& st, const core::NodeSpec& spec) 
     return bad("node " + spec.name + ": capacity must be positive (got '" + spec.capacity.to_string() + "')");
   for (const auto& l : spec.labels)
     if (l.empty()) return bad("node " + spec.name + ": empty label");
-  if (!st.config.pools.contains(spec.pool)) {
-    std::string known;
-    for (const auto& [name, _] : st.config.pools) known += (known.empty() ? "" : ", ") + name;
+  if (!st.pools.contains(spec.pool))
     return core::make_error(core::Errc::unknown_name,
-                            "node " + spec.name + ": unknown pool '" + spec.pool + "' (known: " + known + ")");
-  }
+                            "node " + spec.name + ": unknown pool '" + spec.pool + "' (known: " + known_pools(st) + ")");
   if (auto it = st.nodes.find(spec.id); it != st.nodes.end() && it->second.name != spec.name)
     return core::make_error(core::Errc::duplicate, "node id " + std::to_string(spec.id.value) +
                                                        " is taken by node " + it->second.name);
   return core::Status::ok();
 }
 
-/// Asks every scheduler and answers with all replies merged by `merge`.
+std::chrono::milliseconds timeout_of(const gateway_state& st) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(st.config.request_timeout);
+}
+
+/// Sends `xs...` to partition `p`'s owner; `on_answer(T&)` or `on_error` runs
+/// exactly once: with the answer, with the request's error, or with
+/// Errc::unavailable as soon as the owner's connection drops.
+template <class T, class OnAnswer, class OnError, class... Ts>
+void forward(self_ptr self, const GatewayPartition& p, OnAnswer on_answer, OnError on_error, Ts&&... xs) {
+  auto& st = self->state;
+  auto key = st.next_forward++;
+  auto done = std::make_shared<bool>(false);
+  auto partition = p.id;
+  st.forwards[key] = {partition, [=](const caf::error& err) mutable {
+                        if (*done) return;
+                        *done = true;
+                        on_error(err);
+                      }};
+  self->request(p.scheduler, timeout_of(st), std::forward<Ts>(xs)...)
+      .then(
+          [=](T& answer) mutable {
+            self->state.forwards.erase(key);
+            if (*done) return;
+            *done = true;
+            on_answer(answer);
+          },
+          [=](caf::error& err) mutable {
+            self->state.forwards.erase(key);
+            if (*done) return;
+            *done = true;
+            on_error(forward_error(err, partition));
+          });
+}
+
+/// Asks every partition's owner and answers with all replies merged by
+/// `merge`; a partition without an owner fails the whole request (retry).
 template <class T, class Atom, class Merge>
 caf::typed_response_promise<T> fan_out(self_ptr self, Atom atom, Merge merge) {
-  // Every scheduler answers the same type as the merged result.
   auto promise = self->make_response_promise<T>();
   auto result = std::make_shared<T>();
-  auto left = std::make_shared<size_t>(self->state.config.schedulers.size());
+  auto& parts = self->state.config.partitions;
+  for (const auto& p : parts)
+    if (!p.scheduler) {
+      promise.deliver(no_owner(p.id));
+      return promise;
+    }
+  auto left = std::make_shared<size_t>(parts.size());
   if (*left == 0) {
     promise.deliver(*result);
     return promise;
   }
-  for (const auto& s : self->state.config.schedulers) {
-    self->request(s, std::chrono::seconds(10), atom)
-        .then(
-            [=](T& part) mutable {
-              merge(*result, part);
-              if (--*left == 0) promise.deliver(*result);
-            },
-            [=](caf::error& err) mutable {
-              if (*left == 0) return;
-              *left = 0;
-              promise.deliver(err);
-            });
+  for (const auto& p : parts)
+    forward<T>(
+        self, p,
+        [=](T& part) mutable {
+          if (*left == 0) return;
+          merge(*result, part);
+          if (--*left == 0) promise.deliver(*result);
+        },
+        [=](const caf::error& err) mutable {
+          if (*left == 0) return;
+          *left = 0;
+          promise.deliver(err);
+        },
+        atom);
+  return promise;
+}
+
+/// Asks the partition that holds job `id` (every owned one if the gateway
+/// has not seen the job: it may have been submitted through another member).
+template <class T, class... Ts>
+caf::typed_response_promise<T> ask_about_job(self_ptr self, core::JobId id, Ts... xs) {
+  auto promise = self->make_response_promise<T>();
+  auto& st = self->state;
+  std::vector<GatewayPartition> targets;
+  if (auto it = st.jobs.find(id); it != st.jobs.end()) {
+    if (auto* p = st.partition(it->second)) targets.push_back(*p);
+  } else {
+    for (const auto& p : st.config.partitions) targets.push_back(p);
+  }
+  struct Pending {
+    size_t left = 0;
+    bool done = false;
+    caf::error last;
+  };
+  auto pending = std::make_shared<Pending>();
+  pending->last = error_of(core::Errc::unknown_name, "unknown job " + std::to_string(id.value));
+  for (const auto& p : targets) {
+    if (p.scheduler) continue;
+    // An unowned partition might hold it: say so rather than "unknown".
+    pending->last = no_owner(p.id);
+  }
+  for (const auto& p : targets) pending->left += p.scheduler ? 1 : 0;
+  if (pending->left == 0) {
+    promise.deliver(pending->last);
+    return promise;
+  }
+  for (const auto& p : targets) {
+    if (!p.scheduler) continue;
+    auto partition = p.id;
+    forward<T>(
+        self, p,
+        [=](T& answer) mutable {
+          if (pending->done) return;
+          pending->done = true;
+          self->state.jobs[id] = partition;
+          promise.deliver(std::move(answer));
+        },
+        [=](const caf::error& err) mutable {
+          if (pending->done) return;
+          auto e = messages::from_caf_error(err, &self->system());
+          // "Unknown job" from one partition says nothing about the others.
+          if (e.code != core::Errc::unknown_name || err.category() != messages::kErrorCategory) pending->last = err;
+          if (--pending->left == 0) {
+            pending->done = true;
+            promise.deliver(pending->last);
+          }
+        },
+        xs...);
   }
   return promise;
 }
 
+/// Registers every known node of partition `p` with its (new, local) owner.
+/// Their silence so far counts from now: this member may have been paused
+/// or cut off itself, and a new owner must not declare a node down (its
+/// tasks lost and run again) for heartbeats that went to other members.
+void register_nodes(self_ptr self, const GatewayPartition& p) {
+  auto t = now(self);
+  for (auto& [id, n] : self->state.nodes) {
+    if (n.partition != p.id || !n.handle) continue;
+    n.last_heartbeat = std::max(n.last_heartbeat, t);
+    n.down = false;
+    self->send(p.scheduler, register_atom::value, n.handle);
+  }
+}
+
+/// The members view of a single server: it owns everything.
+std::string static_members_view(const gateway_state& st) {
+  auto partitions = nlohmann::json::array();
+  for (const auto& p : st.config.partitions)
+    partitions.push_back({{"partition", p.id.value},
+                          {"pools", p.pools},
+                          {"owner", p.scheduler ? st.config.name : ""},
+                          {"epoch", p.epoch},
+                          {"standbys", nlohmann::json::array()}});
+  nlohmann::json members = nlohmann::json::array();
+  members.push_back({{"name", st.config.name}, {"address", st.config.address}, {"live", true}});
+  return nlohmann::json{{"mode", "static"}, {"members", members}, {"partitions", partitions}}.dump();
+}
+
 }  // namespace
+
+GatewayPartition* gateway_state::partition(core::PartitionId id) {
+  for (auto& p : config.partitions)
+    if (p.id == id) return &p;
+  return nullptr;
+}
+
+core::Status GatewayConfig::validate() const {
+  auto bad = [](std::string why) { return core::make_error(core::Errc::invalid_argument, std::move(why)); };
+  if (partitions.empty()) return bad("gateway: no partitions");
+  std::set<core::PartitionId> ids;
+  std::set<std::string> pools;
+  for (const auto& p : partitions) {
+    if (p.id.value == 0) return bad("gateway: partition id 0");
+    if (!ids.insert(p.id).second) return bad("gateway: partition " + std::to_string(p.id.value) + " twice");
+    if (p.pools.empty()) return bad("gateway: partition " + std::to_string(p.id.value) + " has no pools");
+    for (const auto& pool : p.pools)
+      if (!pools.insert(pool).second) return bad("gateway: pool '" + pool + "' is in two partitions");
+  }
+  if (heartbeat_interval.count() <= 0) return bad("gateway: heartbeat_interval must be positive");
+  if (node_grace.count() <= 0) return bad("gateway: node_grace must be positive");
+  if (request_timeout.count() <= 0) return bad("gateway: request_timeout must be positive");
+  return core::Status::ok();
+}
+
+core::Expected<gateway_actor> spawn_gateway(caf::actor_system& sys, GatewayConfig config) {
+  if (auto st = config.validate(); !st) return st.error();
+  return sys.spawn(gateway, std::move(config));
+}
+
+core::JobId fresh_job_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  constexpr int64_t kEpoch2020Ms = 1'577'836'800'000;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wall_now()).count() - kEpoch2020Ms;
+  uint64_t high = static_cast<uint64_t>(std::max<int64_t>(ms, 1)) << 24;
+  uint64_t low = rng() & ((uint64_t{1} << 24) - 1);
+  return core::JobId{(high | low) & ((uint64_t{1} << 63) - 1)};
+}
 
 gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
+  for (size_t i = 0; i < st.config.partitions.size(); ++i)
+    for (const auto& pool : st.config.partitions[i].pools) st.pools[pool] = i;
   st.jobs = st.config.known_jobs;
   if (!st.jobs.empty()) st.next_job = st.jobs.rbegin()->first.value + 1;
   self->set_default_handler(messages::reject_unexpected);
   self->set_down_handler([=](const caf::down_msg& msg) {
+    auto& st = self->state;
+    // A partition's owner on another member went away: what waits for it
+    // fails now (retryable), and jobs wait for the next owner's route.
+    for (auto& p : st.config.partitions) {
+      if (!p.scheduler || p.scheduler.address() != msg.source) continue;
+      spdlog::info("gateway: lost the owner of partition {} ({})", p.id.value, self->system().render(msg.reason));
+      p.scheduler = nullptr;
+      p.feed = nullptr;
+      p.local = false;
+      std::vector<std::function<void(const caf::error&)>> failing;
+      for (auto it = st.forwards.begin(); it != st.forwards.end();) {
+        if (it->second.partition != p.id) {
+          ++it;
+          continue;
+        }
+        failing.push_back(std::move(it->second.fail));
+        it = st.forwards.erase(it);
+      }
+      for (auto& fail : failing) fail(no_owner(p.id));
+    }
     for (auto& [id, n] : self->state.nodes)
       if (n.handle && n.handle.address() == msg.source)
         spdlog::warn("gateway: lost the connection to node {} ({}); it is marked down after {} "
@@ -87,17 +291,16 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
           return messages::to_caf_error(s.error());
         }
         if (!node) return error_of(core::Errc::invalid_argument, "node " + spec.name + ": no actor");
-        auto sched = st.config.pools.at(spec.pool);
+        const auto& part = st.config.partitions[st.pools.at(spec.pool)];
         auto& n = st.nodes[spec.id];
         bool returning = n.handle != nullptr;
         n.name = spec.name;
-        n.pool = spec.pool;
-        n.scheduler = sched;
+        n.partition = part.id;
         n.handle = node;
         n.last_heartbeat = now(self);
         n.down = false;
         if (node->node() != self->node()) self->monitor(node);
-        self->send(sched, register_atom::value, node);
+        if (part.local && part.scheduler) self->send(part.scheduler, register_atom::value, node);
         spdlog::info("gateway: node {} ({}, pool {}) {}", spec.name, spec.capacity.to_string(), spec.pool,
                      returning ? "registered again" : "registered");
         return static_cast<uint64_t>(
@@ -111,44 +314,45 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         if (it->second.down) {
           // Back after being declared down: its scheduler reconciles it.
           it->second.down = false;
-          self->send(it->second.scheduler, register_atom::value, it->second.handle);
+          if (auto* p = st.partition(it->second.partition); p && p->local && p->scheduler)
+            self->send(p->scheduler, register_atom::value, it->second.handle);
           spdlog::info("gateway: node {} is back", it->second.name);
         }
       },
       [=](core::JobSpec& job) -> caf::result<core::JobId> {
         auto& st = self->state;
-        auto it = st.config.pools.find(job.pool);
-        if (it == st.config.pools.end()) {
-          std::string known;
-          for (const auto& [name, _] : st.config.pools) known += (known.empty() ? "" : ", ") + name;
+        auto it = st.pools.find(job.pool);
+        if (it == st.pools.end())
           return error_of(core::Errc::unknown_name,
-                          "job field 'pool': unknown pool '" + job.pool + "' (known: " + known + ")");
-        }
-        if (job.id.value == 0) job.id = core::JobId{st.next_job++};
-        if (st.jobs.contains(job.id))
+                          "job field 'pool': unknown pool '" + job.pool + "' (known: " + known_pools(st) + ")");
+        const auto& part = st.config.partitions[it->second];
+        if (!part.scheduler) return no_owner(part.id);
+        if (job.id.value == 0) job.id = st.config.member ? fresh_job_id() : core::JobId{st.next_job++};
+        if (auto known = st.jobs.find(job.id); known != st.jobs.end() && known->second != part.id)
           return error_of(core::Errc::duplicate, "job " + std::to_string(job.id.value) + " already exists");
         st.next_job = std::max(st.next_job, job.id.value + 1);
         if (job.submit_time.count() == 0) job.submit_time = now(self);
-        st.jobs.emplace(job.id, it->second);
-        return self->delegate(it->second, std::move(job));
+        // The job's route is recorded only once its partition accepted it: a
+        // refused submit leaves nothing behind.
+        auto promise = self->make_response_promise<core::JobId>();
+        auto partition = part.id;
+        forward<core::JobId>(
+            self, part,
+            [=](core::JobId& id) mutable {
+              self->state.jobs[id] = partition;
+              promise.deliver(id);
+            },
+            [=](const caf::error& err) mutable { promise.deliver(err); }, std::move(job));
+        return promise;
       },
-      [=](status_atom, core::JobId id) -> caf::result<core::JobView> {
-        auto it = self->state.jobs.find(id);
-        if (it == self->state.jobs.end())
-          return error_of(core::Errc::unknown_name, "unknown job " + std::to_string(id.value));
-        return self->delegate(it->second, status_atom::value, id);
+      [=](status_atom, core::JobId id) {
+        return ask_about_job<core::JobView>(self, id, status_atom::value, id);
       },
-      [=](cancel_atom, core::JobId id) -> caf::result<core::JobView> {
-        auto it = self->state.jobs.find(id);
-        if (it == self->state.jobs.end())
-          return error_of(core::Errc::unknown_name, "unknown job " + std::to_string(id.value));
-        return self->delegate(it->second, cancel_atom::value, id);
+      [=](cancel_atom, core::JobId id) {
+        return ask_about_job<core::JobView>(self, id, cancel_atom::value, id);
       },
-      [=](explain_atom, core::JobId id) -> caf::result<std::string> {
-        auto it = self->state.jobs.find(id);
-        if (it == self->state.jobs.end())
-          return error_of(core::Errc::unknown_name, "unknown job " + std::to_string(id.value));
-        return self->delegate(it->second, explain_atom::value, id);
+      [=](explain_atom, core::JobId id) {
+        return ask_about_job<std::string>(self, id, explain_atom::value, id);
       },
       [=](queue_atom) {
         return fan_out<std::vector<core::JobView>>(
@@ -178,16 +382,73 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         return fan_out<std::string>(self, pools_atom::value,
                                     [](std::string& all, std::string& part) { all += part; });
       },
+      [=](members_atom) -> caf::result<std::string> {
+        if (!self->state.config.member) return static_members_view(self->state);
+        // Asked and answered here, not delegated: the member (a detached
+        // actor) then never answers a remote client itself.
+        auto promise = self->make_response_promise<std::string>();
+        self->request(self->state.config.member, timeout_of(self->state), members_atom::value)
+            .then(
+                [=](std::string& text) mutable {
+                  // What this member's gateway adds: the nodes registered
+                  // here (a member takes over with the nodes it has).
+                  auto view = nlohmann::json::parse(text, nullptr, false);
+                  if (!view.is_object()) {
+                    promise.deliver(std::move(text));
+                    return;
+                  }
+                  size_t up = 0;
+                  for (const auto& [id, n] : self->state.nodes) up += !n.down;
+                  view["gateway_nodes"] = up;
+                  promise.deliver(view.dump());
+                },
+                [=](caf::error& err) mutable { promise.deliver(err); });
+        return promise;
+      },
+      [=](partition_atom, uint32_t id) -> caf::result<scheduler_actor, change_feed_actor, uint64_t> {
+        auto* p = self->state.partition(core::PartitionId{id});
+        if (!p) return error_of(core::Errc::unknown_name, "unknown partition " + std::to_string(id));
+        if (!p->local || !p->scheduler)
+          return error_of(core::Errc::unavailable, "partition " + std::to_string(id) + " is not owned here");
+        return caf::result<scheduler_actor, change_feed_actor, uint64_t>(p->scheduler, p->feed,
+                                                                         static_cast<uint64_t>(p->epoch));
+      },
+      [=](route_atom, uint32_t id, scheduler_actor scheduler, change_feed_actor feed, uint64_t epoch, bool local) {
+        auto sender = self->current_sender();
+        if (!sender || sender->node() != self->node()) return;  // local only
+        auto* p = self->state.partition(core::PartitionId{id});
+        if (!p) return;
+        bool newly_local = local && scheduler && (!p->local || p->scheduler != scheduler);
+        if (scheduler && scheduler != p->scheduler && scheduler->node() != self->node()) self->monitor(scheduler);
+        p->scheduler = std::move(scheduler);
+        p->feed = std::move(feed);
+        p->epoch = epoch;
+        p->local = local;
+        if (newly_local) register_nodes(self, *p);
+      },
       [=](tick_atom) {
         auto& st = self->state;
         self->delayed_send(self, st.config.heartbeat_interval, tick_atom::value);
         auto t = now(self);
+        // A tick far later than asked: this process stalled (paused, or
+        // starved), and heard nothing meanwhile. The nodes' silence is ours:
+        // it counts from now.
+        auto gap = t - st.last_tick;
+        bool stalled = st.last_tick.count() != 0 &&
+                       gap > 2 * st.config.heartbeat_interval + st.config.node_grace / 4;
+        st.last_tick = t;
+        if (stalled) {
+          spdlog::warn("gateway: this process was stalled for {} ms; node heartbeats count from now",
+                       std::chrono::duration_cast<std::chrono::milliseconds>(gap).count());
+          for (auto& [id, n] : st.nodes) n.last_heartbeat = std::max(n.last_heartbeat, t);
+        }
         for (auto& [id, n] : st.nodes) {
           if (n.down || t - n.last_heartbeat < st.config.node_grace) continue;
           n.down = true;
           spdlog::warn("gateway: node {} sent no heartbeat for {} ms: down", n.name,
                        std::chrono::duration_cast<std::chrono::milliseconds>(t - n.last_heartbeat).count());
-          self->send(n.scheduler, node_down_atom::value, id);
+          if (auto* p = st.partition(n.partition); p && p->local && p->scheduler)
+            self->send(p->scheduler, node_down_atom::value, id);
         }
       },
   };

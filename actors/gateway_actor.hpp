@@ -1,5 +1,6 @@
 #pragma once
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -8,16 +9,40 @@
 
 namespace claimsched::actors {
 
+/// One partition as the gateway routes to it.
+struct GatewayPartition {
+  core::PartitionId id;
+  /// Its leaf pools (disjoint across partitions).
+  std::vector<std::string> pools;
+  /// Its owner's scheduler, here or on another member; null while nobody
+  /// owns it (HA: an election is under way).
+  scheduler_actor scheduler;
+  /// Its owner's change feed (null without one).
+  change_feed_actor feed;
+  core::Epoch epoch = 0;
+  /// The owner runs in this process (it gets this gateway's nodes).
+  bool local = false;
+};
+
 struct GatewayConfig {
-  /// Pool name -> the scheduler that owns it.
-  std::map<std::string, scheduler_actor> pools;
-  /// Every scheduler (one per partition).
-  std::vector<scheduler_actor> schedulers;
-  /// Jobs the partitions already hold (after a restart): id -> its scheduler.
-  std::map<core::JobId, scheduler_actor> known_jobs;
+  /// Every partition of the cluster, owned or not.
+  std::vector<GatewayPartition> partitions;
+  /// Jobs the partitions already hold (after a restart).
+  std::map<core::JobId, core::PartitionId> known_jobs;
   core::Duration heartbeat_interval = std::chrono::seconds(1);
   /// Silent this long: the node is down and its tasks are lost.
   core::Duration node_grace = std::chrono::seconds(10);
+  /// A request forwarded to a scheduler (maybe on another member) fails
+  /// after this (CAF answers a dead remote actor only at the timeout).
+  core::Duration request_timeout = std::chrono::seconds(10);
+  /// HA: the member coordinator, which answers members_atom and assigns
+  /// job ids unique across members. Null: a single server.
+  member_actor member;
+  /// Named in the members view of a single server.
+  std::string name = "server";
+  std::string address;
+
+  core::Status validate() const;
 };
 
 struct gateway_state {
@@ -25,21 +50,43 @@ struct gateway_state {
 
   struct Node {
     std::string name;
-    std::string pool;
-    scheduler_actor scheduler;
+    core::PartitionId partition;
     node_actor handle;
     core::TimePoint last_heartbeat{0};
     bool down = false;
   };
   GatewayConfig config;
+  /// Pool name -> index into config.partitions.
+  std::map<std::string, size_t> pools;
   std::map<core::NodeId, Node> nodes;
-  std::map<core::JobId, scheduler_actor> jobs;
+  /// Where each job the gateway has seen lives (accepted ones only).
+  std::map<core::JobId, core::PartitionId> jobs;
   uint64_t next_job = 1;
+  /// Requests forwarded to a partition's owner and not answered yet: failed
+  /// at once (retryable) when that owner's connection drops, rather than at
+  /// their timeout (CAF answers a request to a dead remote actor only then).
+  struct Forward {
+    core::PartitionId partition;
+    std::function<void(const caf::error&)> fail;
+  };
+  std::map<uint64_t, Forward> forwards;
+  uint64_t next_forward = 0;
+  /// When the heartbeat tick last ran (a late tick: this process stalled).
+  core::TimePoint last_tick{0};
+
+  GatewayPartition* partition(core::PartitionId id);
 
   static inline const char* name = "gateway";
 };
 
 gateway_actor::behavior_type gateway(gateway_actor::stateful_pointer<gateway_state> self,
                                      GatewayConfig config);
+
+/// Validates `config` and spawns the gateway (the error names the field).
+core::Expected<gateway_actor> spawn_gateway(caf::actor_system& sys, GatewayConfig config);
+
+/// A job id that no other member or client picks: milliseconds since
+/// 2020-01-01 in the high bits, random bits below (ids stay ordered by time).
+core::JobId fresh_job_id();
 
 }  // namespace claimsched::actors

@@ -14,6 +14,11 @@ void configure(caf::actor_system_config& cfg, const LinkOptions& link) {
   cfg.add_message_type<node_actor>("claimsched::node_actor");
   cfg.add_message_type<node_listener_actor>("claimsched::node_listener_actor");
   cfg.add_message_type<gateway_actor>("claimsched::gateway_actor");
+  // HA members forward jobs to each other's schedulers and follow each
+  // other's change feeds.
+  cfg.add_message_type<scheduler_actor>("claimsched::scheduler_actor");
+  cfg.add_message_type<change_feed_actor>("claimsched::change_feed_actor");
+  cfg.add_message_type<replica_actor>("claimsched::replica_actor");
   cfg.load<caf::io::middleman>();
   auto ms = [](core::Duration d) {
     return caf::timespan{std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()};

@@ -28,17 +28,35 @@ void send_confirms(self_ptr self, std::vector<core::ConfirmRequest>& confirms) {
 /// as a durable_atom message; then its confirms and acknowledgements go out.
 void submit_write(self_ptr self) {
   auto& st = self->state;
-  if (!st.batch || st.writing.size() >= st.max_writes_in_flight) return;
-  if (st.batch->empty() && st.assembling.empty()) return;
-  auto token = st.writes_submitted++;
+  if (st.writing.size() >= st.max_writes_in_flight) return;
+  if (st.journals.empty() && st.assembling.empty()) return;
   auto me = caf::actor_cast<scheduler_actor>(self);
-  st.store->submit(std::move(*st.batch), [me, token](core::Status status) {
-    caf::anon_send(me, durable_atom::value, token,
-                   status ? std::string() : status.error().to_string());
-  });
-  st.batch.reset();
+  st.log->submit(std::move(st.journals), st.core->config().epoch, wall_now(),
+                 [me](core::Expected<uint64_t> sequence) {
+                   if (sequence)
+                     caf::anon_send(me, durable_atom::value, *sequence, std::string());
+                   else
+                     caf::anon_send(me, durable_atom::value, uint64_t{0}, sequence.error().to_string());
+                 });
+  ++st.writes_submitted;
+  st.journals.clear();
   st.writing.push_back(std::move(st.assembling));
   st.assembling = PendingWrite{};
+}
+
+/// Sends what waited for a write: its confirms, then its acknowledgements.
+void release_write(self_ptr self, PendingWrite& done) {
+  send_confirms(self, done.confirms);
+  for (auto& [id, promise] : done.acks) promise.deliver(id);
+}
+
+/// Releases the durable writes the standbys now hold, oldest first.
+void release_replicated(self_ptr self) {
+  auto& st = self->state;
+  while (!st.replicating.empty() && st.replicating.front().sequence <= st.replicated_sequence) {
+    release_write(self, st.replicating.front());
+    st.replicating.pop_front();
+  }
 }
 
 /// The store failed: nothing more is acknowledged or confirmed (claims expire
@@ -51,17 +69,32 @@ void stop_on_store_failure(self_ptr self, const std::string& why) {
   spdlog::critical("{}: its store failed, the partition stops: {}", st.log_name, why);
   auto err = messages::to_caf_error(core::make_error(
       core::Errc::io_error, "partition " + st.log_name + " cannot store jobs: " + why));
-  for (auto& w : st.writing)
-    for (auto& [id, promise] : w.acks) promise.deliver(err);
+  for (auto* queue : {&st.writing, &st.replicating})
+    for (auto& w : *queue)
+      for (auto& [id, promise] : w.acks) promise.deliver(err);
   for (auto& [id, promise] : st.assembling.acks) promise.deliver(err);
   st.writing.clear();
+  st.replicating.clear();
   st.assembling = PendingWrite{};
-  st.batch.reset();
+  st.journals.clear();
   st.started = false;
 }
 
+/// A write a retried submit can wait for: the one that holds `job`'s record,
+/// if it is not acknowledged yet.
+PendingWrite* write_holding(scheduler_state& st, core::JobId job) {
+  auto holds = [&](PendingWrite& w) {
+    return std::any_of(w.acks.begin(), w.acks.end(), [&](const auto& a) { return a.first == job; });
+  };
+  if (holds(st.assembling)) return &st.assembling;
+  for (auto* queue : {&st.writing, &st.replicating})
+    for (auto& w : *queue)
+      if (holds(w)) return &w;
+  return nullptr;
+}
+
 /// Runs a scheduling pass (if started) and sends what the core asked for.
-/// With a store, confirms wait for the write that holds their placements.
+/// With a log, confirms wait for the write that holds their placements.
 void flush(self_ptr self, core::TimePoint t) {
   auto& st = self->state;
   if (st.started) {
@@ -89,23 +122,15 @@ void flush(self_ptr self, core::TimePoint t) {
   for (auto id : out.snapshot_requests)
     if (auto* n = node_handle(self, id)) self->send(*n, snapshot_atom::value);
   st.jobs_finished += out.finished_jobs.size();
-  if (st.store && st.store_error.empty()) {
+  if (st.log && st.store_error.empty()) {
     auto journal = st.core->take_journal();
-    if (!journal.empty()) {
-      if (!st.batch) st.batch = st.store->batch();
-      storage::append_journal(journal, st.core->config().epoch, wall_now(), *st.batch);
-    }
+    if (!journal.empty()) st.journals.push_back(std::move(journal));
     auto& confirms = st.assembling.confirms;
     confirms.insert(confirms.end(), std::make_move_iterator(out.confirms.begin()),
                     std::make_move_iterator(out.confirms.end()));
     out.confirms.clear();
-    // Confirms with no record to write (resent after a reply timeout: their
-    // placements are durable already) go out behind an empty batch, a
-    // barrier; left waiting for the next record, a confirm resent to a node
-    // that restarted would wait for ever and its task stay claimed.
-    if (!st.batch && !confirms.empty()) st.batch = st.store->batch();
-    if (st.batch) submit_write(self);
-  } else if (st.store) {
+    submit_write(self);
+  } else if (st.log) {
     out.confirms.clear();
   } else {
     send_confirms(self, out.confirms);
@@ -134,6 +159,10 @@ SchedulerStatus make_status(self_ptr self) {
   s.unverified_tasks = core.unverified_tasks();
   s.jobs_finished = self->state.jobs_finished;
   s.store_writes = self->state.writes_completed;
+  s.epoch = core.config().epoch;
+  s.durable_sequence = self->state.durable_sequence;
+  s.replicated_sequence = self->state.replicated_sequence;
+  s.writes_awaiting_replication = self->state.replicating.size();
   s.policy_cycles = self->state.policy_cycles;
   s.store_error = self->state.store_error;
   s.fenced = core.fenced();
@@ -144,16 +173,37 @@ SchedulerStatus make_status(self_ptr self) {
 
 }  // namespace
 
+core::Status SchedulerActorConfig::validate() const {
+  auto bad = [](std::string why) { return core::make_error(core::Errc::invalid_argument, std::move(why)); };
+  if (!restored)
+    if (auto st = scheduler.validate(); !st) return st;
+  if (restored && log == nullptr && restored->config().journal)
+    return bad("scheduler: a scheduler restored from a store needs the store's log");
+  if (await_replication && log == nullptr) return bad("scheduler: await_replication needs a log");
+  if (max_writes_in_flight == 0) return bad("scheduler: max_writes_in_flight must be at least 1");
+  if (tick_interval.count() <= 0) return bad("scheduler: tick_interval must be positive");
+  if (subscribe_timeout.count() <= 0) return bad("scheduler: subscribe_timeout must be positive");
+  if (policy)
+    if (auto st = policy->validate(); !st) return st;
+  return core::Status::ok();
+}
+
+core::Expected<scheduler_actor> spawn_scheduler(caf::actor_system& sys, SchedulerActorConfig config) {
+  if (auto st = config.validate(); !st) return st.error();
+  return sys.spawn(scheduler, std::move(config));
+}
+
 scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig config) {
   auto& st = self->state;
   if (config.restored) {
     st.core = std::move(config.restored);
   } else {
-    config.scheduler.journal = config.store != nullptr;
+    config.scheduler.journal = config.log != nullptr;
     st.core = std::make_shared<core::Scheduler>(config.scheduler);
   }
   st.log_name = "scheduler-" + std::to_string(st.core->config().partition.value);
-  st.store = std::move(config.store);
+  st.log = std::move(config.log);
+  st.await_replication = config.await_replication;
   st.max_writes_in_flight = std::max<uint32_t>(1, config.max_writes_in_flight);
   st.started = config.start_immediately;
   st.tick_interval = config.tick_interval;
@@ -194,21 +244,37 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
               core::Errc::io_error, st.log_name + " cannot store jobs: " + st.store_error));
         auto t = now(self);
         auto id = job.id;
+        if (const auto* held = st.core->job(id)) {
+          // A client retrying a submit whose answer it lost: the same job
+          // again is the same job, answered once its record is safe.
+          auto again = job;
+          again.submit_time = held->spec.submit_time;
+          if (again.job_class.empty()) again.job_class = st.core->config().default_class;
+          if (!(again == held->spec))
+            return messages::to_caf_error(core::make_error(
+                core::Errc::duplicate, "job " + std::to_string(id.value) + " already exists (with another spec)"));
+          if (auto* w = write_holding(st, id)) {
+            auto promise = self->make_response_promise<core::JobId>();
+            w->acks.emplace_back(id, promise);
+            return promise;
+          }
+          return id;
+        }
         if (auto status = st.core->submit(std::move(job), t); !status) {
           spdlog::debug("{}: rejects job {}: {}", st.log_name, id.value, status.error().to_string());
           return messages::to_caf_error(status.error());
         }
-        if (!st.store) {
+        if (!st.log) {
           flush(self, t);
           return id;
         }
-        // Acknowledged once the job's record is durable.
+        // Acknowledged once the job's record is durable (and replicated).
         auto promise = self->make_response_promise<core::JobId>();
         st.assembling.acks.emplace_back(id, promise);
         flush(self, t);
         return promise;
       },
-      [=](durable_atom, uint64_t token, std::string& error) {
+      [=](durable_atom, uint64_t sequence, std::string& error) {
         auto& st = self->state;
         if (!error.empty()) {
           stop_on_store_failure(self, error);
@@ -216,12 +282,24 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         }
         if (st.writing.empty()) return;  // stopped meanwhile
         ++st.writes_completed;
-        (void)token;  // writes complete in submission order
+        // Writes complete in submission order.
         PendingWrite done = std::move(st.writing.front());
         st.writing.pop_front();
-        send_confirms(self, done.confirms);
-        for (auto& [id, promise] : done.acks) promise.deliver(id);
+        st.durable_sequence = std::max(st.durable_sequence, sequence);
+        done.sequence = sequence;
+        if (st.await_replication) {
+          st.replicating.push_back(std::move(done));
+          release_replicated(self);
+        } else {
+          release_write(self, done);
+        }
         submit_write(self);
+      },
+      [=](replicated_atom, uint64_t sequence) {
+        auto& st = self->state;
+        if (sequence <= st.replicated_sequence) return;
+        st.replicated_sequence = sequence;
+        release_replicated(self);
       },
       [=](register_atom, node_actor node) {
         // A timeout costs a clock entry per node until it fires; in-process

@@ -7,7 +7,7 @@
 
 #include "actors/actors.hpp"
 #include "core/scheduler.hpp"
-#include "storage/partition_store.hpp"
+#include "storage/partition_log.hpp"
 
 namespace claimsched::actors {
 
@@ -16,10 +16,13 @@ struct SchedulerActorConfig {
   /// A scheduler rebuilt from its store (storage::recover_partition); when
   /// set, `scheduler` is ignored.
   std::shared_ptr<core::Scheduler> restored;
-  /// The partition's store; null keeps everything in memory. With a store a
-  /// job is acknowledged, and a placement confirmed, only once its record is
-  /// durable.
-  std::shared_ptr<storage::PartitionStore> store;
+  /// Where the partition's journal goes; null keeps everything in memory.
+  /// With a log a job is acknowledged, and a placement confirmed, only once
+  /// its record is durable.
+  std::shared_ptr<storage::PartitionLog> log;
+  /// Also wait until standbys hold the record (replicated_atom from the
+  /// partition's change feed, which applies the [ha] ack mode): RPO 0.
+  bool await_replication = false;
   /// Store writes in flight at most; the journal accumulates meanwhile, so
   /// each write carries everything since the last (group commit).
   uint32_t max_writes_in_flight = 2;
@@ -33,12 +36,18 @@ struct SchedulerActorConfig {
   /// Fair share and preemption (core/policy); none: priority and submit
   /// order only, nothing is ever preempted.
   std::optional<core::policy::PolicyConfig> policy;
+
+  /// Checks what the actor would otherwise trip over; names the field.
+  core::Status validate() const;
 };
 
-/// What waits for one store write to be durable.
+/// What waits for one store write to be durable (and, with
+/// await_replication, replicated).
 struct PendingWrite {
   std::vector<core::ConfirmRequest> confirms;
   std::vector<std::pair<core::JobId, caf::typed_response_promise<core::JobId>>> acks;
+  /// The write's last sequence number, once durable.
+  uint64_t sequence = 0;
   bool empty() const { return confirms.empty() && acks.empty(); }
 };
 
@@ -49,12 +58,19 @@ struct scheduler_state {
   /// Node handles by the view's dense node index.
   std::vector<node_actor> nodes;
   core::Outbox outbox;
-  std::shared_ptr<storage::PartitionStore> store;
-  /// The write being assembled and what waits for it.
-  std::optional<storage::PartitionStore::Batch> batch;
+  std::shared_ptr<storage::PartitionLog> log;
+  /// The write being assembled (journals since the last submit) and what
+  /// waits for it.
+  std::vector<core::Journal> journals;
   PendingWrite assembling;
   /// Writes submitted and not yet durable, oldest first.
   std::deque<PendingWrite> writing;
+  /// Durable writes waiting for a standby, oldest first.
+  std::deque<PendingWrite> replicating;
+  bool await_replication = false;
+  /// Standbys hold every change up to this sequence (from the change feed).
+  uint64_t replicated_sequence = 0;
+  uint64_t durable_sequence = 0;
   uint32_t max_writes_in_flight = 2;
   uint64_t writes_submitted = 0;
   uint64_t writes_completed = 0;
@@ -78,5 +94,8 @@ struct scheduler_state {
 
 scheduler_actor::behavior_type scheduler(scheduler_actor::stateful_pointer<scheduler_state> self,
                                          SchedulerActorConfig config);
+
+/// Validates `config` and spawns the scheduler (the error names the field).
+core::Expected<scheduler_actor> spawn_scheduler(caf::actor_system& sys, SchedulerActorConfig config);
 
 }  // namespace claimsched::actors

@@ -6,7 +6,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <atomic>
 #include <map>
+#include <sstream>
+#include <thread>
 
 #include "actors/clock.hpp"
 #include "actors/connect.hpp"
@@ -27,6 +30,83 @@ int fail(int code, const std::string& what) {
   std::fprintf(stderr, "claimsched agent: %s\n", what.c_str());
   return code;
 }
+
+/// Keeps the nodes registered with one server: connect, register every
+/// node, heartbeat, and on a lost connection start over (one thread each).
+struct Uplink {
+  caf::actor_system& sys;
+  const std::string& name;
+  const std::vector<core::NodeSpec>& specs;
+  const std::vector<actors::node_actor>& nodes;
+  core::Duration connect_timeout;
+  std::atomic<bool>& stopping;
+  std::atomic<int>& exit_code;
+
+  /// Sleeps `d` unless the agent stops meanwhile.
+  void pause(std::chrono::milliseconds d) const {
+    auto until = std::chrono::steady_clock::now() + d;
+    while (!stopping.load() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(d, std::chrono::milliseconds(50)));
+  }
+
+  void keep(const std::string& host, uint16_t port) const {
+    std::string server = host + ":" + std::to_string(port);
+    caf::scoped_actor self{sys};
+    auto backoff = std::chrono::milliseconds(200);
+    bool said_unreachable = false;
+    while (!stopping.load()) {
+      auto remote = actors::connect_gateway(sys, host, port, connect_timeout);
+      if (!remote) {
+        if (!said_unreachable)
+          spdlog::warn("claimsched agent {}: cannot reach the server at {}: {}; retrying", name, server,
+                       sys.render(remote.error()));
+        said_unreachable = true;
+        pause(backoff);
+        // A member that restarts is back within a second or two, and the
+        // partitions it may take over need its nodes: retry briskly (a
+        // refused connection costs nothing).
+        backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+        continue;
+      }
+      said_unreachable = false;
+      backoff = std::chrono::milliseconds(200);
+      auto gw = *remote;
+      self->monitor(gw);
+      auto interval = std::chrono::milliseconds(1000);
+      bool registered = true;
+      for (size_t i = 0; i < nodes.size() && registered; ++i) {
+        self->request(gw, std::chrono::seconds(10), actors::register_atom::value, specs[i], nodes[i])
+            .receive([&](uint64_t ms) { interval = std::chrono::milliseconds(std::max<uint64_t>(ms, 50)); },
+                     [&](caf::error& err) {
+                       auto e = messages::from_caf_error(err, &sys);
+                       spdlog::error("claimsched agent {}: the server at {} refused node {}: {}", name, server,
+                                     specs[i].name, e.message);
+                       registered = false;
+                       if (e.code == core::Errc::invalid_argument || e.code == core::Errc::unknown_name ||
+                           e.code == core::Errc::duplicate) {
+                         exit_code = 1;
+                         stopping = true;
+                       }
+                     });
+      }
+      if (!registered) {
+        self->demonitor(gw.address());
+        pause(backoff);
+        continue;
+      }
+      spdlog::info("claimsched agent {}: registered with {}", name, server);
+      bool lost = false;
+      while (!lost && !stopping.load()) {
+        for (const auto& s : specs) self->send(gw, actors::heartbeat_atom::value, s.id);
+        auto deadline = std::chrono::steady_clock::now() + interval;
+        while (!lost && !stopping.load() && std::chrono::steady_clock::now() < deadline)
+          self->receive([&](caf::down_msg&) { lost = true; }, caf::after(std::chrono::milliseconds(50)) >> [&] {});
+      }
+      if (lost) spdlog::warn("claimsched agent {}: lost the server at {}; reconnecting", name, server);
+      self->demonitor(gw.address());
+    }
+  }
+};
 
 }  // namespace
 
@@ -71,14 +151,18 @@ int run_agent(const AgentOptions& opt) {
     if (!r) return fail(2, "cannot detect this machine's capacity (give --resources): " + r.error().message);
     capacity = *r;
   }
-  auto colon = a.server.rfind(':');
-  if (colon == std::string::npos) return fail(2, "server '" + a.server + "' is not HOST:PORT");
-  std::string host = a.server.substr(0, colon);
-  uint16_t port = 0;
-  try {
-    port = static_cast<uint16_t>(std::stoi(a.server.substr(colon + 1)));
-  } catch (const std::exception&) {
-    return fail(2, "server '" + a.server + "' has no valid port");
+  // One server, or every member of an HA cluster: the node registers with
+  // each, so whichever member owns its partition (now or after a failover)
+  // already has it.
+  std::vector<std::pair<std::string, uint16_t>> servers;
+  {
+    std::stringstream items(a.server);
+    for (std::string item; std::getline(items, item, ',');) {
+      auto hp = actors::split_address(item);
+      if (!hp) return fail(2, "server '" + item + "' is not HOST:PORT");
+      servers.push_back(*hp);
+    }
+    if (servers.empty()) return fail(2, "no server given");
   }
   std::error_code ec;
   std::filesystem::create_directories(a.state_dir, ec);
@@ -126,7 +210,12 @@ int run_agent(const AgentOptions& opt) {
     spec.capacity = capacity;
     spec.labels = a.labels;
     spec.max_starting = a.max_starting;
-    actors::NodeActorConfig nc{spec, ledger, node_store, std::nullopt, executor, opt.simulate > 0};
+    actors::NodeActorConfig nc;
+    nc.spec = spec;
+    nc.ledger = ledger;
+    nc.store = node_store;
+    nc.executor = executor;
+    nc.finish_unrun_tasks = opt.simulate > 0;
     if (auto it = stored.find(spec.id); it != stored.end()) {
       nc.restored = actors::restore_ledger(it->second, ledger, clock);
       nc.restored->set_capacity(capacity);
@@ -144,67 +233,21 @@ int run_agent(const AgentOptions& opt) {
   spdlog::info("claimsched agent {}: {} node(s) of {} in pool {}, state in {}", a.name, count,
                capacity.to_string(), a.pool, a.state_dir);
 
-  caf::scoped_actor self{sys};
-  bool stopping = false;
-  int exit_code = 0;
-  auto backoff = std::chrono::milliseconds(200);
-  bool said_unreachable = false;
-  while (!stopping) {
-    auto remote = actors::connect_gateway(sys, host, port, config.timeouts.link_timeout);
-    if (!remote) {
-      if (!said_unreachable)
-        spdlog::warn("claimsched agent {}: cannot reach the server at {}: {}; retrying", a.name, a.server,
-                     sys.render(remote.error()));
-      said_unreachable = true;
-      stopping = wait_for_stop_signal(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-      continue;
-    }
-    said_unreachable = false;
-    backoff = std::chrono::milliseconds(200);
-    auto gw = *remote;
-    self->monitor(gw);
-    auto interval = std::chrono::milliseconds(1000);
-    bool registered = true;
-    for (size_t i = 0; i < nodes.size(); ++i) {
-      self->request(gw, std::chrono::seconds(10), actors::register_atom::value, specs[i], nodes[i])
-          .receive([&](uint64_t ms) { interval = std::chrono::milliseconds(std::max<uint64_t>(ms, 50)); },
-                   [&](caf::error& err) {
-                     auto e = messages::from_caf_error(err, &sys);
-                     spdlog::error("claimsched agent {}: the server refused node {}: {}", a.name,
-                                   specs[i].name, e.message);
-                     registered = false;
-                     if (e.code == core::Errc::invalid_argument || e.code == core::Errc::unknown_name ||
-                         e.code == core::Errc::duplicate) {
-                       stopping = true;
-                       exit_code = 1;
-                     }
-                   });
-      if (!registered) break;
-    }
-    if (!registered) {
-      self->demonitor(gw.address());
-      if (!stopping) stopping = wait_for_stop_signal(backoff);
-      continue;
-    }
-    spdlog::info("claimsched agent {}: registered with {}", a.name, a.server);
-    bool lost = false;
-    while (!lost && !stopping) {
-      for (const auto& s : specs) self->send(gw, actors::heartbeat_atom::value, s.id);
-      auto deadline = std::chrono::steady_clock::now() + interval;
-      while (!lost && !stopping && std::chrono::steady_clock::now() < deadline) {
-        self->receive([&](caf::down_msg&) { lost = true; },
-                      caf::after(std::chrono::milliseconds(100)) >> [&] {});
-        stopping = wait_for_stop_signal(std::chrono::milliseconds(0));
-      }
-    }
-    if (lost) spdlog::warn("claimsched agent {}: lost the server; reconnecting", a.name);
-    self->demonitor(gw.address());
+  std::atomic<bool> stopping{false};
+  std::atomic<int> exit_code{0};
+  Uplink uplink{sys, a.name, specs, nodes, config.timeouts.link_timeout, stopping, exit_code};
+  std::vector<std::thread> links;
+  for (const auto& [host, port] : servers)
+    links.emplace_back([&uplink, host = host, port = port] { uplink.keep(host, port); });
+  while (!stopping.load() && !wait_for_stop_signal(std::chrono::milliseconds(200))) {
   }
+  stopping = true;
+  for (auto& t : links) t.join();
   spdlog::info("claimsched agent {}: stopping", a.name);
+  caf::scoped_actor self{sys};
   for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);
   for (auto& n : nodes) self->wait_for(n);
-  return exit_code;
+  return exit_code.load();
 }
 
 }  // namespace claimsched::apps

@@ -15,6 +15,7 @@
 
 #include "actors/actors.hpp"
 #include "actors/connect.hpp"
+#include "actors/gateway_actor.hpp"
 #include "actors/registration.hpp"
 #include "apps/job_file.hpp"
 #include "core/duration.hpp"
@@ -100,6 +101,11 @@ nlohmann::json to_json(const core::JobView& v) {
                    {"resources", v.spec.per_task.to_string()}, {"state", std::string(core::to_string(v.state))},
                    {"tasks_by_state", tasks}, {"reason", v.reason}, {"last_removal", v.last_removal},
                    {"preemptions", v.preemptions}, {"evictions", v.evictions}, {"command", v.spec.command}};
+  // The server's monotonic clock (CLOCK_MONOTONIC, shared by the processes
+  // of one host): benchmarks compare it with their own.
+  if (v.spec.submit_time.count() != 0) j["submitted_at_ns"] = v.spec.submit_time.count();
+  if (v.started_at != core::kNever) j["started_at_ns"] = v.started_at.count();
+  if (v.finished_at != core::kNever) j["finished_at_ns"] = v.finished_at.count();
   if (!v.tasks.empty()) {
     auto& list = j["tasks"] = nlohmann::json::array();
     for (const auto& t : v.tasks)
@@ -146,6 +152,47 @@ double quantile(std::vector<double> v, double q) {
   std::sort(v.begin(), v.end());
   size_t i = static_cast<size_t>(std::ceil(q * static_cast<double>(v.size()))) ;
   return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
+}
+
+/// `claimsched status` without a job: members, partition owners, epochs,
+/// standbys and how far behind each is.
+void print_members(const std::string& text, bool json) {
+  if (json) {
+    std::printf("%s\n", text.c_str());
+    return;
+  }
+  auto v = nlohmann::json::parse(text, nullptr, false);
+  if (!v.is_object()) {
+    std::printf("%s\n", text.c_str());
+    return;
+  }
+  if (v.value("mode", "") == "ha")
+    std::printf("HA cluster, asked member %s (ack %s, lease %lld s, etcd %s%s)\n", v.value("member", "").c_str(),
+                v.value("ack", "").c_str(), static_cast<long long>(v.value("lease_ttl_s", int64_t{0})),
+                v.value("etcd", "").c_str(),
+                v.value("etcd_problem", "").empty() ? "" : (": " + v.value("etcd_problem", "")).c_str());
+  else
+    std::printf("single server (static ownership)\n");
+  std::printf("%-12s %-24s %s\n", "MEMBER", "ADDRESS", "HOST/PID");
+  for (const auto& m : v.value("members", nlohmann::json::array()))
+    std::printf("%-12s %-24s %s/%lld\n", m.value("name", "").c_str(), m.value("address", "").c_str(),
+                m.value("host", "").c_str(), static_cast<long long>(m.value("pid", int64_t{0})));
+  std::printf("%-10s %-16s %-12s %-8s %s\n", "PARTITION", "POOLS", "OWNER", "EPOCH", "STANDBYS (lag)");
+  for (const auto& p : v.value("partitions", nlohmann::json::array())) {
+    std::string pools, standbys;
+    for (const auto& pool : p.value("pools", nlohmann::json::array()))
+      pools += (pools.empty() ? "" : ",") + pool.get<std::string>();
+    for (const auto& s : p.value("standbys", nlohmann::json::array()))
+      standbys += (standbys.empty() ? "" : ", ") + s.value("name", "") + " (" +
+                  (s.value("bootstrapping", false) ? std::string("copying a checkpoint")
+                                                   : std::to_string(s.value("lag_records", int64_t{0})) + " records, " +
+                                                         std::to_string(s.value("lag_ms", int64_t{0})) + " ms") +
+                  ")";
+    std::string owner = p.value("owner", "");
+    std::printf("%-10lld %-16s %-12s %-8lld %s\n", static_cast<long long>(p.value("partition", int64_t{0})),
+                pools.c_str(), owner.empty() ? "(none)" : owner.c_str(),
+                static_cast<long long>(p.value("epoch", int64_t{0})), standbys.empty() ? "-" : standbys.c_str());
+  }
 }
 
 /// `submit --repeat N [--wait]`: N jobs with a window of requests in flight;
@@ -237,8 +284,19 @@ bool is_client_command(const std::string& command) {
 
 void add_client_commands(CLI::App& app, ClientOptions& o) {
   auto common = [&](CLI::App* c) {
-    c->add_option("--server", o.server, "HOST:PORT of the server (default: $CLAIMSCHED_SERVER or 127.0.0.1:7070)");
+    c->add_option("--server", o.server,
+                  "HOST:PORT of the server, or of every HA member comma-separated (default: $CLAIMSCHED_SERVER "
+                  "or 127.0.0.1:7070)");
     c->add_flag("--json", o.json, "Print JSON");
+    c->add_option_function<std::string>(
+          "--timeout",
+          [&o](const std::string& text) {
+            auto d = core::parse_duration(text);
+            if (!d || d->count() <= 0) throw CLI::ValidationError("--timeout", "expected a duration like 30s");
+            o.timeout = *d;
+          },
+          "Give up after this long, retrying other members meanwhile (default 10s)")
+        ->type_name("DURATION");
   };
   auto* submit = app.add_subcommand("submit", "Submit a job; prints its id");
   common(submit);
@@ -261,56 +319,28 @@ void add_client_commands(CLI::App& app, ClientOptions& o) {
   submit->add_flag("--not-preemptible", o.not_preemptible, "Never preempt its tasks");
   submit->add_option("command", o.command, "The command every task runs (after --)");
   for (const char* name : {"status", "cancel", "explain"}) {
-    auto* c = app.add_subcommand(name, std::string(name == std::string("status") ? "A job and its tasks"
+    bool status = name == std::string("status");
+    auto* c = app.add_subcommand(name, std::string(status ? "A job and its tasks; without a job, the cluster's members"
                                                    : name == std::string("cancel") ? "Cancel a job"
                                                                                     : "Why a job waits or lost tasks"));
     common(c);
-    c->add_option("job", o.job, "Job id")->required();
+    auto* job = c->add_option("job", o.job, status ? "Job id (none: members, owners, epochs, standbys)" : "Job id");
+    if (!status) job->required();
   }
   common(app.add_subcommand("queue", "Jobs that have not ended"));
   common(app.add_subcommand("nodes", "Nodes and their state"));
   common(app.add_subcommand("pools", "Fair share per pool, class, user and job"));
 }
 
-int run_client(const std::string& command, const ClientOptions& o) {
-  core::JobSpec job;
-  if (command == "submit") {
-    auto j = job_from(o);
-    if (!j) return fail(kUsage, j.error().message);
-    job = std::move(*j);
-  }
-  std::string address = server_address(o);
-  auto colon = address.rfind(':');
-  uint16_t port = 0;
-  if (colon == std::string::npos || colon == 0)
-    return fail(kUsage, "server '" + address + "' is not HOST:PORT");
-  try {
-    int p = std::stoi(address.substr(colon + 1));
-    if (p <= 0 || p > 65535) throw std::out_of_range("port");
-    port = static_cast<uint16_t>(p);
-  } catch (const std::exception&) {
-    return fail(kUsage, "server '" + address + "' has no valid port");
-  }
-  std::string host = address.substr(0, colon);
-
-  caf::actor_system_config cfg;
-  actors::LinkOptions link;
-  link.threads = 2;
-  link.shared_queue = true;
-  actors::configure(cfg, link);
-  caf::actor_system sys{cfg};
-  auto remote = actors::connect_gateway(sys, host, port, o.timeout);
-  if (!remote) return fail(kUnreachable, "cannot reach the server at " + address + ": " + sys.render(remote.error()));
-  auto gw = *remote;
-  caf::scoped_actor self{sys};
-  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(o.timeout);
+/// Runs `command` against one gateway; `refused` decides what a failed
+/// request means (and may ask the caller to retry elsewhere).
+template <class Refused>
+int run_on(caf::scoped_actor& self, const actors::gateway_actor& gw, const std::string& address,
+           const std::string& command, const core::JobSpec& job, const ClientOptions& o,
+           std::chrono::milliseconds timeout, Refused&& on_error) {
   int code = kOk;
-  auto refused = [&](caf::error& err) {
-    if (err == caf::sec::request_timeout || err == caf::sec::request_receiver_down)
-      code = fail(kUnreachable, "the server at " + address + " did not answer: " + sys.render(err));
-    else
-      code = fail(kRefused, messages::from_caf_error(err, &sys).message);
-  };
+  auto refused = [&](caf::error& err) { code = on_error(err); };
+  (void)address;
   core::JobId id{o.job};
   if (command == "submit" && (o.repeat > 1 || o.wait)) {
     code = submit_many(self, gw, job, o, timeout, refused);
@@ -323,6 +353,9 @@ int run_client(const std::string& command, const ClientOptions& o) {
             std::printf("%llu\n", static_cast<unsigned long long>(id.value));
         },
         refused);
+  } else if (command == "status" && o.job == 0) {
+    self->request(gw, timeout, actors::members_atom::value)
+        .receive([&](std::string& view) { print_members(view, o.json); }, refused);
   } else if (command == "status" || command == "cancel") {
     auto show = [&](core::JobView& v) {
       if (o.json)
@@ -390,6 +423,73 @@ int run_client(const std::string& command, const ClientOptions& o) {
     return fail(kUsage, "unknown command '" + command + "'");
   }
   return code;
+}
+
+int run_client(const std::string& command, const ClientOptions& o) {
+  core::JobSpec job;
+  if (command == "submit") {
+    auto j = job_from(o);
+    if (!j) return fail(kUsage, j.error().message);
+    job = std::move(*j);
+  }
+  // One server, or any member of an HA cluster (comma-separated): a member
+  // that cannot be reached, or cannot answer now (its partition changes
+  // owner), is retried on the next until the timeout. A submit carries its
+  // id from here on, so a retry is the same job, never a second one.
+  std::vector<std::pair<std::string, uint16_t>> members;
+  {
+    std::stringstream items(server_address(o));
+    for (std::string item; std::getline(items, item, ',');) {
+      auto hp = actors::split_address(item);
+      if (!hp) return fail(kUsage, "server '" + item + "' is not HOST:PORT (with a port in 1-65535)");
+      members.push_back(*hp);
+    }
+    if (members.empty()) return fail(kUsage, "no server given");
+  }
+  if (command == "submit" && o.repeat <= 1 && !o.wait && job.id.value == 0) job.id = actors::fresh_job_id();
+
+  caf::actor_system_config cfg;
+  actors::LinkOptions link;
+  link.threads = 2;
+  link.shared_queue = true;
+  actors::configure(cfg, link);
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  auto deadline = std::chrono::steady_clock::now() + o.timeout;
+  // Pipelined submits (--repeat, --wait) get their ids from the server: a
+  // retry would submit them again.
+  bool may_retry = !(command == "submit" && (o.repeat > 1 || o.wait));
+  auto attempt_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
+      members.size() > 1 ? std::min<core::Duration>(o.timeout, std::chrono::seconds(3)) : o.timeout);
+  for (size_t attempt = 0;; ++attempt) {
+    const auto& [host, port] = members[attempt % members.size()];
+    std::string address = host + ":" + std::to_string(port);
+    bool retry = false;
+    auto retry_or = [&](int code, const std::string& message) {
+      if (may_retry && std::chrono::steady_clock::now() + std::chrono::milliseconds(100) < deadline) {
+        retry = true;
+        std::this_thread::sleep_for(std::chrono::milliseconds(attempt < members.size() ? 0 : 20));
+        return code;
+      }
+      return fail(code, message);
+    };
+    auto remote = actors::connect_gateway(sys, host, port, attempt_timeout);
+    if (!remote) {
+      int code = retry_or(kUnreachable, "cannot reach the server at " + address + ": " + sys.render(remote.error()));
+      if (retry) continue;
+      return code;
+    }
+    int code = run_on(self, *remote, address, command, job, o, attempt_timeout, [&](caf::error& err) {
+      auto e = messages::from_caf_error(err, &sys);
+      bool silent = err == caf::sec::request_timeout || err == caf::sec::request_receiver_down;
+      if (silent || (err.category() == messages::kErrorCategory && e.code == core::Errc::unavailable)) {
+        std::string why = silent ? "the server at " + address + " did not answer: " + sys.render(err) : e.message;
+        return retry_or(kUnreachable, why);
+      }
+      return fail(kRefused, e.message);
+    });
+    if (!retry) return code;
+  }
 }
 
 }  // namespace claimsched::apps

@@ -32,10 +32,12 @@ constexpr std::string_view kTopKeys[] = {"cluster_id",
                                          "preemption",
                                          "policy",
                                          "agent",
+                                         "ha",
                                          "default_class"};
 
 constexpr std::string_view kScorers[] = {"fill_first", "spread"};
 constexpr std::string_view kSyncModes[] = {"always", "batch", "none"};
+constexpr std::string_view kAckModes[] = {"owner", "one", "all"};
 
 /// Cluster ids name directories and are compared byte for byte: keep them plain.
 bool valid_cluster_id(std::string_view id) {
@@ -98,6 +100,7 @@ class ConfigReader {
     settings();
     partitions();
     agent();
+    ha();
   }
 
  private:
@@ -498,11 +501,52 @@ class ConfigReader {
     if (r_.integer(*t, "max_starting", "agent", v, 0, 1'000'000)) a.max_starting = static_cast<uint32_t>(v);
     std::string server = a.server;
     if (r_.string(*t, "server", "agent", server) && t->get("server")) {
-      if (std::string why = check_host_port(server); why.empty())
+      // One server, or every member of an HA cluster, comma-separated.
+      std::string why;
+      std::stringstream items(server);
+      for (std::string item; why.empty() && std::getline(items, item, ',');) why = check_host_port(item);
+      if (why.empty())
         a.server = server;
       else
         r_.problem(*t->get("server"), "agent.server", why);
     }
+  }
+
+  void ha() {
+    const toml::table* t = r_.table(root_, "ha", "");
+    if (!t) return;
+    HaConfig h;
+    r_.keys(*t, "ha", {"etcd", "name", "lease_ttl", "ack", "advertise", "prefix", "poll_interval", "etcd_timeout"});
+    std::vector<std::string> etcd;
+    if (r_.strings(*t, "etcd", "ha", etcd) && t->get("etcd")) {
+      if (etcd.empty()) r_.problem(*t->get("etcd"), "ha.etcd", "needs at least one etcd endpoint");
+      for (size_t i = 0; i < etcd.size(); ++i) {
+        const std::string& e = etcd[i];
+        std::string why = e.rfind("http://", 0) == 0 ? check_host_port(e.substr(7))
+                                                     : "expected http://host:port (TLS endpoints are not supported)";
+        if (!why.empty()) r_.problem(*t->get("etcd")->as_array()->get(i), "ha.etcd", "'" + e + "': " + why);
+      }
+      h.etcd = std::move(etcd);
+    }
+    if (r_.string(*t, "name", "ha", h.name) && t->get("name") &&
+        (h.name.empty() || h.name.find_first_of("/ \t") != std::string::npos))
+      r_.problem(*t->get("name"), "ha.name", "must be non-empty, without '/' or spaces, got '" + h.name + "'");
+    if (r_.duration(*t, "lease_ttl", "ha", h.lease_ttl) && t->get("lease_ttl") &&
+        (h.lease_ttl < std::chrono::seconds(1) || h.lease_ttl.count() % 1'000'000'000 != 0))
+      r_.problem(*t->get("lease_ttl"), "ha.lease_ttl",
+                 "must be whole seconds, at least 1s (etcd grants leases in seconds), got " +
+                     core::format_duration(h.lease_ttl));
+    if (r_.string(*t, "ack", "ha", h.ack) && t->get("ack") && !one_of(h.ack, kAckModes))
+      r_.problem(*t->get("ack"), "ha.ack", "must be one of " + list(kAckModes) + ", got '" + h.ack + "'");
+    if (r_.string(*t, "advertise", "ha", h.advertise) && t->get("advertise"))
+      if (std::string why = check_host_port(h.advertise); !why.empty())
+        r_.problem(*t->get("advertise"), "ha.advertise", why);
+    if (r_.string(*t, "prefix", "ha", h.prefix) && t->get("prefix") && (h.prefix.empty() || h.prefix.front() != '/'))
+      r_.problem(*t->get("prefix"), "ha.prefix", "must start with '/', got '" + h.prefix + "'");
+    for (auto [key, target] : {std::pair{"poll_interval", &h.poll_interval}, std::pair{"etcd_timeout", &h.etcd_timeout}})
+      if (r_.duration(*t, key, "ha", *target) && t->get(key) && target->count() <= 0)
+        r_.problem(*t->get(key), "ha." + std::string(key), "must be longer than 0s");
+    c_.ha = std::move(h);
   }
 
   std::vector<std::string> pool_names() const {

@@ -84,8 +84,35 @@ struct AgentConfig {
   std::string state_dir = "/var/lib/claimsched-agent";
   /// Nova's IO-ops limit: tasks starting at once (0: none).
   uint32_t max_starting = 0;
-  /// The server (host:port); CLAIMSCHED_SERVER or --server override it.
+  /// The server (host:port), or every member of an HA cluster
+  /// (host:port,host:port,...); CLAIMSCHED_SERVER or --server override it.
   std::string server = "127.0.0.1:7070";
+};
+
+/// [ha]: this server is one of several members; etcd elects the owner of
+/// each partition, the others keep standby copies. Absent: one server owns
+/// every partition, no etcd.
+struct HaConfig {
+  /// etcd's client URLs ("http://host:port").
+  std::vector<std::string> etcd{"http://127.0.0.1:2379"};
+  /// This member's name, unique in the cluster (default: the host name;
+  /// `server --name` overrides).
+  std::string name;
+  /// The member's lease in etcd: a member silent this long loses its
+  /// partitions. Whole seconds, at least 1s.
+  core::Duration lease_ttl = std::chrono::seconds(1);
+  /// When a job counts as acknowledged: durable on the owner ("owner"), also
+  /// on one standby ("one"), or on every standby that follows ("all").
+  std::string ack = "one";
+  /// host:port the others (members, agents, clients) reach this member at
+  /// (default: [listen] host and the port it listens on).
+  std::string advertise;
+  /// etcd key prefix (the cluster id is appended).
+  std::string prefix = "/claimsched";
+  /// How often a member reads etcd's state, and how long one etcd request
+  /// may take before the next endpoint is tried.
+  core::Duration poll_interval = std::chrono::milliseconds(50);
+  core::Duration etcd_timeout = std::chrono::milliseconds(300);
 };
 
 /// The policy part of an empty file: one root pool "default", one
@@ -113,6 +140,8 @@ struct ClusterConfig {
   /// off: classes order the queue by priority only, nothing is preempted.
   bool preemption = false;
   AgentConfig agent;
+  /// Several members with elected owners ([ha]); none: a single server.
+  std::optional<HaConfig> ha;
   /// Claims in flight per partition.
   uint32_t max_claims_in_flight = 512;
   /// Retries of a task whose node was lost, unless the job says otherwise.

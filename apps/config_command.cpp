@@ -106,6 +106,13 @@ std::string summarize_cluster_config(const ClusterConfig& c, std::string_view so
        (a.labels.empty() ? std::string() : " and labels " + join(a.labels)) + ", at most " +
        (a.max_starting == 0 ? std::string("unlimited") : std::to_string(a.max_starting)) +
        " tasks starting, state in " + a.state_dir + ", server " + a.server + ".";
+  if (c.ha)
+    s += " HA: this server is member " + (c.ha->name.empty() ? std::string("<host name>") : c.ha->name) +
+         " of several; etcd at " + join(c.ha->etcd) + " elects each partition's owner (lease " +
+         format_duration(c.ha->lease_ttl) + ", jobs acknowledged when durable on " +
+         (c.ha->ack == "owner" ? std::string("the owner") : c.ha->ack == "one" ? "the owner and one standby"
+                                                                                : "the owner and every standby") +
+         ").";
   return wrap(s);
 }
 
@@ -176,6 +183,15 @@ std::string cluster_config_json(const ConfigReport& report, std::string_view sou
                   {"resources", c.agent.resources}, {"labels", c.agent.labels},
                   {"state_dir", c.agent.state_dir}, {"max_starting", c.agent.max_starting},
                   {"server", c.agent.server}};
+  if (c.ha)
+    cfg["ha"] = {{"etcd", c.ha->etcd},
+                 {"name", c.ha->name},
+                 {"lease_ttl", format_duration(c.ha->lease_ttl)},
+                 {"ack", c.ha->ack},
+                 {"advertise", c.ha->advertise},
+                 {"prefix", c.ha->prefix},
+                 {"poll_interval", format_duration(c.ha->poll_interval)},
+                 {"etcd_timeout", format_duration(c.ha->etcd_timeout)}};
   out["config"] = std::move(cfg);
   return out.dump(2) + "\n";
 }

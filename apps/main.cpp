@@ -97,6 +97,8 @@ int main(int argc, char** argv) {
   srv->add_option("--config", server.config, "The cluster's TOML file")->required();
   srv->add_option("--port", server.port, "Override [listen] port (0: any free port, printed)");
   srv->add_option("--data-dir", server.data_dir, "Override [storage] data_dir");
+  srv->add_option("--name", server.name, "HA: this member's name (overrides [ha] name)");
+  srv->add_option("--etcd", server.etcd, "HA: etcd endpoints, comma-separated (overrides [ha] etcd)");
 
   claimsched::apps::AgentOptions agent;
   auto* agt = app.add_subcommand("agent", "Host this machine's node (or --simulate N) and run its tasks");

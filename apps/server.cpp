@@ -5,15 +5,18 @@
 #include <caf/io/all.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+#include <sstream>
 
-#include "actors/clock.hpp"
 #include "actors/gateway_actor.hpp"
+#include "actors/member.hpp"
+#include "actors/partition.hpp"
 #include "actors/registration.hpp"
-#include "actors/scheduler_actor.hpp"
 #include "apps/cluster_config.hpp"
+#include "apps/partition_setup.hpp"
 #include "apps/signals.hpp"
-#include "storage/journal.hpp"
+#include "agent/machine.hpp"
 
 namespace claimsched::apps {
 
@@ -24,47 +27,112 @@ int fail(const std::string& what) {
   return 1;
 }
 
-storage::StoreOptions store_options(const ClusterConfig& c) {
-  storage::StoreOptions o;
-  o.sync = *storage::parse_sync_mode(c.storage.sync);
-  o.log = [](storage::RocksLogLevel level, std::string_view path, std::string_view line) {
-    spdlog::log(level >= storage::RocksLogLevel::error ? spdlog::level::err : spdlog::level::warn,
-                "rocksdb {}: {}", path, line);
-  };
-  o.log_level = storage::RocksLogLevel::error;
-  return o;
+/// Spawns the gateway and publishes it on [listen]; the port it listens on,
+/// or why not (the gateway is stopped again then).
+core::Expected<std::pair<actors::gateway_actor, uint16_t>> serve_gateway(caf::actor_system& sys,
+                                                                         const ClusterConfig& config,
+                                                                         actors::GatewayConfig gc) {
+  auto gateway = actors::spawn_gateway(sys, std::move(gc));
+  if (!gateway) return gateway.error();
+  auto port = sys.middleman().publish(*gateway, config.listen.port, config.listen.host.c_str(), true);
+  if (!port) {
+    caf::anon_send_exit(*gateway, caf::exit_reason::user_shutdown);
+    return core::make_error(core::Errc::io_error, "cannot listen on " + config.listen.host + ":" +
+                                                      std::to_string(config.listen.port) + ": " +
+                                                      sys.render(port.error()));
+  }
+  return std::make_pair(*gateway, *port);
 }
 
-/// The partition scheduler's configuration from the cluster's: the same
-/// classes, allotments, quantum and pool tree the policy reads.
-core::SchedulerConfig scheduler_config(const ClusterConfig& c, const PartitionConfig& p) {
-  core::SchedulerConfig s;
-  s.partition = p.id;
-  s.epoch = 1;
-  s.pools = p.pools;
-  for (const auto& pool : c.policy.pools) {
-    if (!pool.parent.empty()) s.pool_parents.emplace_back(pool.name, pool.parent);
-    if (!pool.resource_limits.empty()) s.pool_limits.emplace_back(pool.name, pool.resource_limits);
+/// One member of an HA cluster ([ha]): the gateway, and the member
+/// coordinator that owns or follows each partition.
+int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_system& sys) {
+  const HaConfig& ha = *config.ha;
+  actors::MemberConfig mc;
+  mc.name = !opt.name.empty() ? opt.name : !ha.name.empty() ? ha.name : agent::host_name();
+  mc.cluster_id = config.cluster_id;
+  mc.etcd = ha.etcd;
+  if (!opt.etcd.empty()) {
+    mc.etcd.clear();
+    std::stringstream items(opt.etcd);
+    for (std::string item; std::getline(items, item, ',');)
+      if (!item.empty()) mc.etcd.push_back(item);
   }
-  std::sort(s.pool_limits.begin(), s.pool_limits.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  s.classes = c.policy.classes;
-  for (auto& cls : s.classes)
-    for (const auto& [name, scorer] : c.class_scorers)
-      if (name == cls.name)
-        if (auto k = core::parse_scorer(scorer)) cls.placement.scorers = {{*k, 1.0}};
-  s.default_class = c.policy.settings.default_class.empty() ? s.classes.front().name
-                                                            : c.policy.settings.default_class;
-  s.quantum = c.policy.settings.quantum;
-  s.global_allotment = c.policy.settings.global_allotment;
-  for (const auto& u : c.policy.users)
-    if (u.allotment) s.user_allotments.emplace_back(u.name, *u.allotment);
-  std::sort(s.user_allotments.begin(), s.user_allotments.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
-  s.strict_cas = p.cas == "strict";
-  s.max_claims_in_flight = c.max_claims_in_flight;
-  s.reply_timeout = c.timeouts.reply_timeout;
-  s.recovery_grace = c.timeouts.recovery_grace;
-  return s;
+  mc.prefix = ha.prefix;
+  mc.lease_ttl = std::chrono::duration_cast<std::chrono::seconds>(ha.lease_ttl);
+  mc.etcd_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(ha.etcd_timeout);
+  mc.poll_interval = ha.poll_interval;
+  mc.ack = *actors::parse_ack_mode(ha.ack);
+  mc.replica_options = actors::logged_store_options(*storage::parse_sync_mode(config.storage.sync));
+  for (const auto& p : config.partitions) {
+    auto setup = partition_setup(config, p);
+    // A member that died while bootstrapping a copy leaves half of one here.
+    std::error_code ec;
+    std::filesystem::remove_all(setup.store_dir + ".next", ec);
+    // Refuse another cluster's (or partition's) data before joining.
+    if (auto v = actors::read_store_version(setup.store_dir, setup.identity, mc.replica_options); !v)
+      return fail("member " + mc.name + ": " + v.error().to_string());
+    setup.change_feed = true;
+    setup.ack = mc.ack;
+    mc.partitions.push_back(std::move(setup));
+  }
+  auto member = actors::spawn_member(sys, mc);
+  if (!member) return fail(member.error().to_string());
+  actors::GatewayConfig gc;
+  gc.heartbeat_interval = config.timeouts.heartbeat_interval;
+  gc.node_grace = config.timeouts.node_grace;
+  gc.member = *member;
+  gc.name = mc.name;
+  for (const auto& p : config.partitions) gc.partitions.push_back({p.id, p.pools, {}, {}, 0, false});
+  caf::scoped_actor self{sys};
+  auto stop_member = [&] {
+    self->send_exit(*member, caf::exit_reason::user_shutdown);
+    self->wait_for(*member);
+  };
+  auto served = serve_gateway(sys, config, gc);
+  if (!served) {
+    stop_member();
+    return fail(served.error().message);
+  }
+  auto [gateway, port] = *served;
+  std::string address = ha.advertise;
+  if (address.empty()) {
+    std::string host = config.listen.host == "0.0.0.0" ? agent::host_name() : config.listen.host;
+    address = host + ":" + std::to_string(port);
+  }
+  self->monitor(*member);
+  self->send(*member, actors::start_atom::value, gateway, address);
+  std::printf("claimsched server listening on %s:%u (cluster %s, member %s at %s, %zu partition(s), etcd %s, data in %s)\n",
+              config.listen.host.c_str(), static_cast<unsigned>(port), config.cluster_id.c_str(), mc.name.c_str(),
+              address.c_str(), config.partitions.size(), mc.etcd.front().c_str(), config.storage.data_dir.c_str());
+  std::fflush(stdout);
+  int code = 0;
+  bool member_ended = false;
+  while (!member_ended && !wait_for_stop_signal(std::chrono::milliseconds(200))) {
+    self->receive(
+        [&](caf::down_msg& down) {
+          member_ended = true;
+          if (down.reason && down.reason != caf::exit_reason::user_shutdown) {
+            std::fprintf(stderr, "claimsched server: %s\n",
+                         messages::from_caf_error(down.reason, &sys).message.c_str());
+            code = 1;
+          }
+        },
+        caf::after(std::chrono::milliseconds(0)) >> [] {});
+  }
+  spdlog::info("claimsched server: stopping");
+  sys.middleman().unpublish(gateway, port);
+  if (!member_ended) stop_member();
+  self->send_exit(gateway, caf::exit_reason::user_shutdown);
+  self->wait_for(gateway);
+  // Everything is stopped and every store closed. CAF 0.17's actor system
+  // would now wait for each detached actor's last reference to go, and the
+  // middleman can keep one for good: a message the member sent to a peer or
+  // client whose connection went away (seen as a hang at exit, the member's
+  // thread in await_self_destroyed). Nothing is left to do, so leave here.
+  spdlog::default_logger()->flush();
+  std::fflush(nullptr);
+  std::_Exit(code);
 }
 
 }  // namespace
@@ -79,6 +147,10 @@ int run_server(const ServerOptions& opt) {
   ClusterConfig config = std::move(*loaded);
   if (opt.port >= 0) config.listen.port = static_cast<uint16_t>(opt.port);
   if (!opt.data_dir.empty()) config.storage.data_dir = opt.data_dir;
+  if (!config.ha && (!opt.name.empty() || !opt.etcd.empty())) {
+    std::fprintf(stderr, "claimsched server: --name and --etcd need an [ha] section in %s\n", opt.config.c_str());
+    return 2;
+  }
 
   caf::actor_system_config cfg;
   actors::LinkOptions link;
@@ -87,55 +159,49 @@ int run_server(const ServerOptions& opt) {
   link.shared_queue = true;
   actors::configure(cfg, link);
   caf::actor_system sys{cfg};
+  if (config.ha) return run_member(config, opt, sys);
 
-  std::vector<actors::scheduler_actor> schedulers;
+  // A single server owns every partition (static ownership, no etcd).
+  std::vector<actors::AssembledPartition> partitions;
+  auto stop_partitions = [&] {
+    for (auto& p : partitions) actors::disassemble_partition(sys, p);
+  };
   actors::GatewayConfig gc;
   gc.heartbeat_interval = config.timeouts.heartbeat_interval;
   gc.node_grace = config.timeouts.node_grace;
   for (const auto& p : config.partitions) {
-    std::string dir = config.storage.data_dir + "/partition-" + std::to_string(p.id.value);
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) return fail("cannot create " + dir + ": " + ec.message());
-    auto store = storage::PartitionStore::open(dir, {config.cluster_id, p.id}, store_options(config));
-    if (!store) return fail(store.error().to_string());
-    std::shared_ptr<storage::PartitionStore> shared = std::move(*store);
-    auto recovered = storage::recover_partition(*shared, scheduler_config(config, p), actors::now(sys));
-    if (!recovered) return fail(recovered.error().to_string());
+    auto assembled = actors::assemble_partition(sys, partition_setup(config, p));
+    if (!assembled) {
+      stop_partitions();
+      return fail(assembled.error().to_string());
+    }
     spdlog::info("partition {}: recovered {} job(s), {} task record(s) in {} ms (epoch {})", p.id.value,
-                 recovered->jobs, recovered->task_records,
-                 std::chrono::duration_cast<std::chrono::milliseconds>(recovered->duration).count(),
-                 recovered->epoch);
-    actors::SchedulerActorConfig sc;
-    sc.store = shared;
-    sc.restored = std::move(recovered->scheduler);
-    std::vector<core::JobId> known;
-    sc.restored->for_each_job([&](const core::JobRecord& j) { known.push_back(j.spec.id); });
-    if (config.preemption) sc.policy = config.policy;
-    auto s = sys.spawn(actors::scheduler, sc);
-    schedulers.push_back(s);
-    for (const auto& pool : p.pools) gc.pools[pool] = s;
-    for (auto id : known) gc.known_jobs[id] = s;
+                 assembled->recovered_jobs, assembled->recovered_task_records,
+                 std::chrono::duration_cast<std::chrono::milliseconds>(assembled->recovery_time).count(),
+                 assembled->epoch);
+    gc.partitions.push_back({p.id, p.pools, assembled->scheduler, actors::change_feed_actor{}, assembled->epoch, true});
+    for (auto id : assembled->jobs) gc.known_jobs[id] = p.id;
+    partitions.push_back(std::move(*assembled));
   }
-  gc.schedulers = schedulers;
-  auto gateway = sys.spawn(actors::gateway, gc);
-  auto port = sys.middleman().publish(gateway, config.listen.port, config.listen.host.c_str(), true);
-  if (!port) {
-    for (auto& s : schedulers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
-    return fail("cannot listen on " + config.listen.host + ":" + std::to_string(config.listen.port) + ": " +
-                sys.render(port.error()));
+  if (config.listen.port != 0) gc.address = config.listen.host + ":" + std::to_string(config.listen.port);
+  auto served = serve_gateway(sys, config, gc);
+  if (!served) {
+    stop_partitions();
+    return fail(served.error().message);
   }
+  auto [gateway, port] = *served;
   std::printf("claimsched server listening on %s:%u (cluster %s, %zu partition(s), data in %s)\n",
-              config.listen.host.c_str(), static_cast<unsigned>(*port), config.cluster_id.c_str(),
+              config.listen.host.c_str(), static_cast<unsigned>(port), config.cluster_id.c_str(),
               config.partitions.size(), config.storage.data_dir.c_str());
   std::fflush(stdout);
   while (!wait_for_stop_signal(std::chrono::milliseconds(500))) {
   }
   spdlog::info("claimsched server: stopping");
-  sys.middleman().unpublish(gateway, *port);
-  caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
-  for (auto& s : schedulers) caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  sys.middleman().unpublish(gateway, port);
+  caf::scoped_actor self{sys};
+  self->send_exit(gateway, caf::exit_reason::user_shutdown);
+  self->wait_for(gateway);
+  stop_partitions();
   return 0;
 }
 

@@ -2,8 +2,11 @@
 
 // `claimsched server --config cluster.toml`: the scheduler partitions with
 // their stores, and the gateway published on TCP for agents and clients.
-// Prints "claimsched server listening on HOST:PORT" once it serves; stops
-// cleanly on SIGINT/SIGTERM.
+// Without [ha] it owns every partition; with [ha] it is one member of
+// several, owning the partitions etcd's election gives it and a standby copy
+// of the others (actors/member.hpp). Prints "claimsched server listening on
+// HOST:PORT" once it serves; stops cleanly on SIGINT/SIGTERM (a member hands
+// its partitions to the others at once).
 
 #include <string>
 
@@ -15,6 +18,9 @@ struct ServerOptions {
   int port = -1;
   /// Overrides [storage] data_dir.
   std::string data_dir;
+  /// HA: overrides [ha] name and [ha] etcd (comma-separated URLs).
+  std::string name;
+  std::string etcd;
 };
 
 int run_server(const ServerOptions& options);

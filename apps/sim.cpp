@@ -11,16 +11,14 @@
 #include "actors/load_generator.hpp"
 #include "actors/node_actor.hpp"
 #include "actors/node_persistence.hpp"
-#include "actors/replication.hpp"
+#include "actors/partition.hpp"
 #include "actors/router_actor.hpp"
-#include "actors/scheduler_actor.hpp"
 #include "apps/process_stats.hpp"
 #include "apps/sim_data_dir.hpp"
 #include "apps/sim_report.hpp"
 #include "core/invariants.hpp"
 #include "core/synthetic.hpp"
 #include "messages/caf_types.hpp"
-#include "storage/journal.hpp"
 #include "storage/node_store.hpp"
 
 namespace claimsched::apps {
@@ -133,16 +131,7 @@ void check_replicas(caf::scoped_actor& self,
 }
 
 storage::StoreOptions store_options(const SimOptions& opt) {
-  storage::StoreOptions o;
-  o.sync = *storage::parse_sync_mode(opt.sync);
-  // RocksDB warns on every checkpoint about file deletions it disables and
-  // enables again; errors still reach the log.
-  o.log_level = storage::RocksLogLevel::error;
-  o.log = [](storage::RocksLogLevel level, std::string_view path, std::string_view line) {
-    auto lvl = level >= storage::RocksLogLevel::error ? spdlog::level::err : spdlog::level::warn;
-    spdlog::log(lvl, "rocksdb {}: {}", path, line);
-  };
-  return o;
+  return actors::logged_store_options(*storage::parse_sync_mode(opt.sync));
 }
 
 }  // namespace
@@ -230,11 +219,12 @@ int run_sim(const SimOptions& cli) {
   // -- schedulers (recovered from their stores on --resume) --------------------
   auto scorer = core::parse_scorer(opt.scorer);
   std::vector<actors::scheduler_actor> schedulers;
+  std::vector<actors::AssembledPartition> partitions;
   std::vector<std::shared_ptr<storage::PartitionStore>> primaries;
-  std::vector<std::shared_ptr<actors::CommitRelay>> relays;
   actors::RouterConfig routes;
   for (uint32_t k = 0; k < opt.partitions; ++k) {
-    actors::SchedulerActorConfig sc;
+    actors::PartitionSetup setup;
+    auto& sc = setup.actor;
     sc.start_immediately = false;
     sc.subscribe_timeout = core::Duration::max();  // its nodes are in this process
     sc.scheduler.partition = core::PartitionId{k + 1};
@@ -251,26 +241,24 @@ int run_sim(const SimOptions& cli) {
         opt.overlap && !opt.same_start ? static_cast<size_t>(k) * opt.nodes / opt.partitions : 0;
     if (opt.overlap && !opt.same_start) sc.scheduler.rotation_span = std::max<size_t>(1, opt.nodes / opt.partitions);
     if (data) {
-      auto options = store_options(opt);
-      relays.push_back(actors::CommitRelay::attach(options));
-      auto store = storage::PartitionStore::open(
-          data->partition_dir(k + 1), {data->cluster_id(), sc.scheduler.partition}, options);
-      if (!store) return fail(store.error().to_string());
-      sc.store = std::move(*store);
-      primaries.push_back(sc.store);
-      if (opt.resume) {
-        auto recovered = storage::recover_partition(*sc.store, sc.scheduler, actors::now(sys));
-        if (!recovered) return fail(recovered.error().to_string());
-        report.recovery_load_ms = std::max(
-            report.recovery_load_ms, std::chrono::duration<double, std::milli>(recovered->duration).count());
-        report.recovered_jobs += recovered->jobs;
-        report.recovered_task_records += recovered->task_records;
-        sc.restored = std::move(recovered->scheduler);
-      }
+      setup.store_dir = data->partition_dir(k + 1);
+      setup.identity = {data->cluster_id(), sc.scheduler.partition};
+      setup.store_options = store_options(opt);
+      setup.recover = opt.resume;
+      setup.change_feed = opt.replicas;
     }
-    auto s = sys.spawn(actors::scheduler, sc);
-    schedulers.push_back(s);
-    routes.pools[sc.scheduler.pools[0]].push_back(s);
+    auto assembled = actors::assemble_partition(sys, std::move(setup));
+    if (!assembled) return fail(assembled.error().to_string());
+    if (opt.resume) {
+      report.recovery_load_ms = std::max(
+          report.recovery_load_ms, std::chrono::duration<double, std::milli>(assembled->recovery_time).count());
+      report.recovered_jobs += assembled->recovered_jobs;
+      report.recovered_task_records += assembled->recovered_task_records;
+    }
+    if (assembled->store) primaries.push_back(assembled->store);
+    schedulers.push_back(assembled->scheduler);
+    routes.pools[opt.overlap ? pools[0] : pools[k]].push_back(assembled->scheduler);
+    partitions.push_back(std::move(*assembled));
   }
   auto router = sys.spawn(actors::router, routes);
 
@@ -299,7 +287,10 @@ int run_sim(const SimOptions& cli) {
   std::optional<storage::NodeStore::Batch> first_registration;
   if (node_store) first_registration = node_store->batch();
   for (auto& spec : specs) {
-    actors::NodeActorConfig nc{spec, ledger, node_store, std::nullopt, nullptr, false};
+    actors::NodeActorConfig nc;
+    nc.spec = spec;
+    nc.ledger = ledger;
+    nc.store = node_store;
     if (auto it = stored_nodes.find(spec.id); it != stored_nodes.end()) {
       nc.restored = actors::restore_ledger(it->second, ledger, clock);
     } else if (node_store) {
@@ -371,20 +362,22 @@ int run_sim(const SimOptions& cli) {
            (submitted.rejected ? ", " + thousands(submitted.rejected) + " rejected: " + submitted.first_error
                                : std::string()));
 
-  // -- replicas: a change feed per primary, a replica following it ------------------
-  std::vector<actors::change_feed_actor> feeds;
+  // -- replicas: a replica following each primary's change feed ------------------------
   std::vector<actors::replica_actor> replicas;
   auto start_replicas = [&] {
-    for (uint32_t k = 0; k < primaries.size(); ++k) {
-      auto feed = sys.spawn<caf::detached>(actors::change_feed, primaries[k]);
-      relays[k]->forward_to(feed);
-      feeds.push_back(feed);
+    for (uint32_t k = 0; k < partitions.size(); ++k) {
       actors::ReplicaConfig rc;
+      rc.name = "replica-" + std::to_string(k + 1);
       rc.dir = data->replica_dir(k + 1);
       rc.identity = {data->cluster_id(), core::PartitionId{k + 1}};
       rc.options = store_options(opt);
-      rc.feed = feed;
-      replicas.push_back(sys.spawn<caf::detached>(actors::replica, rc));
+      rc.feed = partitions[k].feed;
+      auto replica = actors::spawn_replica(sys, rc);
+      if (!replica) {
+        report.failures.push_back(replica.error().to_string());
+        continue;
+      }
+      replicas.push_back(*replica);
     }
   };
   if (opt.replicas && opt.replica_delay.count() == 0) start_replicas();
@@ -525,12 +518,10 @@ int run_sim(const SimOptions& cli) {
   std::fflush(stdout);
 
   for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);
-  for (auto& s : schedulers) self->send_exit(s, caf::exit_reason::user_shutdown);
   self->send_exit(router, caf::exit_reason::user_shutdown);
   self->send_exit(generator, caf::exit_reason::user_shutdown);
-  for (auto& r : relays) r->forward_to(actors::change_feed_actor{});
-  for (auto& f : feeds) self->send_exit(f, caf::exit_reason::user_shutdown);
   for (auto& r : replicas) self->send_exit(r, caf::exit_reason::user_shutdown);
+  for (auto& p : partitions) actors::disassemble_partition(sys, p);
   return report.invariants_ok() ? 0 : 1;
 }
 

@@ -6,7 +6,7 @@
 
 #include "actors/clock.hpp"
 #include "actors/node_actor.hpp"
-#include "actors/scheduler_actor.hpp"
+#include "actors/partition.hpp"
 #include "core/synthetic.hpp"
 #include "messages/caf_types.hpp"
 
@@ -53,16 +53,24 @@ int run_starvation_scenario(const SimOptions& opt) {
   core::Resources capacity;
   for (const auto& s : specs) capacity += s.capacity;
 
-  actors::SchedulerActorConfig sc;
+  actors::PartitionSetup setup;
+  auto& sc = setup.actor;
   sc.scheduler.partition = core::PartitionId{1};
   sc.scheduler.pools = pools;
   sc.scheduler.classes = {core::ClassConfig::named("batch"), core::ClassConfig::named("prod")};
   sc.scheduler.default_class = "batch";
   sc.policy = policy_for(pools, opt);
-  auto scheduler = sys.spawn(actors::scheduler, sc);
+  auto partition = actors::assemble_partition(sys, std::move(setup));
+  if (!partition) {
+    std::fprintf(stderr, "claimsched sim: %s\n", partition.error().to_string().c_str());
+    return 1;
+  }
+  auto scheduler = partition->scheduler;
   std::vector<actors::node_actor> nodes;
   for (const auto& spec : specs) {
-    nodes.push_back(sys.spawn(actors::node, actors::NodeActorConfig{spec, {}, nullptr, std::nullopt, nullptr, false}));
+    actors::NodeActorConfig nc;
+    nc.spec = spec;
+    nodes.push_back(sys.spawn(actors::node, std::move(nc)));
     self->send(scheduler, actors::register_atom::value, nodes.back());
   }
   auto status = [&] {
@@ -144,9 +152,7 @@ int run_starvation_scenario(const SimOptions& opt) {
     j["evictions"] = st.stats.evictions;
     j["placements"] = st.stats.placements;
     j["policy_cycles"] = st.policy_cycles;
-    j["placements"] = st.stats.placements;
     j["claims_rejected"] = st.stats.rejected();
-    j["policy_cycles"] = st.policy_cycles;
     j["preemptions_per_reclaimed_task"] = per_task;
     std::printf("%s\n", j.dump().c_str());
   } else {
@@ -165,7 +171,7 @@ int run_starvation_scenario(const SimOptions& opt) {
     std::printf("%s", table.c_str());
   }
   for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);
-  self->send_exit(scheduler, caf::exit_reason::user_shutdown);
+  actors::disassemble_partition(sys, *partition);
   return ok ? 0 : 1;
 }
 

@@ -20,6 +20,8 @@ std::string_view to_string(Errc code) {
       return "i/o error";
     case Errc::corrupt:
       return "corrupt data";
+    case Errc::unavailable:
+      return "unavailable";
   }
   return "unknown error";
 }

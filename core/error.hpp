@@ -29,6 +29,9 @@ enum class Errc : uint8_t {
   io_error,
   /// Stored or received data is malformed.
   corrupt,
+  /// Not possible right now, possible soon: a partition is changing owner,
+  /// or waits for a quorum. Retrying (with the same ids) is safe.
+  unavailable,
 };
 
 std::string_view to_string(Errc code);

@@ -3,8 +3,14 @@
 # each a separate process with its state and log under one directory.
 #
 #   deploy/local-cluster.sh start [--agents N] [--slots S] [--dir DIR] [--port P] [--config FILE]
+#                                 [--members M]
 #   deploy/local-cluster.sh status
 #   deploy/local-cluster.sh stop
+#
+# --members M (HA): an etcd member and M `claimsched server` members with
+# [ha] instead of the one server (each its own port, data directory and log:
+# member-I.*); agents register with every member and the printed address
+# lists them all. Needs etcd (Debian's etcd-server).
 #
 # start prints the address; point the client at it with
 #   export CLAIMSCHED_SERVER=127.0.0.1:PORT
@@ -22,6 +28,7 @@ agents=3
 slots=4
 port=0
 config=""
+members=0
 
 die() { echo "local-cluster: $*" >&2; exit 1; }
 
@@ -35,12 +42,14 @@ while [[ $# -gt 0 ]]; do
     --dir) dir="$2"; shift 2 ;;
     --port) port="$2"; shift 2 ;;
     --config) config="$2"; shift 2 ;;
+    --members) members="$2"; shift 2 ;;
     *) die "unknown option $1" ;;
   esac
 done
 [[ "$agents" =~ ^[0-9]+$ && "$agents" -ge 1 ]] || die "--agents must be a positive number, got '$agents'"
 [[ "$slots" =~ ^[0-9]+$ && "$slots" -ge 1 ]] || die "--slots must be a positive number, got '$slots'"
 [[ "$port" =~ ^[0-9]+$ && "$port" -le 65535 ]] || die "--port must be 0-65535, got '$port'"
+[[ "$members" =~ ^[0-9]+$ && "$members" -le 9 ]] || die "--members must be 0-9, got '$members'"
 
 alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -49,10 +58,56 @@ server_address() {
   cat "$dir/address"
 }
 
+# A loopback port nothing listens on, below the ephemeral range (kept in
+# FILE so a restart reuses it).
+port_in() {
+  local file="$1" p
+  if [[ -f "$file" ]]; then cat "$file"; return; fi
+  for _ in $(seq 1 200); do
+    p=$((20000 + RANDOM % 12000))
+    if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null; then echo "$p" >"$file"; echo "$p"; return; fi
+  done
+  die "no free port"
+}
+
+# etcd and M server members ([ha]); sets `address` to every member's.
+start_members() {
+  command -v etcd >/dev/null || die "--members needs etcd (apt-get install etcd-server)"
+  local client="$etcd_client" peer
+  peer="$(port_in "$dir/etcd.peer-port")"
+  nohup etcd --name local --data-dir "$dir/etcd" --listen-client-urls "http://127.0.0.1:$client" \
+    --advertise-client-urls "http://127.0.0.1:$client" --listen-peer-urls "http://127.0.0.1:$peer" \
+    --initial-advertise-peer-urls "http://127.0.0.1:$peer" --initial-cluster "local=http://127.0.0.1:$peer" \
+    --heartbeat-interval 25 --election-timeout 250 --log-level warn >"$dir/etcd.log" 2>&1 &
+  echo $! >"$dir/etcd.pid"
+  address=""
+  local i p
+  for i in $(seq 1 "$members"); do
+    p="$(port_in "$dir/member-$i.port")"
+    # --etcd: this etcd, also when --config names a file (it needs an [ha] section).
+    nohup "$bin" --log-level info server --config "$config" --name "member-$i" --port "$p" \
+      --data-dir "$dir/member-$i" --etcd "http://127.0.0.1:$client" >>"$dir/member-$i.log" 2>&1 &
+    echo $! >"$dir/member-$i.pid"
+    address="${address:+$address,}127.0.0.1:$p"
+  done
+  echo "$address" >"$dir/address"
+  for _ in $(seq 1 200); do
+    local view
+    view="$("$bin" status --json --server "$address" 2>/dev/null || true)"
+    if [[ "$view" == *'"owner":"member'* && "$view" != *'"owner":""'* ]]; then return 0; fi
+    for i in $(seq 1 "$members"); do
+      alive "$dir/member-$i.pid" || { cat "$dir/member-$i.log" >&2; die "member-$i exited"; }
+    done
+    sleep 0.1
+  done
+  die "the members did not elect owners for every partition within 20s (logs in $dir)"
+}
+
 start() {
   [[ -x "$bin" ]] || die "no claimsched binary at $bin (build first, or set CLAIMSCHED_BIN)"
   mkdir -p "$dir"
-  if alive "$dir/server.pid"; then die "already running (server PID $(cat "$dir/server.pid")); stop it first"; fi
+  if alive "$dir/server.pid" || alive "$dir/member-1.pid"; then die "already running; stop it first"; fi
+  if [[ "$members" -gt 0 ]]; then etcd_client="$(port_in "$dir/etcd.client-port")"; fi
   if [[ -z "$config" ]]; then
     config="$dir/cluster.toml"
     cat >"$config" <<EOF
@@ -67,31 +122,38 @@ data_dir = "$dir/server"
 node_grace = "5s"
 recovery_grace = "10s"
 EOF
+    if [[ "$members" -gt 0 ]]; then
+      printf '[ha]\netcd = ["http://127.0.0.1:%s"]\nlease_ttl = "1s"\n' "$etcd_client" >>"$config"
+    fi
   fi
   "$bin" config check "$config" >/dev/null || die "$config has problems (see above)"
   # A start that fails half way ends what it started: no stray server keeps
   # the port (or a core) busy.
   trap 'echo "local-cluster: start failed; stopping what was started" >&2; stop >/dev/null' EXIT
 
-  # A restarted server keeps its port so the agents (which reconnect) find it.
-  local args=(server --config "$config")
-  if [[ "$port" == 0 && -f "$dir/address" ]]; then
-    local previous
-    previous="$(cat "$dir/address")"
-    args+=(--port "${previous##*:}")
+  if [[ "$members" -gt 0 ]]; then
+    start_members
+  else
+    # A restarted server keeps its port so the agents (which reconnect) find it.
+    local args=(server --config "$config")
+    if [[ "$port" == 0 && -f "$dir/address" ]]; then
+      local previous
+      previous="$(cat "$dir/address")"
+      args+=(--port "${previous##*:}")
+    fi
+    : >"$dir/server.log"
+    nohup "$bin" "${args[@]}" >"$dir/server.log" 2>&1 &
+    echo $! >"$dir/server.pid"
+    local address=""
+    for _ in $(seq 1 100); do
+      address="$(sed -n 's/^claimsched server listening on \([^ ]*\) .*/\1/p' "$dir/server.log" | head -1)"
+      [[ -n "$address" ]] && break
+      alive "$dir/server.pid" || { cat "$dir/server.log" >&2; die "the server exited"; }
+      sleep 0.1
+    done
+    [[ -n "$address" ]] || die "the server did not report its address within 10s (see $dir/server.log)"
+    echo "$address" >"$dir/address"
   fi
-  : >"$dir/server.log"
-  nohup "$bin" "${args[@]}" >"$dir/server.log" 2>&1 &
-  echo $! >"$dir/server.pid"
-  local address=""
-  for _ in $(seq 1 100); do
-    address="$(sed -n 's/^claimsched server listening on \([^ ]*\) .*/\1/p' "$dir/server.log" | head -1)"
-    [[ -n "$address" ]] && break
-    alive "$dir/server.pid" || { cat "$dir/server.log" >&2; die "the server exited"; }
-    sleep 0.1
-  done
-  [[ -n "$address" ]] || die "the server did not report its address within 10s (see $dir/server.log)"
-  echo "$address" >"$dir/address"
 
   for i in $(seq 1 "$agents"); do
     nohup "$bin" agent --server "$address" --name "local-$i" \
@@ -106,7 +168,7 @@ EOF
     up="$("$bin" nodes --json --server "$address" 2>/dev/null | grep -o '"alive":true' | wc -l || true)"
     if [[ "$up" -ge "$agents" ]]; then
       trap - EXIT
-      echo "local cluster up: server $address, $agents agent(s) of $slots slot(s), state in $dir"
+      echo "local cluster up: server(s) $address, $agents agent(s) of $slots slot(s), state in $dir"
       echo "export CLAIMSCHED_SERVER=$address"
       return 0
     fi
@@ -117,7 +179,7 @@ EOF
 
 status() {
   local any=0
-  for pidfile in "$dir"/server.pid "$dir"/agent-*.pid; do
+  for pidfile in "$dir"/server.pid "$dir"/member-*.pid "$dir"/etcd.pid "$dir"/agent-*.pid; do
     [[ -f "$pidfile" ]] || continue
     local name
     name="$(basename "$pidfile" .pid)"
@@ -129,15 +191,19 @@ status() {
     fi
   done
   [[ $any == 1 ]] || { echo "local cluster: not running (dir $dir)"; return 3; }
-  if alive "$dir/server.pid"; then
+  if alive "$dir/server.pid" || alive "$dir/member-1.pid"; then
     "$bin" nodes --server "$(server_address)" || true
+  fi
+  if compgen -G "$dir/member-*.pid" >/dev/null; then
+    "$bin" status --server "$(server_address)" || true
   fi
 }
 
 stop() {
   local pids=()
-  # Agents first, so the server does not count their nodes as lost.
-  for pidfile in "$dir"/agent-*.pid "$dir"/server.pid; do
+  # Agents first, so the server does not count their nodes as lost; etcd
+  # last, after the members revoked their leases on the way out.
+  for pidfile in "$dir"/agent-*.pid "$dir"/server.pid "$dir"/member-*.pid; do
     [[ -f "$pidfile" ]] || continue
     if alive "$pidfile"; then
       kill -TERM "$(cat "$pidfile")" 2>/dev/null || true
@@ -156,6 +222,13 @@ stop() {
       kill -KILL "$p" 2>/dev/null || true
     fi
   done
+  if alive "$dir/etcd.pid"; then
+    local etcd_pid
+    etcd_pid="$(cat "$dir/etcd.pid")"
+    kill -TERM "$etcd_pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do kill -0 "$etcd_pid" 2>/dev/null || break; sleep 0.1; done
+    kill -KILL "$etcd_pid" 2>/dev/null || true
+  fi
   rm -f "$dir"/*.pid
   echo "local cluster stopped (state kept in $dir)"
 }

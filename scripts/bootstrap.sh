@@ -10,8 +10,10 @@ packages=(
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev
   python3 procps
+  # HA members elect partition owners in etcd; the suite starts throwaway
+  # etcd members on loopback (and its short chaos run needs three).
+  etcd-server etcd-client
 )
-if [[ "${CLAIMSCHED_WITH_ETCD:-0}" == 1 ]]; then packages+=(etcd-server etcd-client); fi
 
 missing=()
 for p in "${packages[@]}"; do

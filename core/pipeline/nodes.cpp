@@ -137,9 +137,9 @@ void Scheduler::declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, 
 }
 
 void Scheduler::reconcile_node(const NodeReport& report, TimePoint now, Outbox& out, bool restarted) {
-  for (const NodeEvent* ev : reconciler_.finished_while_away(report, config_.partition, table_))
-    end_task(table_.at(ev->task.job), *ev, now, out);
   auto n = view_.find_node(report.spec.id);
+  for (const NodeEvent* ev : reconciler_.finished_while_away(report, n, config_.partition, table_))
+    end_task(table_.at(ev->task.job), *ev, now, out);
   if (!n) return;
   apply(reconciler_.reconcile(*n, report.spec.id, report.allocations, &report.claims, restarted, config_.partition,
                               table_, window_),

@@ -26,11 +26,12 @@ uint64_t Reconciler::unverified() const {
   return n;
 }
 
-std::vector<const NodeEvent*> Reconciler::finished_while_away(const NodeReport& report, PartitionId partition,
+std::vector<const NodeEvent*> Reconciler::finished_while_away(const NodeReport& report,
+                                                              std::optional<NodeIndex> n, PartitionId partition,
                                                               const TaskTable& table) const {
   std::vector<const NodeEvent*> out;
+  if (report.finished.empty()) return out;
   auto it = unverified_.find(report.spec.id);
-  if (it == unverified_.end() || report.finished.empty()) return out;
   std::vector<TaskRef> held;
   held.reserve(report.allocations.size());
   for (const auto& a : report.allocations) held.push_back(a.task);
@@ -39,13 +40,16 @@ std::vector<const NodeEvent*> Reconciler::finished_while_away(const NodeReport& 
   std::map<TaskRef, const NodeEvent*> latest;
   for (const auto& ev : report.finished)
     if (ev.partition == partition && ev.kind == NodeEvent::Kind::task_finished) latest[ev.task] = &ev;
-  const auto& expected = it->second;
   for (const auto& [task, ev] : latest) {
     // Held again: the node runs the task anew, the event is an older run's.
     if (std::binary_search(held.begin(), held.end(), task)) continue;
-    if (std::find(expected.begin(), expected.end(), task) == expected.end()) continue;
     const JobRecord* j = table.find(task.job);
     if (!j || !j->in_state(task.index, TaskState::running)) continue;
+    // Restored onto this node from the store, or running here as we know it.
+    bool restored_here = it != unverified_.end() &&
+                         std::find(it->second.begin(), it->second.end(), task) != it->second.end();
+    bool running_here = n && j->tasks[task.index].node == n;
+    if (!restored_here && !running_here) continue;
     out.push_back(ev);
   }
   return out;

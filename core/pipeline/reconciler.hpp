@@ -41,9 +41,14 @@ class Reconciler {
   void expect(NodeId node, TaskRef task, TimePoint now);
   uint64_t unverified() const;
 
-  /// Restored tasks of this node that it reports finished (and does not hold
-  /// again): the events that end them, oldest run's end last.
-  std::vector<const NodeEvent*> finished_while_away(const NodeReport& report, PartitionId partition,
+  /// Tasks restored onto this node, or running on it (`n`) as we know it,
+  /// that it reports finished and does not hold again: the events that end
+  /// them, oldest run's end last. A node that restarted under a running
+  /// scheduler reports the tasks its agent took down this way. Reads only the
+  /// reported ends, never every running task: every node registers after a
+  /// takeover.
+  std::vector<const NodeEvent*> finished_while_away(const NodeReport& report, std::optional<NodeIndex> n,
+                                                    PartitionId partition,
                                                    const TaskTable& table) const;
 
   /// The rule above over a node's allocations (and its live claims, when

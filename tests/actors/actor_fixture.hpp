@@ -79,6 +79,30 @@ class ActorTest : public ::testing::Test {
 
   void run() { sched_->run(); }
 
+  /// A strict mock of any actor interface: it handles what `expected` has
+  /// handlers for, and any other message fails the test (naming the mock and
+  /// the message). Assert on what the handlers record.
+  template <class Handle>
+  Handle strict_mock(const std::string& name, caf::behavior expected) {
+    auto a = spawn(
+        [expected](caf::event_based_actor* self, std::string who) -> caf::behavior {
+          self->set_default_handler([who](caf::scheduled_actor*, caf::message_view& x) -> caf::result<caf::message> {
+            ADD_FAILURE() << who << " got a message the test did not expect: "
+                          << caf::to_string(x.copy_content_to_message());
+            return caf::sec::unexpected_message;
+          });
+          return expected;
+        },
+        name);
+    return caf::actor_cast<Handle>(a);
+  }
+
+  /// True if `who` has a message waiting.
+  template <class Handle>
+  bool has_mail(const Handle& who) {
+    return sched_->prioritize(who);
+  }
+
   /// Moves virtual time forward and runs whatever that triggers.
   void advance(caf::timespan d) {
     sched_->advance_time(d);

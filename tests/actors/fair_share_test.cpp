@@ -61,7 +61,9 @@ TEST_F(FairShareTest, AStarvingClassTakesItsFairShareBackByPreemption) {
     spec.name = "node-" + std::to_string(i);
     spec.pool = "p";
     spec.capacity = core::Resources::cpu_memory(8000, 32 * kGi);
-    nodes.push_back(spawn(actors::node, actors::NodeActorConfig{spec, {}, nullptr, std::nullopt, nullptr, false}));
+    actors::NodeActorConfig nc;
+    nc.spec = spec;
+    nodes.push_back(spawn(actors::node, std::move(nc)));
     caf::anon_send(s, actors::register_atom::value, nodes.back());
   }
   run();

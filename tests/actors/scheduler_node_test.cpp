@@ -66,7 +66,10 @@ class SchedulerNodeTest : public ActorTest {
   node_actor add_node(scheduler_actor s, core::NodeSpec spec, core::Duration ttl = 10s) {
     core::LedgerConfig ledger;
     ledger.claim_ttl = ttl;
-    auto n = spawn(actors::node, actors::NodeActorConfig{std::move(spec), ledger, nullptr, std::nullopt, nullptr, false});
+    actors::NodeActorConfig nc;
+    nc.spec = std::move(spec);
+    nc.ledger = ledger;
+    auto n = spawn(actors::node, std::move(nc));
     if (s) caf::anon_send(s, actors::register_atom::value, n);
     run();
     return n;

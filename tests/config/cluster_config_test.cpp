@@ -345,6 +345,39 @@ default_class = "prod"
   EXPECT_EQ(lines[2].rfind("cluster.toml:8: timeouts.heartbeat_intreval: unknown key", 0), 0u) << lines[2];
 }
 
+TEST(ClusterConfig, AnHaSectionMakesAMemberAndItsMistakesAreNamed) {
+  auto parsed = parse_cluster_config(
+      "[agent]\nserver = \"10.0.0.1:7070,10.0.0.2:7070\"\n"
+      "[ha]\netcd = [\"http://10.0.0.1:2379\", \"http://10.0.0.2:2379\"]\nname = \"m1\"\nlease_ttl = \"2s\"\n"
+      "ack = \"all\"\nadvertise = \"10.0.0.1:7070\"\n",
+      "t.toml");
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+  ASSERT_TRUE(parsed->ha.has_value());
+  EXPECT_EQ(parsed->ha->etcd.size(), 2u);
+  EXPECT_EQ(parsed->ha->name, "m1");
+  EXPECT_EQ(parsed->ha->lease_ttl, 2s);
+  EXPECT_EQ(parsed->ha->ack, "all");
+  EXPECT_EQ(parsed->agent.server, "10.0.0.1:7070,10.0.0.2:7070");
+  EXPECT_FALSE(parse_cluster_config("", "t.toml")->ha.has_value()) << "no [ha]: a single server";
+  auto defaults = parse_cluster_config("[ha]\n", "t.toml");
+  ASSERT_TRUE(defaults.has_value());
+  EXPECT_EQ(defaults->ha->ack, "one") << "RPO 0 unless said otherwise";
+  EXPECT_EQ(defaults->ha->lease_ttl, 1s);
+
+  auto problems = check_cluster_config(
+      "[ha]\netcd = [\"127.0.0.1:2379\"]\nname = \"a/b\"\nlease_ttl = \"1500ms\"\nack = \"two\"\n"
+      "advertise = \"nohost\"\npoll = \"1s\"\n");
+  ASSERT_EQ(problems.size(), 6u) << all(problems);
+  EXPECT_NE(all(problems).find("ha.poll: unknown key"), std::string::npos) << all(problems);
+  EXPECT_NE(all(problems).find("ha.etcd: '127.0.0.1:2379': expected http://host:port"), std::string::npos)
+      << all(problems);
+  EXPECT_NE(all(problems).find("ha.name"), std::string::npos);
+  EXPECT_NE(all(problems).find("ha.lease_ttl: must be whole seconds"), std::string::npos) << all(problems);
+  EXPECT_NE(all(problems).find("ha.ack: must be one of owner, one, all, got 'two'"), std::string::npos)
+      << all(problems);
+  EXPECT_NE(all(problems).find("ha.advertise"), std::string::npos);
+}
+
 TEST(ClusterConfig, ProblemsPrintAsFileLineFieldMessage) {
   EXPECT_EQ((ConfigProblem{12, "storage.sync", "bad"}).to_string("c.toml"), "c.toml:12: storage.sync: bad");
   EXPECT_EQ((ConfigProblem{0, "", "whole file"}).to_string("c.toml"), "c.toml: whole file");

@@ -50,6 +50,18 @@ class RecoveryTest : public ::testing::Test {
     cluster.run();
     EXPECT_EQ(cluster.check_all(), "");
   }
+  /// Node n (re)registers with `sched` with what its ledger holds and the
+  /// task ends it remembers; what the scheduler sends goes to `out`.
+  void register_again(Scheduler& sched, size_t n, TimePoint now, Outbox& out) {
+    NodeReport r;
+    r.spec = cluster.spec(n);
+    r.snapshot = cluster.ledger(n).snapshot();
+    r.claims = cluster.ledger(n).claims();
+    r.allocations = cluster.ledger(n).allocations();
+    r.finished = cluster.ledger(n).recent_finished();
+    EXPECT_TRUE(sched.add_node(r.spec, r.snapshot));
+    sched.reconcile_node(r, now, out);
+  }
   SimCluster cluster{ledger_config()};
 };
 
@@ -130,15 +142,7 @@ TEST_F(RecoveryTest, RestoredTasksAreAdoptedLostOrReleasedByTheNodesReports) {
   EXPECT_TRUE(sched.job(JobId{2})->finished());
 
   Outbox out;
-  for (size_t n = 0; n < 2; ++n) {
-    NodeReport r;
-    r.spec = cluster.spec(n);
-    r.snapshot = cluster.ledger(n).snapshot();
-    r.claims = cluster.ledger(n).claims();
-    r.allocations = cluster.ledger(n).allocations();
-    ASSERT_TRUE(sched.add_node(r.spec, r.snapshot));
-    sched.reconcile_node(r, TimePoint{0}, out);
-  }
+  for (size_t n = 0; n < 2; ++n) register_again(sched, n, TimePoint{0}, out);
   EXPECT_EQ(sched.unverified_tasks(), 0u);
   EXPECT_EQ(j->count_in(TaskState::running), 2u) << "tasks 0 and 1 adopted on node 1";
   EXPECT_EQ(j->pending(), 3u) << "task 2 is lost and placed again";
@@ -180,14 +184,8 @@ TEST_F(RecoveryTest, TasksThatEndedWhileTheSchedulerWasAwayEndAsTheNodeSawThem) 
                                  {2, TaskState::running, NodeId{1}, 0},
                                  {3, TaskState::running, NodeId{1}, 0}},
                                 TimePoint{0}));
-  NodeReport r;
-  r.spec = cluster.spec(0);
-  r.snapshot = cluster.ledger(0).snapshot();
-  r.allocations = cluster.ledger(0).allocations();
-  r.finished = cluster.ledger(0).recent_finished();
-  ASSERT_TRUE(sched.add_node(r.spec, r.snapshot));
   Outbox out;
-  sched.reconcile_node(r, TimePoint{0}, out);
+  register_again(sched, 0, TimePoint{0}, out);
 
   const JobRecord* j = sched.job(JobId{1});
   EXPECT_EQ(j->tasks[0].state, TaskState::succeeded);
@@ -321,6 +319,29 @@ TEST_F(RecoveryTest, AfterAGapTasksTheNodeNoLongerHoldsAreLost) {
   EXPECT_EQ(cluster.scheduler(s).stats().tasks_lost, 1u);
   EXPECT_EQ(j->count_in(TaskState::running) + j->count_in(TaskState::failed), 1u)
       << "lost, then placed again (it runs) - never counted twice";
+}
+
+TEST_F(RecoveryTest, ANodeThatRestartedUnderARunningSchedulerIsReconciledToo) {
+  add_nodes(1);
+  size_t s = cluster.add_scheduler(config());
+  Scheduler& sched = cluster.scheduler(s);
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(3).cpu("1").build()));
+  run();
+  ASSERT_EQ(sched.job(JobId{1})->count_in(TaskState::running), 3u);
+  // The node's agent is killed and started again, faster than node_grace:
+  // its ledger comes back, task 0 is lost with the agent, task 1 had ended
+  // just before, task 2 still runs. The events reached no subscriber.
+  std::vector<NodeEvent> gone;
+  ASSERT_TRUE(cluster.ledger(0).finish_task(TaskRef{JobId{1}, 1}, TaskState::succeeded, 0, gone));
+  ASSERT_TRUE(cluster.ledger(0).finish_task(TaskRef{JobId{1}, 0}, TaskState::lost, -1, gone));
+  Outbox out;
+  register_again(sched, 0, cluster.now(), out);
+  const JobRecord* j = sched.job(JobId{1});
+  EXPECT_EQ(j->tasks[1].state, TaskState::succeeded) << "ended as the node saw it end: not run again";
+  EXPECT_EQ(j->tasks[2].state, TaskState::running);
+  EXPECT_EQ(j->pending(), 1u) << "task 0 runs again";
+  EXPECT_EQ(j->tasks[0].losses, 1u);
+  EXPECT_TRUE(sched.check_accounting()) << sched.check_accounting().error().message;
 }
 
 }  // namespace

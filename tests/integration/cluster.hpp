@@ -22,7 +22,79 @@
 
 namespace claimsched::testing {
 
-class LocalCluster {
+/// What a test asks a cluster through the client, for any cluster type that
+/// runs client commands (`Derived::client(args)` and
+/// `Derived::client_before_command(args, command)`).
+template <class Derived>
+class ClusterClient {
+ public:
+  template <class Predicate>
+  static bool wait_until(Predicate&& done, std::chrono::milliseconds timeout) {
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (done()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return done();
+  }
+
+  static std::string read_file(const std::string& path) {
+    std::ifstream in(path);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+
+  /// Nodes the server counts alive (heartbeating, up).
+  int alive_nodes() const {
+    ProcessResult r = self().client("nodes --json");
+    if (r.exit_code != 0) return -1;
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (!j.is_array()) return -1;
+    int alive = 0;
+    for (const auto& n : j) alive += n.value("alive", false) && n.value("state", "") == "up";
+    return alive;
+  }
+  bool wait_for_alive_nodes(int n, std::chrono::seconds timeout = std::chrono::seconds(20)) const {
+    return wait_until([&] { return alive_nodes() == n; }, timeout);
+  }
+
+  /// Submits; returns the job id (0 on failure, with the output in `why`).
+  uint64_t submit(const std::string& options, const std::string& command, std::string* why = nullptr) const {
+    ProcessResult r = self().client_before_command("submit --json " + options, command);
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (r.exit_code != 0 || !j.is_object() || !j.contains("job")) {
+      if (why) *why = r.out;
+      return 0;
+    }
+    return j["job"].get<uint64_t>();
+  }
+  std::optional<nlohmann::json> status(uint64_t job) const {
+    ProcessResult r = self().client("status --json " + std::to_string(job));
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (r.exit_code != 0 || !j.is_object()) return std::nullopt;
+    return j;
+  }
+  /// Waits until the job ends; returns its last status.
+  nlohmann::json wait_for_job(uint64_t job, std::chrono::seconds timeout = std::chrono::seconds(60)) const {
+    nlohmann::json last;
+    wait_until(
+        [&] {
+          auto s = status(job);
+          if (!s) return false;
+          last = *s;
+          auto state = last.value("state", "");
+          return state == "succeeded" || state == "failed" || state == "cancelled";
+        },
+        timeout);
+    return last;
+  }
+
+ private:
+  const Derived& self() const { return static_cast<const Derived&>(*this); }
+};
+
+class LocalCluster : public ClusterClient<LocalCluster> {
  public:
   LocalCluster() {
     char tmpl[] = "/tmp/claimsched-cluster-XXXXXX";
@@ -101,68 +173,6 @@ class LocalCluster {
   ProcessResult client_before_command(const std::string& args, const std::string& command) const {
     return run_command(std::string(CLAIMSCHED_BINARY) + " " + args + " --server " + address_ + " -- " +
                        command + " 2>&1");
-  }
-
-  /// Nodes the server counts alive (heartbeating, up).
-  int alive_nodes() const {
-    auto r = client("nodes --json");
-    if (r.exit_code != 0) return -1;
-    auto j = nlohmann::json::parse(r.out, nullptr, false);
-    if (!j.is_array()) return -1;
-    int alive = 0;
-    for (const auto& n : j) alive += n.value("alive", false) && n.value("state", "") == "up";
-    return alive;
-  }
-  bool wait_for_alive_nodes(int n, std::chrono::seconds timeout = std::chrono::seconds(20)) const {
-    return wait_until([&] { return alive_nodes() == n; }, timeout);
-  }
-
-  /// Submits; returns the job id (0 on failure, with the output in `why`).
-  uint64_t submit(const std::string& options, const std::string& command, std::string* why = nullptr) const {
-    auto r = client_before_command("submit --json " + options, command);
-    auto j = nlohmann::json::parse(r.out, nullptr, false);
-    if (r.exit_code != 0 || !j.is_object() || !j.contains("job")) {
-      if (why) *why = r.out;
-      return 0;
-    }
-    return j["job"].get<uint64_t>();
-  }
-  std::optional<nlohmann::json> status(uint64_t job) const {
-    auto r = client("status --json " + std::to_string(job));
-    auto j = nlohmann::json::parse(r.out, nullptr, false);
-    if (r.exit_code != 0 || !j.is_object()) return std::nullopt;
-    return j;
-  }
-  /// Waits until the job ends; returns its last status.
-  nlohmann::json wait_for_job(uint64_t job, std::chrono::seconds timeout = std::chrono::seconds(60)) const {
-    nlohmann::json last;
-    wait_until(
-        [&] {
-          auto s = status(job);
-          if (!s) return false;
-          last = *s;
-          auto state = last.value("state", "");
-          return state == "succeeded" || state == "failed" || state == "cancelled";
-        },
-        timeout);
-    return last;
-  }
-
-  template <class Predicate>
-  static bool wait_until(Predicate&& done, std::chrono::milliseconds timeout) {
-    auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (done()) return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    return done();
-  }
-
-  static std::string read_file(const std::string& path) {
-    std::ifstream in(path);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
   }
 
  private:

@@ -11,34 +11,12 @@
 #include <random>
 
 #include "tests/integration/cluster.hpp"
+#include "tests/integration/task_logs.hpp"
 
 namespace claimsched::testing {
 namespace {
 
 using namespace std::chrono_literals;
-
-/// A task that takes `seconds`, then appends its index to `log`: the log
-/// shows which tasks completed, and how often.
-std::string task_that_logs(const std::string& log, double seconds) {
-  return "/bin/sh -c 'sleep " + std::to_string(seconds) + "; echo $CLAIMSCHED_TASK_INDEX >> " + log + "'";
-}
-
-/// Each index 0..count-1 exactly once in `log`, or what is wrong.
-std::string check_completed_once(const std::string& log, int count) {
-  std::map<int, int> seen;
-  std::istringstream in(LocalCluster::read_file(log));
-  for (int index; in >> index;) ++seen[index];
-  std::string problems;
-  for (int i = 0; i < count; ++i)
-    if (seen[i] != 1) problems += "task " + std::to_string(i) + " completed " + std::to_string(seen[i]) + " times; ";
-  return problems;
-}
-
-int count_tasks_on(const nlohmann::json& status, const std::string& state) {
-  int n = 0;
-  for (const auto& t : status.value("tasks", nlohmann::json::array())) n += t.value("state", "") == state;
-  return n;
-}
 
 class ClusterTest : public ::testing::Test {
  protected:
@@ -212,6 +190,19 @@ TEST_F(ClusterTest, AnInvalidJobIsRefusedWithItsFieldNamed) {
   EXPECT_NE(r.out.find("nowhere"), std::string::npos) << r.out;
   r = cluster.client("status 999999");
   EXPECT_EQ(r.exit_code, 1) << r.out;
+}
+
+TEST_F(ClusterTest, StatusWithoutAJobShowsTheSingleServerOwningEveryPartition) {
+  auto r = cluster.client("status --json");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  auto view = nlohmann::json::parse(r.out, nullptr, false);
+  ASSERT_TRUE(view.is_object()) << r.out;
+  EXPECT_EQ(view.value("mode", ""), "static");
+  ASSERT_EQ(view["partitions"].size(), 1u);
+  EXPECT_EQ(view["partitions"][0].value("owner", ""), "server");
+  EXPECT_GE(view["partitions"][0].value("epoch", 0), 1) << "the epoch recovery gave this run";
+  r = cluster.client("status");
+  EXPECT_NE(r.out.find("single server"), std::string::npos) << r.out;
 }
 
 }  // namespace

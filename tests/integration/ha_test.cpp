@@ -1,0 +1,157 @@
+// Several `claimsched server` members with [ha] over real etcd, agents and
+// the client, all separate processes on 127.0.0.1: an owner killed, paused or
+// cut off from etcd, and the bad inputs an operator meets first (etcd not
+// there yet, two members with one name, another cluster's data directory).
+
+#include "tests/integration/ha_cluster.hpp"
+#include "tests/integration/task_logs.hpp"
+
+namespace claimsched::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+/// Three members, two agents in pool p1, every partition owned.
+class HaTest : public ::testing::Test {
+ protected:
+  void start_all() {
+    for (const char* m : {"m1", "m2", "m3"}) ASSERT_NO_FATAL_FAILURE(cluster.start_member(m));
+    ASSERT_TRUE(cluster.wait_for_owners()) << HaCluster::read_file(cluster.log("m1"));
+    cluster.start_agent("a1", "p1");
+    cluster.start_agent("a2", "p1");
+    ASSERT_TRUE(HaCluster::wait_until([&] { return cluster.alive_nodes() == 2; }, 20s));
+  }
+  /// Submits `count` tasks of `seconds` that log to `done`; waits until all run.
+  uint64_t submit_running(const std::string& done, int count, double seconds) {
+    uint64_t job = cluster.submit("--pool p1 --count " + std::to_string(count), task_that_logs(done, seconds));
+    EXPECT_NE(job, 0u);
+    EXPECT_TRUE(HaCluster::wait_until([&] { return count_tasks_on(*cluster.status(job), "running") == count; }, 20s));
+    return job;
+  }
+  HaCluster cluster;
+};
+
+TEST_F(HaTest, AKilledOwnersRunningTasksAreAdoptedNeverRunTwice) {
+  start_all();
+  std::string done = cluster.dir() + "/done.log";
+  uint64_t job = submit_running(done, 6, 4);
+  std::string first = cluster.owner(1);
+  uint64_t epoch = cluster.epoch(1);
+  ASSERT_FALSE(first.empty());
+  cluster.signal_member(first, SIGKILL);
+  // Another member takes the partition over with a higher epoch...
+  ASSERT_NE(cluster.wait_for_new_owner(1, first, 10s), "") << HaCluster::read_file(cluster.log(first == "m1" ? "m2" : "m1"));
+  EXPECT_GT(cluster.epoch(1), epoch);
+  // ...adopts the running tasks from the nodes' reports, and takes new work
+  // through any member (the client moves past the dead one).
+  uint64_t next = cluster.submit("--pool p1 --count 2", "/bin/true");
+  ASSERT_NE(next, 0u);
+  auto s = cluster.wait_for_job(job);
+  EXPECT_EQ(s.value("state", ""), "succeeded") << s.dump(2);
+  EXPECT_EQ(check_completed_once(done, 6), "") << "no task of the old owner ran again";
+  EXPECT_EQ(cluster.wait_for_job(next).value("state", ""), "succeeded");
+  // The dead member comes back as a standby of the new owner and catches up.
+  ASSERT_NO_FATAL_FAILURE(cluster.start_member(first));
+  ASSERT_TRUE(HaCluster::wait_until([&] {
+    auto m = cluster.members();
+    if (!m) return false;
+    for (const auto& p : (*m)["partitions"])
+      for (const auto& sb : p["standbys"])
+        if (sb.value("name", "") == first && sb.value("lag_records", 1) == 0) return true;
+    return !cluster.owner(1).empty() && cluster.owner(1) == first;  // or it took it back (rebalancing)
+  }, 20s)) << cluster.members()->dump(2);
+}
+
+TEST_F(HaTest, APausedOwnerIsFencedAndStepsDownWhenItWakes) {
+  start_all();
+  std::string done = cluster.dir() + "/done.log";
+  uint64_t job = submit_running(done, 4, 5);
+  std::string first = cluster.owner(1);
+  cluster.signal_member(first, SIGSTOP);
+  ASSERT_NE(cluster.wait_for_new_owner(1, first, 15s), "");
+  cluster.signal_member(first, SIGCONT);
+  // Its lease is gone: it notices and steps down (its claims were fenced at
+  // the nodes by the new epoch meanwhile).
+  ASSERT_TRUE(HaCluster::wait_until(
+      [&] { return HaCluster::read_file(cluster.log(first)).find("steps down from partition 1") != std::string::npos; },
+      10s))
+      << HaCluster::read_file(cluster.log(first));
+  auto s = cluster.wait_for_job(job);
+  EXPECT_EQ(s.value("state", ""), "succeeded") << s.dump(2);
+  EXPECT_EQ(check_completed_once(done, 4), "");
+}
+
+TEST_F(HaTest, AMemberWaitsForEtcdAndSaysSo) {
+  cluster.etcd().signal(0, SIGSTOP);
+  ASSERT_NO_FATAL_FAILURE(cluster.start_member("m1"));
+  EXPECT_TRUE(HaCluster::wait_until(
+      [&] { return HaCluster::read_file(cluster.log("m1")).find("waiting for etcd") != std::string::npos; }, 10s))
+      << HaCluster::read_file(cluster.log("m1"));
+  EXPECT_TRUE(cluster.member("m1").running()) << "it waits, it does not give up";
+  EXPECT_EQ(cluster.owner(1), "") << "nobody owns anything without etcd";
+  cluster.etcd().signal(0, SIGCONT);
+  EXPECT_TRUE(cluster.wait_for_owners(20s)) << HaCluster::read_file(cluster.log("m1"));
+}
+
+TEST_F(HaTest, AnOwnerThatLosesEtcdStopsSchedulingBeforeItsLeaseCanExpire) {
+  for (const char* m : {"m1", "m2"}) ASSERT_NO_FATAL_FAILURE(cluster.start_member(m));
+  ASSERT_TRUE(cluster.wait_for_owners());
+  std::string owner = cluster.owner(1);
+  auto stopped = std::chrono::steady_clock::now();
+  cluster.etcd().signal(0, SIGSTOP);
+  std::string said;
+  ASSERT_TRUE(HaCluster::wait_until(
+      [&] {
+        said = HaCluster::read_file(cluster.log(owner));
+        return said.find("stop scheduling before the lease can expire") != std::string::npos;
+      },
+      5s))
+      << said;
+  // It says so well within the 1 s lease (at 0.6 of it, after a keep-alive
+  // period), not after the lease could have lapsed elsewhere.
+  EXPECT_LT(std::chrono::steady_clock::now() - stopped, 2s);
+  cluster.etcd().signal(0, SIGCONT);
+  // Back: it schedules again if etcd kept its lease, or (etcd expired it
+  // meanwhile) steps down and joins again; either way someone owns it.
+  EXPECT_TRUE(HaCluster::wait_until(
+      [&] {
+        auto text = HaCluster::read_file(cluster.log(owner));
+        return text.find("schedule again") != std::string::npos || text.find("its lease is gone") != std::string::npos;
+      },
+      10s));
+  EXPECT_TRUE(cluster.wait_for_owners(20s));
+}
+
+TEST_F(HaTest, TwoMembersWithTheSameNameAreRefused) {
+  ASSERT_NO_FATAL_FAILURE(cluster.start_member("m1"));
+  ASSERT_TRUE(cluster.wait_for_owners());
+  auto r = run_command(std::string(CLAIMSCHED_BINARY) + " server --config " + cluster.config() +
+                       " --name m1 --port 0 --data-dir " + cluster.dir() + "/data-twin 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("two members named m1"), std::string::npos) << r.out;
+  EXPECT_TRUE(cluster.member("m1").running()) << "the first one keeps running";
+}
+
+TEST_F(HaTest, AMemberRefusesADataDirOfAnotherCluster) {
+  // A single server of cluster "other" leaves its store where this member's
+  // data directory is.
+  std::string other = cluster.dir() + "/other.toml";
+  std::ofstream(other) << "cluster_id = \"other\"\n[listen]\nport = 0\n[storage]\ndata_dir = \""
+                       << cluster.data_dir("m1") << "\"\n[[pools]]\nname = \"p1\"\n[[partitions]]\nid = 1\npools = [\"p1\"]\n";
+  {
+    BackgroundProcess server({CLAIMSCHED_BINARY, "server", "--config", other}, cluster.dir() + "/other.log");
+    ASSERT_TRUE(HaCluster::wait_until(
+        [&] { return HaCluster::read_file(cluster.dir() + "/other.log").find("listening") != std::string::npos; },
+        20s));
+    server.kill(SIGTERM);
+    server.wait();
+  }
+  auto r = run_command(std::string(CLAIMSCHED_BINARY) + " server --config " + cluster.config() +
+                       " --name m1 --port 0 --data-dir " + cluster.data_dir("m1") + " 2>&1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("other"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("hatest"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace claimsched::testing
