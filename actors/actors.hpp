@@ -52,6 +52,8 @@ struct TaskEnded {
   core::TaskState state = core::TaskState::succeeded;
   int32_t exit_code = 0;
   std::string detail;
+  /// Why, typed.
+  core::TaskEnd end;
 };
 
 /// Anyone who follows a node's update stream (schedulers, replicas, views).

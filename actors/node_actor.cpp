@@ -70,8 +70,29 @@ void arm_timer(self_ptr self, core::TimePoint t) {
 /// once): the ledger frees them, the store forgets them, subscribers hear.
 void end_tasks(self_ptr self, const std::vector<actors::TaskEnded>& ended) {
   core::NodeDelta delta;
-  for (const auto& e : ended)
-    self->state.ledger.finish_task(e.task, e.state, e.exit_code, delta.events);
+  std::vector<core::NodeEvent> exited;
+  for (const auto& e : ended) {
+    if (self->state.ledger.finish_task(e.task, e.state, e.exit_code, delta.events, e.end)) continue;
+    auto stopping = self->state.stopping.find(e.task);
+    if (stopping == self->state.stopping.end()) continue;
+    core::NodeEvent ev;
+    ev.kind = core::NodeEvent::Kind::task_exited;
+    ev.partition = stopping->second;
+    ev.task = e.task;
+    ev.final_state = e.state;
+    ev.exit_code = e.exit_code;
+    ev.end = e.end;
+    exited.push_back(ev);
+    self->state.stopping.erase(stopping);
+  }
+  if (!exited.empty()) {
+    // Frees nothing and changes no generation: only the record of how it ended.
+    core::NodeDelta note;
+    note.snapshot = self->state.ledger.snapshot();
+    note.snapshot.generation = 0;
+    note.events = std::move(exited);
+    publish(self, note, nullptr);
+  }
   if (delta.events.empty()) return;
   persist(self, [&](NodeChanges& c) {
     for (const auto& ev : delta.events) c.allocation_removed(ev.task);
@@ -86,12 +107,18 @@ void launch(self_ptr self, core::ClaimId claim, core::PartitionId partition) {
   auto& st = self->state;
   std::vector<actors::TaskEnded> ended;
   for (const auto& a : st.ledger.allocations()) {
-    if (a.claim_id != claim || a.partition != partition || !a.launch) continue;
-    if (st.executor) {
+    if (a.claim_id != claim || a.partition != partition) continue;
+    if (st.executor && !a.launch) {
+      // A real node cannot run a task without a command: it would hold its
+      // slot forever.
+      ended.push_back({a.task, core::TaskState::failed, -1, "the job has no command",
+                       core::TaskEnd::spawn_failed(core::SpawnStage::no_command, 0)});
+    } else if (st.executor) {
       if (auto s = st.executor->start(caf::actor_cast<caf::actor>(self), st.spec, a); !s)
-        ended.push_back({a.task, core::TaskState::failed, -1, s.error().to_string()});
-    } else if (st.finish_unrun_tasks && a.finishes_at == core::kNever) {
-      ended.push_back({a.task, core::TaskState::succeeded, 0, "simulated"});
+        ended.push_back({a.task, core::TaskState::failed, -1, s.error().to_string(),
+                         core::TaskEnd::spawn_failed(core::SpawnStage::system, 0)});
+    } else if (a.launch && st.finish_unrun_tasks && a.finishes_at == core::kNever) {
+      ended.push_back({a.task, core::TaskState::succeeded, 0, "simulated", core::TaskEnd::exited(0)});
     }
   }
   if (!ended.empty()) end_tasks(self, ended);
@@ -146,7 +173,8 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
     // places them again instead of believing they run.
     std::vector<actors::TaskEnded> gone;
     for (const auto& a : st.ledger.allocations())
-      gone.push_back({a.task, core::TaskState::lost, -1, "the agent restarted"});
+      gone.push_back({a.task, core::TaskState::lost, -1, "the agent restarted",
+                      core::TaskEnd::decided(core::EndReason::agent_stopped)});
     if (!gone.empty()) end_tasks(self, gone);
   }
   arm_timer(self, now(self));
@@ -199,9 +227,11 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
           // Released allocations that run a process: stop it (its end comes
           // back as a TaskEnded, which then finds nothing to free).
           if (self->state.executor && reply.released > 0)
-            for (auto index : request.tasks)
-              self->state.executor->kill(core::TaskRef{request.job, index},
-                                         std::string(core::to_string(request.reason)));
+            for (auto index : request.tasks) {
+              core::TaskRef task{request.job, index};
+              if (self->state.executor->kill(task, std::string(core::to_string(request.reason))))
+                self->state.stopping[task] = request.partition;
+            }
           if (self->state.ledger.generation() != before || epoch.raised())
             persist(self, [&](NodeChanges& c) {
               if (epoch.raised()) c.header_changed();

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -42,6 +43,9 @@ struct node_state {
   bool finish_unrun_tasks = false;
   /// When the pending tick fires (kNever: none pending).
   core::TimePoint timer_at = core::kNever;
+  /// Released tasks whose process was told to stop, by partition: when it
+  /// ends, the scheduler hears how (a task_exited event), for the record.
+  std::map<core::TaskRef, core::PartitionId> stopping;
 
   static inline const char* name = "node";
 };

@@ -71,7 +71,7 @@ void ProcessExecutor::launch_loop() {
 void ProcessExecutor::launch(Queued q) {
   const auto entered = std::chrono::steady_clock::now();
   agent::LaunchSpec& ls = q.launch;
-  auto failed = [&](const std::string& why) {
+  auto failed = [&](const std::string& why, core::SpawnStage stage, int error_number) {
     {
       std::lock_guard<std::mutex> guard(mutex_);
       launching_.reset();
@@ -79,18 +79,20 @@ void ProcessExecutor::launch(Queued q) {
     agent::TaskExit how;
     how.how = agent::TaskExit::How::failed_to_start;
     how.detail = why;
-    report(Running{q.node, q.task}, std::move(how));
+    report(Running{q.node, q.task}, std::move(how), core::TaskEnd::spawn_failed(stage, error_number));
   };
   if (ls.workdir.empty()) {
     ls.workdir = output_dir_ + "/" + std::to_string(q.task.job.value);
     std::error_code ec;
     std::filesystem::create_directories(ls.workdir, ec);
-    if (ec) return failed("cannot create the task directory " + ls.workdir + ": " + ec.message());
+    if (ec)
+      return failed("cannot create the task directory " + ls.workdir + ": " + ec.message(),
+                    core::SpawnStage::output, ec.value());
   }
   // Not under the lock: the supervisor's thread reports exits through
   // exited(), which takes it, while start() waits for that thread.
   auto handle = supervisor_->start(ls);
-  if (!handle) return failed(handle.error().to_string());
+  if (!handle) return failed(handle.error().message, handle.error().stage, handle.error().error_number);
   std::optional<agent::TaskExit> early;
   std::optional<std::string> kill_reason;
   {
@@ -114,7 +116,7 @@ void ProcessExecutor::launch(Queued q) {
   if (early) report(Running{q.node, q.task}, std::move(*early));
 }
 
-void ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
+bool ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
   uint64_t handle = 0;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -123,22 +125,23 @@ void ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
     if (queued != queued_.end()) {
       queued_.erase(queued);
       spdlog::debug("task {}.{}: dropped before its start ({})", task.job.value, task.index, reason);
-      return;
+      return false;
     }
     if (launching_ == task) {
       kill_when_launched_ = reason;
       spdlog::debug("task {}.{}: killing it once started ({})", task.job.value, task.index, reason);
-      return;
+      return true;
     }
     auto it = by_task_.find(task);
     if (it == by_task_.end()) {
       spdlog::debug("task {}.{}: not running here, nothing to kill ({})", task.job.value, task.index, reason);
-      return;
+      return false;
     }
     handle = it->second;
   }
-  spdlog::debug("task {}.{}: killing it ({})", task.job.value, task.index, reason);
+  spdlog::info("task {}.{}: stopping it ({})", task.job.value, task.index, reason);
   supervisor_->kill(handle, reason);
+  return true;
 }
 
 void ProcessExecutor::exited(uint64_t handle, agent::TaskExit how) {
@@ -157,10 +160,11 @@ void ProcessExecutor::exited(uint64_t handle, agent::TaskExit how) {
   report(r, std::move(how));
 }
 
-void ProcessExecutor::report(const Running& r, agent::TaskExit how) {
+void ProcessExecutor::report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end) {
   TaskEnded e;
   e.task = r.task;
   e.detail = how.detail;
+  e.end = end ? *end : how.end();
   switch (how.how) {
     case agent::TaskExit::How::exited:
       e.state = how.exit_code == 0 ? core::TaskState::succeeded : core::TaskState::failed;
@@ -180,13 +184,20 @@ void ProcessExecutor::report(const Running& r, agent::TaskExit how) {
       break;
     case agent::TaskExit::How::killed_on_request:
       // Released on purpose (cancel, preemption): the node already freed it
-      // and this finds nothing. Otherwise the agent is shutting down: the
-      // task did not end on its own and runs again elsewhere.
+      // and records only how the process ended. Otherwise the agent is
+      // shutting down: the task did not end on its own and runs again
+      // elsewhere.
       e.state = core::TaskState::lost;
       e.exit_code = how.exit_code >= 0 ? how.exit_code : 128 + how.signal;
+      if (!end) e.end = core::TaskEnd::observed(core::EndReason::agent_stopped, how.exit_code, how.signal);
       break;
   }
-  spdlog::debug("task {}.{} ended: {}", r.task.job.value, r.task.index, how.detail);
+  // Ends the agent did not ask for are worth an operator's eye; killed ones
+  // were asked for and logged by whoever asked.
+  if (how.how == agent::TaskExit::How::killed_on_request)
+    spdlog::debug("task {}.{} ended: {}", r.task.job.value, r.task.index, how.detail);
+  else
+    spdlog::info("task {}.{} ended: {} ({})", r.task.job.value, r.task.index, core::describe(e.end), how.detail);
   if (r.node) caf::anon_send(r.node, std::move(e));
 }
 

@@ -31,7 +31,7 @@ class ProcessExecutor : public TaskExecutor {
 
   core::Status start(const caf::actor& node, const core::NodeSpec& spec,
                      const core::Allocation& allocation) override;
-  void kill(core::TaskRef task, const std::string& reason) override;
+  bool kill(core::TaskRef task, const std::string& reason) override;
 
   /// Where a task's standard output goes.
   std::string stdout_path(core::TaskRef task) const;
@@ -50,7 +50,8 @@ class ProcessExecutor : public TaskExecutor {
   void launch_loop();
   void launch(Queued q);
   void exited(uint64_t handle, agent::TaskExit how);
-  void report(const Running& r, agent::TaskExit how);
+  /// Sends the task's end to its node; `end` overrides what `how` implies.
+  void report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end = std::nullopt);
 
   std::string output_dir_;
   std::mutex mutex_;

@@ -22,8 +22,9 @@ class TaskExecutor {
                              const core::Allocation& allocation) = 0;
   /// Stops the task (it was released: cancelled, preempted, evicted); its
   /// TaskEnded still follows, unless the task had not started yet (then it
-  /// never starts and nothing follows: the node freed it already).
-  virtual void kill(core::TaskRef task, const std::string& reason) = 0;
+  /// never starts and nothing follows: the node freed it already). Returns
+  /// whether a TaskEnded follows.
+  virtual bool kill(core::TaskRef task, const std::string& reason) = 0;
 };
 
 }  // namespace claimsched::actors

@@ -83,16 +83,33 @@ std::string signal_name(int sig) {
 
 std::string in_quotes(std::string_view s) { return "'" + std::string(s) + "'"; }
 
-core::Error io_error(std::string message) { return core::make_error(core::Errc::io_error, std::move(message)); }
-core::Error invalid(std::string message) {
-  return core::make_error(core::Errc::invalid_argument, std::move(message));
+StartError start_error(core::Errc code, core::SpawnStage stage, int error_number, std::string message) {
+  StartError e;
+  e.code = code;
+  e.message = std::move(message);
+  e.stage = stage;
+  e.error_number = error_number;
+  return e;
+}
+StartError io_error(std::string message, core::SpawnStage stage = core::SpawnStage::system, int error_number = 0) {
+  return start_error(core::Errc::io_error, stage, error_number, std::move(message));
+}
+StartError invalid(std::string message) {
+  return start_error(core::Errc::invalid_argument, core::SpawnStage::system, 0, std::move(message));
+}
+
+/// The stage an exec's errno points to.
+core::SpawnStage exec_stage(int err) {
+  if (err == ENOENT || err == ENOTDIR) return core::SpawnStage::no_such_file;
+  if (err == EACCES || err == EPERM) return core::SpawnStage::permission_denied;
+  return core::SpawnStage::system;
 }
 
 bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
 
 /// Moves `fd` above 0..2 so that the child's dup2 onto 0..2 cannot clobber
 /// it (an agent started with stdin closed gets fd 0 from open()).
-core::Expected<UniqueFd> above_stdio(UniqueFd fd) {
+core::Expected<UniqueFd, StartError> above_stdio(UniqueFd fd) {
   if (fd.get() > 2) return fd;
   int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
   if (moved < 0) return io_error("fcntl(F_DUPFD_CLOEXEC): " + errno_text(errno));
@@ -173,9 +190,12 @@ struct Prepared {
   int max_fd = kMaxFdScan;
 };
 
-core::Status validate(const LaunchSpec& spec) {
-  if (spec.argv.empty()) return invalid("argv is empty: there is no command to run");
-  if (spec.argv.front().empty()) return invalid("argv[0] is empty: there is no command to run");
+std::optional<StartError> validate(const LaunchSpec& spec) {
+  auto no_command = [](std::string message) {
+    return start_error(core::Errc::invalid_argument, core::SpawnStage::no_command, 0, std::move(message));
+  };
+  if (spec.argv.empty()) return no_command("argv is empty: there is no command to run");
+  if (spec.argv.front().empty()) return no_command("argv[0] is empty: there is no command to run");
   for (size_t i = 0; i < spec.argv.size(); ++i)
     if (has_nul(spec.argv[i])) return invalid("argv[" + std::to_string(i) + "] contains a NUL byte");
   for (const auto& [name, value] : spec.env) {
@@ -188,7 +208,7 @@ core::Status validate(const LaunchSpec& spec) {
   if (has_nul(spec.stdout_path)) return invalid("stdout_path contains a NUL byte");
   if (has_nul(spec.stderr_path)) return invalid("stderr_path contains a NUL byte");
   if (spec.max_run_time.count() < 0) return invalid("max_run_time is negative");
-  return {};
+  return std::nullopt;
 }
 
 /// The agent's environment without CLAIMSCHED_*, then spec.env; sorted by name.
@@ -208,7 +228,7 @@ std::map<std::string, std::string> child_environment(const LaunchSpec& spec) {
 
 /// execve's path for `command`: itself if it contains '/', else the first
 /// executable regular file named so in `search_path`'s directories.
-core::Expected<std::string> resolve_command(const std::string& command, std::string_view search_path,
+core::Expected<std::string, StartError> resolve_command(const std::string& command, std::string_view search_path,
                                             const std::string& workdir) {
   if (command.find('/') != std::string::npos) return command;  // execve reports what is wrong
   std::string denied;
@@ -230,14 +250,19 @@ core::Expected<std::string> resolve_command(const std::string& command, std::str
     return candidate.string();
   }
   if (!denied.empty())
-    return io_error("cannot run " + in_quotes(command) + ": " + in_quotes(denied) + " is not executable");
-  return io_error("command not found: " + in_quotes(command) + " (PATH=" + std::string(search_path) + ")");
+    return io_error("cannot run " + in_quotes(command) + ": " + in_quotes(denied) + " is not executable",
+                    core::SpawnStage::permission_denied, EACCES);
+  return io_error("command not found: " + in_quotes(command) + " (PATH=" + std::string(search_path) + ")",
+                  core::SpawnStage::no_such_file, ENOENT);
 }
 
-core::Expected<UniqueFd> open_output(const std::string& given, const std::string& workdir, const char* what) {
+core::Expected<UniqueFd, StartError> open_output(const std::string& given, const std::string& workdir,
+                                                 const char* what) {
   if (given.empty()) {
     UniqueFd fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
-    if (!fd) return io_error(std::string("cannot open /dev/null for ") + what + ": " + errno_text(errno));
+    if (!fd)
+      return io_error(std::string("cannot open /dev/null for ") + what + ": " + errno_text(errno),
+                      core::SpawnStage::output, errno);
     return above_stdio(std::move(fd));
   }
   fs::path path(given);
@@ -247,19 +272,24 @@ core::Expected<UniqueFd> open_output(const std::string& given, const std::string
     fs::create_directories(path.parent_path(), ec);
     if (ec)
       return io_error("cannot create the directory " + in_quotes(path.parent_path().string()) + " for " + what +
-                      ": " + ec.message());
+                          ": " + ec.message(),
+                      core::SpawnStage::output, ec.value());
   }
   // O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of hanging.
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0666));
-  if (!fd) return io_error(std::string("cannot open the ") + what + " file " + in_quotes(path.string()) + ": " +
-                           errno_text(errno));
+  if (!fd) {
+    int err = errno;
+    return io_error(std::string("cannot open the ") + what + " file " + in_quotes(path.string()) + ": " +
+                        errno_text(err),
+                    core::SpawnStage::output, err);
+  }
   int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
   return above_stdio(std::move(fd));
 }
 
-core::Expected<Prepared> prepare(const LaunchSpec& spec) {
-  if (auto st = validate(spec); !st) return st.error();
+core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec) {
+  if (auto bad = validate(spec)) return *bad;
   Prepared p;
   p.command = spec.argv.front();
   p.max_run_time = spec.max_run_time;
@@ -267,14 +297,17 @@ core::Expected<Prepared> prepare(const LaunchSpec& spec) {
   if (!spec.workdir.empty()) {
     std::error_code ec;
     fs::path abs = fs::absolute(spec.workdir, ec);
-    if (ec) return io_error("working directory " + in_quotes(spec.workdir) + ": " + ec.message());
+    const auto bad_workdir = core::SpawnStage::bad_workdir;
+    if (ec) return io_error("working directory " + in_quotes(spec.workdir) + ": " + ec.message(), bad_workdir, ec.value());
     struct stat st {};
     if (::stat(abs.c_str(), &st) != 0) {
       int err = errno;
-      if (err == ENOENT) return io_error("working directory " + in_quotes(spec.workdir) + " does not exist");
-      return io_error("working directory " + in_quotes(spec.workdir) + ": " + errno_text(err));
+      if (err == ENOENT)
+        return io_error("working directory " + in_quotes(spec.workdir) + " does not exist", bad_workdir, err);
+      return io_error("working directory " + in_quotes(spec.workdir) + ": " + errno_text(err), bad_workdir, err);
     }
-    if (!S_ISDIR(st.st_mode)) return io_error("working directory " + in_quotes(spec.workdir) + " is not a directory");
+    if (!S_ISDIR(st.st_mode))
+      return io_error("working directory " + in_quotes(spec.workdir) + " is not a directory", bad_workdir, ENOTDIR);
     p.workdir = abs.lexically_normal().string();
   }
 
@@ -294,7 +327,7 @@ core::Expected<Prepared> prepare(const LaunchSpec& spec) {
   p.envp.push_back(nullptr);
 
   UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!in) return io_error("cannot open /dev/null for stdin: " + errno_text(errno));
+  if (!in) return io_error("cannot open /dev/null for stdin: " + errno_text(errno), core::SpawnStage::output, errno);
   auto stdin_fd = above_stdio(std::move(in));
   if (!stdin_fd) return stdin_fd.error();
   p.stdin_fd = std::move(*stdin_fd);
@@ -333,6 +366,26 @@ std::string describe_stage(Stage stage, const Prepared& p) {
   return "starting";
 }
 
+/// What a failure in the child at `stage` means for the task's end reason.
+core::SpawnStage typed_stage(Stage stage, int err) {
+  switch (stage) {
+    case Stage::chdir:
+      return core::SpawnStage::bad_workdir;
+    case Stage::exec:
+      return exec_stage(err);
+    case Stage::dup_stdin:
+    case Stage::dup_stdout:
+    case Stage::dup_stderr:
+      return core::SpawnStage::output;
+    default:
+      return core::SpawnStage::system;
+  }
+}
+
+StartError shutting_down_error() {
+  return start_error(core::Errc::wrong_state, core::SpawnStage::system, 0, "the supervisor is shutting down");
+}
+
 /// Waits for `pid` (our child) without reaping anything else.
 bool reap(pid_t pid, int& status) {
   for (;;) {
@@ -357,6 +410,22 @@ TaskExit TaskExit::start_failure(const core::Error& error) {
   return TaskExit{How::failed_to_start, -1, 0, error.message.empty() ? error.to_string() : error.message};
 }
 
+core::TaskEnd TaskExit::end() const {
+  switch (how) {
+    case How::exited:
+      return core::TaskEnd::exited(exit_code);
+    case How::killed_by_signal:
+      return core::TaskEnd::signaled(signal);
+    case How::timed_out:
+      return core::TaskEnd::observed(core::EndReason::max_run_time, exit_code, signal);
+    case How::failed_to_start:
+      return core::TaskEnd::spawn_failed(core::SpawnStage::system, 0);
+    case How::killed_on_request:
+      return core::TaskEnd::observed(core::EndReason::cancelled, exit_code, signal);
+  }
+  return {};
+}
+
 std::string_view to_string(TaskExit::How how) {
   switch (how) {
     case TaskExit::How::exited:
@@ -378,7 +447,7 @@ std::string_view to_string(TaskExit::How how) {
 struct ProcessSupervisor::Impl {
   struct StartRequest {
     Prepared* prepared;
-    std::promise<core::Expected<uint64_t>> result;
+    std::promise<core::Expected<uint64_t, StartError>> result;
   };
   struct KillRequest {
     uint64_t handle;
@@ -422,10 +491,13 @@ struct ProcessSupervisor::Impl {
 
   // ---- starting ----
 
-  core::Expected<uint64_t> launch(Prepared& p) {
-    if (shutting_down) return core::make_error(core::Errc::wrong_state, "the supervisor is shutting down");
+  core::Expected<uint64_t, StartError> launch(Prepared& p) {
+    if (shutting_down) return shutting_down_error();
     int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return io_error("pipe2: " + errno_text(errno));
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      int err = errno;
+      return io_error("pipe2: " + errno_text(err), core::SpawnStage::system, err);
+    }
     UniqueFd report_read(pipe_fds[0]);
     auto report_write = above_stdio(UniqueFd(pipe_fds[1]));
     if (!report_write) return report_write.error();
@@ -442,7 +514,11 @@ struct ProcessSupervisor::Impl {
                    p.max_fd};
     const auto started = Clock::now();
     pid_t pid = ::fork();
-    if (pid < 0) return io_error("cannot start " + in_quotes(p.command) + ": fork: " + errno_text(errno));
+    if (pid < 0) {
+      int err = errno;
+      return io_error("cannot start " + in_quotes(p.command) + ": fork: " + errno_text(err), core::SpawnStage::system,
+                      err);
+    }
     if (pid == 0) run_child(args);
 
     report_write->reset();
@@ -478,7 +554,7 @@ struct ProcessSupervisor::Impl {
   /// Waits until the child's execve closes the report pipe (success) or the
   /// child reports a failure. On failure the child is exiting or killed; the
   /// caller reaps it.
-  std::optional<core::Error> await_exec(int report_fd, pid_t pid, const Prepared& p) {
+  std::optional<StartError> await_exec(int report_fd, pid_t pid, const Prepared& p) {
     const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(options.exec_timeout);
     ChildReport report{};
     size_t got = 0;
@@ -506,7 +582,8 @@ struct ProcessSupervisor::Impl {
       got += static_cast<size_t>(n);
       if (got == sizeof report)
         return io_error("cannot start " + in_quotes(p.command) + ": " + describe_stage(report.stage, p) + ": " +
-                        errno_text(report.error));
+                            errno_text(report.error),
+                        typed_stage(report.stage, report.error), report.error);
     }
   }
 
@@ -694,7 +771,7 @@ struct ProcessSupervisor::Impl {
     }
     for (auto& request : rest)
       if (auto* start = std::get_if<StartRequest>(&request))
-        start->result.set_value(core::make_error(core::Errc::wrong_state, "the supervisor is shutting down"));
+        start->result.set_value(shutting_down_error());
   }
 };
 
@@ -726,14 +803,14 @@ ProcessSupervisor::~ProcessSupervisor() {
   impl_->thread.join();
 }
 
-core::Expected<uint64_t> ProcessSupervisor::start(const LaunchSpec& spec) {
+core::Expected<uint64_t, StartError> ProcessSupervisor::start(const LaunchSpec& spec) {
   auto prepared = prepare(spec);
   if (!prepared) return prepared.error();
   if (impl_->on_thread()) return impl_->launch(*prepared);
-  std::future<core::Expected<uint64_t>> result;
+  std::future<core::Expected<uint64_t, StartError>> result;
   {
     std::lock_guard lock(impl_->mutex);
-    if (impl_->stopping) return core::make_error(core::Errc::wrong_state, "the supervisor is shutting down");
+    if (impl_->stopping) return shutting_down_error();
     Impl::StartRequest request{&*prepared, {}};
     result = request.result.get_future();
     impl_->queue.emplace_back(std::move(request));

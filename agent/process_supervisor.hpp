@@ -51,6 +51,7 @@
 #include "core/error.hpp"
 #include "core/ids.hpp"
 #include "core/resources.hpp"
+#include "core/task_end.hpp"
 
 namespace claimsched::agent {
 
@@ -106,9 +107,20 @@ struct TaskExit {
   bool succeeded() const { return how == How::exited && exit_code == 0; }
   /// The exit to report for a task whose start() failed.
   static TaskExit start_failure(const core::Error& error);
+  /// How the task ended, typed (core/task_end.hpp).
+  core::TaskEnd end() const;
 };
 
 std::string_view to_string(TaskExit::How how);
+
+/// Why a start failed, typed: the Error (code and one line for people) plus
+/// what failed and the errno, which a task's end reason carries
+/// (core::TaskEnd::spawn_failed).
+struct StartError : core::Error {
+  core::SpawnStage stage = core::SpawnStage::system;
+  /// The errno behind it, 0 if none.
+  int error_number = 0;
+};
 
 struct SupervisorOptions {
   /// Between SIGTERM and SIGKILL to the process group, for kill(), timeouts
@@ -147,7 +159,7 @@ class ProcessSupervisor {
   /// text), wrong_state once the destructor has begun. On success exactly one
   /// on_exit for the handle follows. Thread-safe; blocks until the child has
   /// exec'd (typically a millisecond, at most exec_timeout).
-  core::Expected<uint64_t> start(const LaunchSpec& spec);
+  core::Expected<uint64_t, StartError> start(const LaunchSpec& spec);
 
   /// Terminates the process group of `handle` (SIGTERM, SIGKILL after the
   /// grace); its exit is reported as killed_on_request with `reason`. Does

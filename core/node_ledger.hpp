@@ -40,9 +40,10 @@ class NodeLedger {
   ReleaseReply release(const ReleaseRequest& request, TimePoint now);
 
   /// A task on this node reached a final state (the process exited, it was
-  /// killed). Returns false if the task is not allocated here.
+  /// killed), for the reason `end`. Returns false if the task is not
+  /// allocated here.
   bool finish_task(TaskRef task, TaskState final_state, int32_t exit_code,
-                   std::vector<NodeEvent>& events);
+                   std::vector<NodeEvent>& events, const TaskEnd& end = {});
 
   /// Fires every deadline at or before `now`: expires claims, starts and
   /// finishes synthetic tasks. Appends what happened to `events`. Returns true

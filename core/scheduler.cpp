@@ -180,6 +180,8 @@ Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, Time
     TaskState s = r ? r->state : TaskState::pending;
     if (is_final(s)) {
       set_task_state(j, t, s);
+      j.tasks[t].exit_code = r ? r->exit_code : 0;
+      j.tasks[t].end = r && r->end.reason != EndReason::none ? r->end : inferred_end(s, j.tasks[t].exit_code);
     } else if ((s == TaskState::running || s == TaskState::claimed) && r->node.value != 0) {
       // Believed on its node until the node reports (or the grace passes).
       set_task_state(j, t, TaskState::running);
@@ -269,6 +271,12 @@ Status Scheduler::preempt(TaskRef task, TaskState kind, const std::string& why, 
   rel.sent_at = now;
   rel.for_job = for_job;
   set_task_state(j, task.index, TaskState::claimed);
+  bool evicted = kind == TaskState::evicted;
+  j.tasks[task.index].end = TaskEnd::decided(evicted ? EndReason::evicted : EndReason::preempted);
+  if (for_job && !evicted)
+    j.preempted_by[task.index] = *for_job;
+  else
+    j.preempted_by.erase(task.index);
   view_.add_change_in_flight(n);
   out.releases.push_back(rel.request);
   releasing_.emplace(rel.request.claim_id, std::move(rel));
@@ -311,7 +319,7 @@ uint64_t Scheduler::unverified_tasks() const {
 }
 
 void Scheduler::journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, TaskState state,
-                              NodeId node, ClaimId claim, int32_t exit_code) {
+                              NodeId node, ClaimId claim, int32_t exit_code, const TaskEnd& end) {
   if (!config_.journal || tasks.empty()) return;
   Journal::TaskChange c;
   c.job = job;
@@ -320,6 +328,7 @@ void Scheduler::journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, Ta
   c.node = node;
   c.claim_id = claim;
   c.exit_code = exit_code;
+  c.end = end;
   journal_.task_changes.push_back(std::move(c));
 }
 
@@ -332,6 +341,8 @@ void Scheduler::release_on(NodeId node, JobId job, std::vector<TaskIndex> tasks,
 void Scheduler::declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, TimePoint now) {
   if (tasks.empty()) return;
   stats_.tasks_lost += tasks.size();
+  if (!j.tasks.empty())
+    for (auto t : tasks) j.tasks[t].end = TaskEnd::decided(EndReason::node_lost);
   return_to_queue(j, tasks, false, "its node no longer holds it", now);
 }
 
@@ -988,6 +999,7 @@ void Scheduler::on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out
 void Scheduler::process_events(const NodeDelta& delta, TimePoint now, Outbox& out) {
   for (const auto& ev : delta.events) {
     if (ev.partition != config_.partition) continue;
+    if (ev.kind == NodeEvent::Kind::task_exited) record_exit(ev);
     if (ev.kind != NodeEvent::Kind::task_finished) continue;
     auto jt = jobs_.find(ev.task.job);
     if (jt == jobs_.end()) continue;
@@ -1034,6 +1046,7 @@ void Scheduler::process_events(const NodeDelta& delta, TimePoint now, Outbox& ou
 void Scheduler::end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbox& out) {
   TaskRecord& r = j.tasks[ev.task.index];
   r.exit_code = ev.exit_code;
+  r.end = ev.end.reason != EndReason::none ? ev.end : inferred_end(ev.final_state, ev.exit_code);
   bool again = !j.cancelled &&
                ((ev.final_state == TaskState::failed && r.failures < j.spec.max_retries) ||
                 (ev.final_state == TaskState::lost && r.losses < j.spec.max_lost_retries));
@@ -1042,8 +1055,8 @@ void Scheduler::end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbo
     ++stats_.tasks_retried;
     if (ev.final_state == TaskState::lost) ++stats_.tasks_lost;
     std::string why = ev.final_state == TaskState::failed
-                          ? "task " + std::to_string(ev.task.index) + " failed (exit code " +
-                                std::to_string(ev.exit_code) + "), retry " +
+                          ? "task " + std::to_string(ev.task.index) + " failed (" + describe(r.end) +
+                                "), retry " +
                                 std::to_string(r.failures) + " of " +
                                 std::to_string(j.spec.max_retries)
                           : "task " + std::to_string(ev.task.index) + " was lost with its node, retry " +
@@ -1091,10 +1104,13 @@ Status Scheduler::cancel(JobId id, TimePoint now, Outbox& out) {
   pending_tasks_ -= j.pending();
   j.requeued.clear();
   j.next_fresh = j.spec.count;
-  for (auto t : ended) set_task_state(j, t, TaskState::cancelled);
+  for (auto t : ended) {
+    set_task_state(j, t, TaskState::cancelled);
+    j.tasks[t].end = TaskEnd::decided(EndReason::cancelled);
+  }
   for (auto& [n, tasks] : release)
     out.releases.push_back(release_request(config_, view_.node(n).id, id, ClaimId{}, std::move(tasks)));
-  journal_tasks(id, ended, TaskState::cancelled, NodeId{}, ClaimId{});
+  journal_tasks(id, ended, TaskState::cancelled, NodeId{}, ClaimId{}, -1, TaskEnd::decided(EndReason::cancelled));
   if (config_.journal) journal_.jobs_cancelled.push_back(j.spec);
   j.reason = "cancelled";
   maybe_finished(j, now, out);
@@ -1150,6 +1166,7 @@ void Scheduler::node_down(NodeId node, TimePoint now, Outbox& out) {
     ev.task = TaskRef{id, t};
     ev.final_state = TaskState::lost;
     ev.exit_code = -1;
+    ev.end = TaskEnd::decided(EndReason::node_lost);
     JobRecord& j = jobs_.at(id);
     j.tasks[t].node_plus_one = 0;
     end_task(j, ev, now, out);
@@ -1167,7 +1184,25 @@ void Scheduler::node_down(NodeId node, TimePoint now, Outbox& out) {
 void Scheduler::record_final(JobRecord& j, const NodeEvent& ev) {
   j.tasks[ev.task.index].journaled = false;
   if (j.fair_tasks > 0) rekey(j);
-  journal_tasks(j.spec.id, {ev.task.index}, ev.final_state, NodeId{}, ev.claim_id, ev.exit_code);
+  journal_tasks(j.spec.id, {ev.task.index}, ev.final_state, NodeId{}, ev.claim_id, ev.exit_code,
+                j.tasks[ev.task.index].end);
+}
+
+void Scheduler::record_exit(const NodeEvent& ev) {
+  auto jt = jobs_.find(ev.task.job);
+  if (jt == jobs_.end() || ev.task.index >= jt->second.tasks.size()) return;
+  JobRecord& j = jt->second;
+  TaskRecord& r = j.tasks[ev.task.index];
+  // Only the run the scheduler took away, and only once: a task placed
+  // again meanwhile has a new run whose end this is not.
+  bool taken = r.end.reason == EndReason::cancelled || r.end.reason == EndReason::preempted ||
+               r.end.reason == EndReason::evicted;
+  if (!taken || r.end.signal != 0 || r.end.exit_code >= 0 || ev.end.reason == EndReason::none) return;
+  r.end.signal = ev.end.signal;
+  r.end.exit_code = ev.end.exit_code;
+  r.exit_code = ev.exit_code;
+  if (is_final(r.state))
+    journal_tasks(j.spec.id, {ev.task.index}, r.state, NodeId{}, ev.claim_id, r.exit_code, r.end);
 }
 
 void Scheduler::maybe_finished(JobRecord& j, TimePoint now, Outbox& out) {
@@ -1298,6 +1333,8 @@ Expected<JobView> Scheduler::job_view(JobId id, bool with_tasks) const {
         tv.exit_code = r.exit_code;
         tv.failures = r.failures;
         tv.losses = r.losses;
+        tv.end = r.end;
+        if (auto by = j.preempted_by.find(t); by != j.preempted_by.end()) tv.preempted_by = by->second;
       }
       v.tasks.push_back(tv);
     }

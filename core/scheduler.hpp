@@ -111,6 +111,8 @@ struct Journal {
     NodeId node;
     ClaimId claim_id;
     int32_t exit_code = 0;
+    /// Final states: why the run ended.
+    TaskEnd end;
   };
   std::vector<JobSpec> jobs_accepted;
   std::vector<TaskChange> task_changes;
@@ -132,11 +134,17 @@ struct Journal {
 
 /// A task as the partition store remembers it, for Scheduler::restore_job.
 struct RestoredTask {
+  RestoredTask() = default;
+  RestoredTask(TaskIndex i, TaskState s, NodeId n, int32_t code, TaskEnd e = {})
+      : index(i), state(s), node(n), exit_code(code), end(e) {}
+
   TaskIndex index = 0;
   TaskState state = TaskState::pending;
   /// The node it was placed on (claimed or running), else zero.
   NodeId node;
   int32_t exit_code = 0;
+  /// Final states: why the run ended.
+  TaskEnd end;
 };
 
 struct SchedulerStats {
@@ -195,6 +203,8 @@ struct TaskRecord {
   uint16_t losses = 0;
   /// The exit code of its last run (0 until it ran).
   int32_t exit_code = 0;
+  /// How its last run ended (reason none until one did).
+  TaskEnd end;
 };
 
 struct JobRecord {
@@ -227,6 +237,8 @@ struct JobRecord {
   uint32_t evictions = 0;
   /// The last removal, in words (what, why, for whom).
   std::string last_removal;
+  /// Tasks whose last run was preempted for another job: that job.
+  std::map<TaskIndex, JobId> preempted_by;
   /// What every task runs (none for synthetic jobs).
   LaunchRef launch;
   /// The user cancelled it: nothing of it is placed or confirmed any more.
@@ -426,7 +438,9 @@ class Scheduler {
   /// Checks a job against the configuration and builds its record (all pending).
   Expected<JobRecord> admit(JobSpec job) const;
   void journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, TaskState state, NodeId node,
-                     ClaimId claim, int32_t exit_code = 0);
+                     ClaimId claim, int32_t exit_code = 0, const TaskEnd& end = {});
+  /// A released task's process ended after all (task_exited): record how.
+  void record_exit(const NodeEvent& ev);
   void release_on(NodeId node, JobId job, std::vector<TaskIndex> tasks, Outbox& out);
   void declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, TimePoint now);
 

@@ -19,6 +19,7 @@ void append_journal(const core::Journal& journal, core::Epoch epoch, core::TimeP
     t.claim_id = change.claim_id;
     t.epoch = epoch;
     t.exit_code = change.exit_code;
+    t.end = change.end;
     t.updated_at = wall_now;
     batch.put_tasks(change.job, change.tasks, t);
   }
@@ -53,7 +54,7 @@ core::Expected<RecoveredPartition> recover_partition(PartitionStore& store,
     // Tasks of a job whose record a crash lost with the rest of its batch
     // have nothing to rebuild.
     if (it == jobs.end()) return core::Status::ok();
-    it->second.tasks.push_back(core::RestoredTask{index, task.state, task.node, task.exit_code});
+    it->second.tasks.push_back(core::RestoredTask{index, task.state, task.node, task.exit_code, task.end});
     return core::Status::ok();
   };
   if (auto st = store.recover(visitor); !st) return st.error();
