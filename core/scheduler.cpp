@@ -143,6 +143,12 @@ Status Scheduler::submit(JobSpec job, TimePoint now) {
   auto admitted = admit(std::move(job));
   if (!admitted) return admitted.error();
   JobRecord& r = *admitted;
+  if (!r.spec.wait_for_nodes) {
+    // As Slurm does: a job that no node of its pool can ever run is refused
+    // now, not left waiting forever (--hold keeps it, for nodes to come).
+    auto why = never_fits(count_placement(view_, r.pool, r.spec.per_task, r.spec.constraints, r.spec.count), r.spec);
+    if (!why.empty()) return make_error(Errc::invalid_argument, "job field 'resources': " + why);
+  }
   pending_tasks_ += r.spec.count;
   ++stats_.jobs_submitted;
   stats_.tasks_submitted += r.spec.count;
@@ -1287,23 +1293,42 @@ void Scheduler::on_tick(TimePoint now, Outbox& out) {
 }
 
 std::string Scheduler::explain(JobId id) const {
+  auto e = explanation(id);
+  return e ? e->summary : e.error().message;
+}
+
+Expected<Explanation> Scheduler::explanation(JobId id) const {
   auto it = jobs_.find(id);
-  if (it == jobs_.end()) return "unknown job " + std::to_string(id.value);
+  if (it == jobs_.end()) return make_error(Errc::unknown_name, "unknown job " + std::to_string(id.value));
   const JobRecord& j = it->second;
-  if (j.finished()) return "finished";
-  if (j.pending() == 0) return "all tasks placed";
+  Explanation e;
+  e.job = id;
+  e.pending = j.pending();
+  e.gang = j.spec.gang;
   bool backing_off = std::any_of(backoff_.begin(), backoff_.end(),
                                  [&](const auto& entry) { return entry.second == id; });
-  if (backing_off) return j.reason;
-  if (!j.parked) return "waiting for its turn in the queue";
-  PlacementRequest req = request_for(j, true);
-  auto result = place(view_, req, config_.classes[j.class_index].placement);
-  std::string why = result.verdict == PlacementVerdict::fit
-                        ? std::string("room has appeared; it is placed on the next pass")
-                        : result.reason;
-  if (j.spec.gang)
-    return "gang of " + std::to_string(j.pending()) + " tasks waits until all fit at once: " + why;
-  return "waiting for capacity: " + why;
+  if (j.finished()) {
+    e.verdict = WaitVerdict::ended;
+    e.summary = "finished";
+  } else if (j.pending() == 0) {
+    e.verdict = WaitVerdict::placed;
+    e.summary = "all tasks placed";
+  } else if (backing_off) {
+    e.verdict = WaitVerdict::backing_off;
+    e.summary = j.reason;
+  } else if (!j.parked) {
+    e.verdict = WaitVerdict::queued;
+    e.summary = "waiting for its turn in the queue";
+  } else {
+    explain_waiting(e, count_placement(view_, j.pool, j.spec.per_task, j.spec.constraints, j.pending()),
+                    j.spec.pool, j.spec.per_task);
+    if (!j.spec.gang && e.verdict != WaitVerdict::fits_now) {
+      // The placement stage's own words: what is free where.
+      auto result = place(view_, request_for(j, true), config_.classes[j.class_index].placement);
+      if (result.verdict != PlacementVerdict::fit) e.summary = "waiting for capacity: " + result.reason;
+    }
+  }
+  return e;
 }
 
 Expected<JobView> Scheduler::job_view(JobId id, bool with_tasks) const {

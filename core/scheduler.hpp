@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "core/cluster_view.hpp"
+#include "core/explain.hpp"
 #include "core/histogram.hpp"
 #include "core/placement.hpp"
 #include "core/protocol.hpp"
@@ -348,6 +349,8 @@ class Scheduler {
   bool fenced() const { return fenced_; }
   /// Why a job is pending, in words (computed now, from the current view).
   std::string explain(JobId id) const;
+  /// The same as data: verdict, words and placement counts.
+  Expected<Explanation> explanation(JobId id) const;
   /// What a client sees of a job (with its tasks, or without for listings).
   Expected<JobView> job_view(JobId id, bool with_tasks) const;
   /// Calls f(job, tasks, node) for every claim in flight (placements under
