@@ -42,6 +42,8 @@ using queue_atom = caf::atom_constant<caf::atom("queue")>;
 using nodes_atom = caf::atom_constant<caf::atom("nodes")>;
 using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using node_down_atom = caf::atom_constant<caf::atom("node_down")>;
+using history_atom = caf::atom_constant<caf::atom("history")>;
+using logs_atom = caf::atom_constant<caf::atom("logs")>;
 
 /// A real task's process ended (local only: from the executor to its node
 /// actor; see task_executor.hpp).
@@ -84,6 +86,8 @@ using node_actor = caf::typed_actor<
     caf::reacts_to<snapshot_atom>,
     /// Everything the node holds (invariant checks, reconciliation).
     caf::replies_to<report_atom>::with<core::NodeReport>,
+    /// Part of a task's output, read from the file its agent wrote.
+    caf::replies_to<logs_atom, core::LogRequest>::with<core::LogChunk>,
     /// Internal timer: fire due deadlines (claim expiry, synthetic task ends).
     caf::reacts_to<tick_atom>,
     /// A real task's process ended (from the node's executor; local only).
@@ -131,15 +135,19 @@ using scheduler_actor = claim_client_actor::extend<
     caf::reacts_to<wake_atom>,
     /// Internal timer: a fair-share and preemption cycle.
     caf::reacts_to<policy_atom>,
-    /// Demand, fair share, usage and statuses per pool, class, user and job
-    /// (a table; empty without a policy).
+    /// Demand, fair share, usage and statuses per pool, class, user and job:
+    /// a JSON document (messages/json_views.hpp; no policy: an empty tree).
     caf::replies_to<pools_atom>::with<std::string>,
-    /// Why a job is pending or was preempted, in words.
+    /// Why a job is pending or was preempted: a JSON document
+    /// (messages/json_views.hpp).
     caf::replies_to<explain_atom, core::JobId>::with<std::string>,
-    /// One job as a client sees it, with its tasks.
+    /// One job as a client sees it, with its tasks. Views carry wall-clock
+    /// times (ns since the Unix epoch).
     caf::replies_to<status_atom, core::JobId>::with<core::JobView>,
     /// Every job that has not ended, without tasks.
     caf::replies_to<queue_atom>::with<std::vector<core::JobView>>,
+    /// Jobs that pass the filter, ended ones too, newest first, without tasks.
+    caf::replies_to<history_atom, core::JobFilter>::with<std::vector<core::JobView>>,
     /// The partition's nodes as its view has them.
     caf::replies_to<nodes_atom>::with<std::vector<core::NodeStatus>>,
     /// Cancel a job; answers its view after the cancel.
@@ -168,12 +176,20 @@ using gateway_actor = caf::typed_actor<
     caf::reacts_to<heartbeat_atom, core::NodeId>,
     /// Submit a job (its id is assigned here when zero).
     caf::replies_to<core::JobSpec>::with<core::JobId>,
+    /// A job with its tasks (their nodes named).
     caf::replies_to<status_atom, core::JobId>::with<core::JobView>,
+    /// Jobs that have not ended.
     caf::replies_to<queue_atom>::with<std::vector<core::JobView>>,
+    /// Jobs that pass the filter, ended ones too, newest first (every partition).
+    caf::replies_to<history_atom, core::JobFilter>::with<std::vector<core::JobView>>,
     caf::replies_to<nodes_atom>::with<std::vector<core::NodeStatus>>,
     caf::replies_to<cancel_atom, core::JobId>::with<core::JobView>,
-    caf::replies_to<pools_atom>::with<std::string>,
+    /// One JSON document per partition (see the scheduler's pools_atom).
+    caf::replies_to<pools_atom>::with<std::vector<std::string>>,
+    /// A JSON document (see the scheduler's explain_atom).
     caf::replies_to<explain_atom, core::JobId>::with<std::string>,
+    /// Part of a task's output, from the agent of the node it ran on last.
+    caf::replies_to<logs_atom, core::LogRequest>::with<core::LogChunk>,
     /// Internal timer: nodes silent for the grace period are marked down.
     caf::reacts_to<tick_atom>>;
 

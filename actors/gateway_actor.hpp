@@ -18,6 +18,8 @@ struct GatewayConfig {
   core::Duration heartbeat_interval = std::chrono::seconds(1);
   /// Silent this long: the node is down and its tasks are lost.
   core::Duration node_grace = std::chrono::seconds(10);
+  /// Resource names jobs may ask for besides cpu, memory, gpu and disk.
+  std::vector<std::string> resources;
 };
 
 struct gateway_state {
@@ -30,6 +32,8 @@ struct gateway_state {
     node_actor handle;
     core::TimePoint last_heartbeat{0};
     bool down = false;
+    /// Its connection is up (false after a down_msg).
+    bool connected = false;
   };
   GatewayConfig config;
   std::map<core::NodeId, Node> nodes;

@@ -267,6 +267,23 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
         fire_due(self, now(self));
         return make_report(self);
       },
+      [=](logs_atom, const core::LogRequest& request) -> caf::result<core::LogChunk> {
+        const auto& st = self->state;
+        if (!st.executor)
+          return messages::to_caf_error(core::make_error(
+              core::Errc::wrong_state, "node " + st.spec.name + " runs simulated tasks: they have no output"));
+        // Running is asked before the read: a task that ends after it is
+        // read again on the next request, so nothing it wrote last is missed.
+        const auto& held = st.ledger.allocations();
+        bool running = std::any_of(held.begin(), held.end(),
+                                   [&](const core::Allocation& a) { return a.task == request.task; });
+        auto chunk = st.executor->read_output(request);
+        if (!chunk && running) chunk = core::LogChunk{};  // starting: no file yet
+        if (!chunk) return messages::to_caf_error(chunk.error());
+        chunk->node = st.spec.name;
+        chunk->running = running;
+        return std::move(*chunk);
+      },
       [=](tick_atom) {
         auto t = now(self);
         self->state.timer_at = core::kNever;

@@ -1,5 +1,7 @@
 #include "actors/process_executor.hpp"
 
+#include "agent/task_output.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -142,6 +144,17 @@ bool ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
   spdlog::info("task {}.{}: stopping it ({})", task.job.value, task.index, reason);
   supervisor_->kill(handle, reason);
   return true;
+}
+
+core::Expected<core::LogChunk> ProcessExecutor::read_output(const core::LogRequest& request) const {
+  auto path = request.stderr_stream ? stderr_path(request.task) : stdout_path(request.task);
+  auto chunk = agent::read_output_file(path, request.offset, request.tail_lines,
+                                       request.max_bytes == 0 ? core::kMaxLogChunk
+                                                              : std::min(request.max_bytes, core::kMaxLogChunk));
+  if (!chunk)
+    return core::make_error(chunk.error().code, "task " + std::to_string(request.task.job.value) + "." +
+                                                    std::to_string(request.task.index) + ": " + chunk.error().message);
+  return chunk;
 }
 
 void ProcessExecutor::exited(uint64_t handle, agent::TaskExit how) {

@@ -32,6 +32,7 @@ class ProcessExecutor : public TaskExecutor {
   core::Status start(const caf::actor& node, const core::NodeSpec& spec,
                      const core::Allocation& allocation) override;
   bool kill(core::TaskRef task, const std::string& reason) override;
+  core::Expected<core::LogChunk> read_output(const core::LogRequest& request) const override;
 
   /// Where a task's standard output goes.
   std::string stdout_path(core::TaskRef task) const;

@@ -19,6 +19,7 @@ using policy_toml::Reader;
 using namespace core::policy;
 
 constexpr std::string_view kTopKeys[] = {"cluster_id",
+                                         "resources",
                                          "max_claims_in_flight",
                                          "default_max_lost_retries",
                                          "listen",
@@ -116,6 +117,17 @@ class ConfigReader {
     v = c_.default_max_lost_retries;
     if (r_.integer(root_, "default_max_lost_retries", "", v, 0, 1'000))
       c_.default_max_lost_retries = static_cast<uint32_t>(v);
+    std::vector<std::string> resources;
+    if (r_.strings(root_, "resources", "", resources) && root_.get("resources")) {
+      for (const auto& name : resources) {
+        // Checked as a job would write it (lower case letters, digits, '_').
+        auto parsed = core::Resources::parse(name + "=1");
+        if (!parsed || name == "cpu" || name == "memory" || name == "gpu" || name == "disk")
+          r_.problem(*root_.get("resources"), "resources",
+                     "'" + name + "' is not a name to declare (cpu, memory, gpu and disk are built in)");
+      }
+      c_.resources = resources;
+    }
   }
 
   void listen() {

@@ -92,6 +92,9 @@ core::policy::PolicyConfig default_policy_config();
 struct ClusterConfig {
   /// Names the cluster; every store refuses another cluster's data.
   std::string cluster_id = "claimsched";
+  /// Resource names jobs may ask for besides cpu, memory, gpu and disk
+  /// (`resources = ["fpga"]`); a job asking for another is refused at submit.
+  std::vector<std::string> resources;
   ListenConfig listen;
   StorageConfig storage;
   TimeoutsConfig timeouts;
