@@ -115,7 +115,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the problem (or the help); every usage error exits 2, as
+    // the README promises, whatever CLI11's own code for it is.
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_default_logger(spdlog::stderr_color_mt("claimsched"));

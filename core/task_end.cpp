@@ -1,6 +1,7 @@
 #include "core/task_end.hpp"
 
 #include <array>
+#include <cctype>
 #include <system_error>
 #include <utility>
 
@@ -57,33 +58,30 @@ std::string after_kill(const TaskEnd& e) {
 }
 
 std::string spawn_text(const TaskEnd& e) {
-  std::string what;
+  auto with_errno = [&](std::string what) {
+    if (e.exit_code <= 0) return "could not start: " + what;
+    std::string text = std::generic_category().message(e.exit_code);
+    if (!text.empty()) text[0] = static_cast<char>(std::tolower(static_cast<unsigned char>(text[0])));
+    return "could not start: " + what + " (" + text + ")";
+  };
   switch (e.stage) {
     case SpawnStage::no_command:
       return "could not start: the job has no command";
     case SpawnStage::no_such_file:
-      what = "no such file";
-      break;
+      return "could not start: command not found";
     case SpawnStage::permission_denied:
-      what = "permission denied";
-      break;
+      return "could not start: permission denied";
     case SpawnStage::bad_workdir:
-      what = "bad working directory";
-      break;
+      return with_errno("bad working directory");
     case SpawnStage::bad_user:
-      what = "bad user";
-      break;
+      return with_errno("bad user");
     case SpawnStage::output:
-      what = "cannot open its output files";
-      break;
+      return with_errno("cannot open its output files");
     case SpawnStage::none:
     case SpawnStage::system:
-      what = "system error";
       break;
   }
-  std::string out = "could not start: " + what;
-  if (e.exit_code > 0) out += " (" + std::generic_category().message(e.exit_code) + ")";
-  return out;
+  return with_errno("system error");
 }
 
 }  // namespace

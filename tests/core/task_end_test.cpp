@@ -20,12 +20,11 @@ using testing::SimCluster;
 TEST(TaskEndTest, EachReasonReadsAsWhatHappened) {
   EXPECT_EQ(describe(TaskEnd::exited(3)), "exited with code 3");
   EXPECT_EQ(describe(TaskEnd::signaled(9)), "killed by SIGKILL (signal 9)");
-  EXPECT_EQ(describe(TaskEnd::spawn_failed(SpawnStage::no_such_file, 2)),
-            "could not start: no such file (No such file or directory)");
-  EXPECT_EQ(describe(TaskEnd::spawn_failed(SpawnStage::permission_denied, 13)),
-            "could not start: permission denied (Permission denied)");
+  EXPECT_EQ(describe(TaskEnd::spawn_failed(SpawnStage::no_such_file, 2)), "could not start: command not found");
+  EXPECT_EQ(describe(TaskEnd::spawn_failed(SpawnStage::permission_denied, 13)), "could not start: permission denied");
   EXPECT_EQ(describe(TaskEnd::spawn_failed(SpawnStage::bad_workdir, 2)),
-            "could not start: bad working directory (No such file or directory)");
+            "could not start: bad working directory (no such file or directory)");
+  EXPECT_EQ(describe(TaskEnd::spawn_failed(SpawnStage::system, 7)), "could not start: system error (argument list too long)");
   EXPECT_EQ(describe(TaskEnd::spawn_failed(SpawnStage::no_command, 0)), "could not start: the job has no command");
   EXPECT_EQ(describe(TaskEnd::observed(EndReason::max_run_time, -1, 15)),
             "exceeded its maximum run time; killed by SIGTERM");

@@ -1,0 +1,186 @@
+// `pools` and `explain`: the server answers JSON documents (deploy/CLI.md);
+// --json prints them, otherwise they are rendered here as tables and words.
+
+#include <cstdio>
+#include <map>
+#include <nlohmann/json.hpp>
+
+#include "apps/client_commands.hpp"
+#include "apps/client_text.hpp"
+
+namespace claimsched::apps {
+
+namespace {
+
+using nlohmann::json;
+
+std::string share(const json& v) {
+  if (!v.is_number()) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", v.get<double>());
+  return buf;
+}
+
+std::string str(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return "-";
+  if (it->is_string()) return it->get<std::string>().empty() ? "-" : it->get<std::string>();
+  return it->dump();
+}
+
+/// An ISO 8601 time from the server as a local time, "-" if none.
+std::string since(const json& j, const char* key) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return "-";
+  auto t = parse_iso_utc(it->get<std::string>());
+  return t ? local_time(*t) : it->get<std::string>();
+}
+
+using Rows = std::vector<std::vector<std::string>>;
+
+void pool_rows(const json& pool, int depth, Rows& pools, Rows& classes, Rows& users, Rows& jobs) {
+  std::string name = std::string(static_cast<size_t>(2 * depth), ' ') + str(pool, "name");
+  pools.push_back({name, str(pool, "nodes"), str(pool, "capacity"), share(pool["demand_share"]),
+                   share(pool["fair_share_share"]), share(pool["usage_share"]), str(pool, "status"),
+                   str(pool, "starvation"), since(pool, "below_fair_share_since")});
+  for (const auto& c : pool["classes"]) {
+    classes.push_back({str(c, "name"), str(pool, "name"), str(c, "priority"), str(c, "weight"), str(c, "policy"),
+                       share(c["demand_share"]), share(c["fair_share_share"]), share(c["usage_share"]),
+                       str(c, "status")});
+    for (const auto& u : c["users"]) {
+      users.push_back({str(c, "name"), str(u, "name"), share(u["demand_share"]), share(u["fair_share_share"]),
+                       share(u["usage_share"]), str(u, "status")});
+      for (const auto& j : u["jobs"]) {
+        char fair[32];
+        std::snprintf(fair, sizeof fair, "%.2f", j.value("fair_share_tasks", 0.0));
+        jobs.push_back({str(j, "job"), str(j, "user"), str(j, "class"), str(j, "running"), str(j, "pending"), fair,
+                        share(j["usage_share"]), str(j, "status"), str(j, "starvation"),
+                        since(j, "below_fair_share_since")});
+      }
+    }
+  }
+  for (const auto& sub : pool["pools"]) pool_rows(sub, depth + 1, pools, classes, users, jobs);
+}
+
+void print_section(const char* title, const Rows& rows) {
+  std::printf("%s\n", title);
+  if (rows.size() <= 1) {
+    std::printf("  (none)\n\n");
+    return;
+  }
+  std::string table = render_table(rows);
+  size_t pos = 0;
+  while (pos < table.size()) {
+    size_t end = table.find('\n', pos);
+    std::printf("  %s\n", table.substr(pos, end - pos).c_str());
+    pos = end + 1;
+  }
+  std::printf("\n");
+}
+
+/// Node id -> name, from the gateway (empty on error: ids are shown then).
+std::map<uint64_t, std::string> node_names(ClientSession& s) {
+  std::map<uint64_t, std::string> names;
+  if (auto nodes = s.nodes())
+    for (const auto& n : *nodes) names[n.spec.id.value] = n.spec.name;
+  return names;
+}
+
+std::string node_name(const std::map<uint64_t, std::string>& names, const json& id) {
+  if (!id.is_number()) return "-";
+  auto it = names.find(id.get<uint64_t>());
+  return it != names.end() && !it->second.empty() ? it->second : "node " + id.dump();
+}
+
+}  // namespace
+
+int run_pools(ClientSession& s, const ClientOptions& o) {
+  auto docs = s.pools();
+  if (!docs) return fail(docs.error());
+  json partitions = json::array();
+  for (const auto& d : *docs) {
+    auto j = json::parse(d, nullptr, false);
+    if (j.is_discarded() || !j.is_object()) return fail(kExitFailed, "the server sent pools that are not JSON");
+    partitions.push_back(std::move(j));
+  }
+  if (o.json) {
+    std::printf("%s\n", json{{"partitions", partitions}}.dump().c_str());
+    return kExitOk;
+  }
+  for (const auto& p : partitions) {
+    if (partitions.size() > 1) std::printf("PARTITION %s\n", str(p, "partition").c_str());
+    if (!p.value("policy_enabled", false)) {
+      std::printf(
+          "the fair-share policy is off ([policy] enabled = false in the cluster's config): jobs run in class "
+          "priority and submit order, nothing is preempted, so there are no shares to show\n");
+      continue;
+    }
+    Rows pools{{"POOL", "NODES", "CAPACITY", "DEMAND", "FAIR", "USAGE", "STATUS", "STARVATION", "BELOW SINCE"}};
+    Rows classes{{"CLASS", "POOL", "PRIORITY", "WEIGHT", "POLICY", "DEMAND", "FAIR", "USAGE", "STATUS"}};
+    Rows users{{"CLASS", "USER", "DEMAND", "FAIR", "USAGE", "STATUS"}};
+    Rows jobs{{"JOB", "USER", "CLASS", "RUN", "PEND", "FAIR TASKS", "USAGE", "STATUS", "STARVATION", "BELOW SINCE"}};
+    for (const auto& pool : p["pools"]) pool_rows(pool, 0, pools, classes, users, jobs);
+    std::printf("Shares are fractions of the pool subtree a job's class may use.\n\n");
+    print_section("POOLS", pools);
+    print_section("CLASSES", classes);
+    print_section("USERS", users);
+    print_section("JOBS", jobs);
+  }
+  return kExitOk;
+}
+
+int run_explain(ClientSession& s, const ClientOptions& o) {
+  auto doc = s.explain(*parse_job_id(o.job));
+  if (!doc) return fail(doc.error());
+  auto j = json::parse(*doc, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return fail(kExitFailed, "the server sent an explanation that is not JSON");
+  if (o.json) {
+    std::printf("%s\n", j.dump().c_str());
+    return kExitOk;
+  }
+  auto names = node_names(s);
+  const json& placement = j["placement"];
+  std::printf("job %s%s of %s, class %s, pool %s: %s\n", str(j, "job").c_str(),
+              j.value("name", "").empty() ? "" : (" (" + j.value("name", "") + ")").c_str(), str(j, "user").c_str(),
+              str(j, "class").c_str(), str(j, "pool").c_str(), str(j, "state").c_str());
+  std::printf("  %s: %s\n", str(placement, "verdict").c_str(), str(placement, "summary").c_str());
+  if (const json& c = placement["counts"]; c.is_object())
+    std::printf("  nodes in the pool: %s (%s up); matching the constraints %s, big enough %s, with room now %s; "
+                "tasks that fit now %s, when the pool is empty %s (pending %s)\n",
+                str(c, "nodes").c_str(), str(c, "nodes_up").c_str(), str(c, "nodes_matching").c_str(),
+                str(c, "nodes_big_enough").c_str(), str(c, "nodes_with_room").c_str(),
+                str(c, "tasks_fitting_now").c_str(), str(c, "tasks_fitting_empty").c_str(),
+                str(placement, "pending").c_str());
+  if (!j.value("last_removal", "").empty()) std::printf("  last taken away: %s\n", str(j, "last_removal").c_str());
+  const json& policy = j["policy"];
+  if (!policy.is_object()) {
+    std::printf("  fair share: not computed (the fair-share policy is off, or the job has ended)\n");
+    return kExitOk;
+  }
+  std::string below = policy["below_fair_share_since"].is_string()
+                          ? " since " + since(policy, "below_fair_share_since") + " (for " +
+                                human_duration(std::chrono::duration_cast<core::Duration>(std::chrono::duration<double>(
+                                    policy.value("below_fair_share_for_s", 0.0)))) +
+                                ")"
+                          : "";
+  std::printf("  fair share: %.2f tasks (%s of its pool), usage %s: %s%s, %s\n",
+              policy.value("fair_share_tasks", 0.0), share(policy["fair_share_share"]).c_str(),
+              share(policy["usage_share"]).c_str(), str(policy, "status").c_str(), below.c_str(),
+              str(policy, "starvation").c_str());
+  if (!policy.value("pending_reason", "").empty())
+    std::printf("  pending because: %s\n", str(policy, "pending_reason").c_str());
+  const json& next = policy["next_cycle"];
+  for (const auto& p : next["placements"])
+    std::printf("  next cycle: places %s task(s) on %s (%s stage)\n", str(p, "count").c_str(),
+                node_name(names, p["node"]).c_str(), str(p, "stage").c_str());
+  for (const auto& r : next["removals"])
+    std::printf("  next cycle: %s of its task %s on %s (%s)%s\n", str(r, "kind").c_str(), str(r, "task").c_str(),
+                node_name(names, r["node"]).c_str(), str(r, "reason").c_str(),
+                r["for_job"].is_number() ? (" for job " + r["for_job"].dump()).c_str() : "");
+  for (const auto& r : next["preemptions_for_it"])
+    std::printf("  for it, next cycle: %s of task %s.%s on %s (%s)\n", str(r, "kind").c_str(), str(r, "job").c_str(),
+                str(r, "task").c_str(), node_name(names, r["node"]).c_str(), str(r, "reason").c_str());
+  return kExitOk;
+}
+
+}  // namespace claimsched::apps
