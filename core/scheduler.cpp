@@ -186,6 +186,7 @@ Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, Time
     TaskState s = r ? r->state : TaskState::pending;
     if (is_final(s)) {
       set_task_state(j, t, s);
+      if (auto n = r && r->node.value != 0 ? view_.find_node(r->node) : std::nullopt) j.tasks[t].node_plus_one = *n + 1;
       j.tasks[t].exit_code = r ? r->exit_code : 0;
       j.tasks[t].end = r && r->end.reason != EndReason::none ? r->end : inferred_end(s, j.tasks[t].exit_code);
     } else if ((s == TaskState::running || s == TaskState::claimed) && r->node.value != 0) {
@@ -1190,8 +1191,11 @@ void Scheduler::node_down(NodeId node, TimePoint now, Outbox& out) {
 void Scheduler::record_final(JobRecord& j, const NodeEvent& ev) {
   j.tasks[ev.task.index].journaled = false;
   if (j.fair_tasks > 0) rekey(j);
-  journal_tasks(j.spec.id, {ev.task.index}, ev.final_state, NodeId{}, ev.claim_id, ev.exit_code,
-                j.tasks[ev.task.index].end);
+  // The node stays in the record: after a restart `status` still says where
+  // a finished task ran.
+  uint32_t node = j.tasks[ev.task.index].node_plus_one;
+  journal_tasks(j.spec.id, {ev.task.index}, ev.final_state, node == 0 ? NodeId{} : view_.node(node - 1).id,
+                ev.claim_id, ev.exit_code, j.tasks[ev.task.index].end);
 }
 
 void Scheduler::record_exit(const NodeEvent& ev) {

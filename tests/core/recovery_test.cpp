@@ -84,6 +84,9 @@ TEST_F(RecoveryTest, FinishedTasksAreJournaledWithTheirEndState) {
   Journal j = cluster.scheduler(s).take_journal();
   ASSERT_EQ(j.task_changes.size(), 1u);
   EXPECT_EQ(j.task_changes[0].state, TaskState::succeeded);
+  // Where it ran stays on record (bug 5 of issue 13: a restart lost it).
+  EXPECT_EQ(j.task_changes[0].node, NodeId{1});
+  EXPECT_EQ(j.task_changes[0].end, TaskEnd::exited(0));
 }
 
 TEST_F(RecoveryTest, WithoutAJournalNothingIsRecorded) {
