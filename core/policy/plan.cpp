@@ -444,9 +444,15 @@ class Planner {
     std::string since = j.below_since == kNever ? std::string("pool starvation")
                                                 : "since " + format_duration(j.below_since) + ", for " +
                                                       format_duration(m_.now - j.below_since);
-    return job_label(j) + " (user " + j.info->user + ", class " + m_.classes[j.cls].spec->name + ") is " +
-           std::string(to_string(j.starvation)) + " (" + since + "): usage " + fmt_share(usage_[c]) +
-           " < fair share " + fmt_share(j.fair) + " x tolerance " + fmt_ratio(m_.pools[j.pool].tolerance);
+    // The numbers its status was computed on, when the cycle began: this
+    // cycle's own placements may have raised its usage since.
+    std::string s = job_label(j) + " (user " + j.info->user + ", class " + m_.classes[j.cls].spec->name + ") is " +
+                    std::string(to_string(j.starvation)) + " (" + since + "): usage " + fmt_share(j.usage) +
+                    " < fair share " + fmt_share(j.fair) + " x tolerance " + fmt_ratio(m_.pools[j.pool].tolerance) +
+                    " when the cycle began";
+    if (usage_[c] != j.usage) s += " (" + fmt_share(usage_[c]) + " with this cycle's placements)";
+    if (j.starvation != j.own_starvation) s += "; it starves with its pool";
+    return s;
   }
 
   std::vector<TaskRef> commit_victims(const VictimSet& v, uint32_t c, RemovalReason reason,
