@@ -33,5 +33,37 @@ TEST(PolicyWords, APreemptionStatesTheInequalityItWasDecidedOn) {
   EXPECT_EQ(d.find("usage 0.3750 <"), std::string::npos) << d;
 }
 
+// Bug 8 of issue 13: on 3 slots two users' jobs have a fair share of 1.5
+// tasks each; the one holding 1 showed `starving` forever, though no
+// preemption can help it (a second task would put it above its share, and
+// take the other below). A job is below its fair share only while a whole
+// task more still fits in it; a user, while one of its jobs is.
+TEST(PolicyStatus, AJobAWholeTaskShortOfAFractionalShareIsNotStarving) {
+  SnapshotBuilder s;
+  s.now(sec(100)).pool("root").cls("batch", "root").node(1, "root", "cpu=3");
+  auto a = s.job(1, "a", "batch").pending(1);
+  a.running(1, sec(0)).running(1, sec(1));
+  s.job(2, "b", "batch").pending(1).running(1, sec(2));
+  PolicyState was_below;
+  was_below.job_below_fair_share_since.emplace_back(JobId{2}, sec(0));
+  auto r = run(s.build(), was_below);
+  EXPECT_DOUBLE_EQ(job(r, 2).fair_tasks, 1.5);
+  EXPECT_EQ(job(r, 2).scheduling, SchedulingStatus::normal);
+  EXPECT_EQ(job(r, 2).starvation, StarvationStatus::non_starving);
+  EXPECT_TRUE(r.plan.removals.empty());
+  for (const auto& u : r.users) EXPECT_EQ(u.scheduling, SchedulingStatus::normal) << u.user;
+  // With a fair share of 2.5 tasks, a job holding 1 can gain a whole one:
+  // below, and starving after the timeout.
+  SnapshotBuilder t;
+  t.now(sec(100)).pool("root").cls("batch", "root").node(1, "root", "cpu=5");
+  auto c = t.job(1, "a", "batch").pending(1);
+  for (int i = 0; i < 4; ++i) c.running(1, sec(i));
+  t.job(2, "b", "batch").pending(2).running(1, sec(5));
+  auto r2 = run(t.build(), was_below);
+  EXPECT_DOUBLE_EQ(job(r2, 2).fair_tasks, 2.5);
+  EXPECT_EQ(job(r2, 2).scheduling, SchedulingStatus::below_fair_share);
+  EXPECT_EQ(job(r2, 2).starvation, StarvationStatus::starving);
+}
+
 }  // namespace
 }  // namespace claimsched::core::policy
