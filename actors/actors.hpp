@@ -44,6 +44,8 @@ using cancel_atom = caf::atom_constant<caf::atom("cancel")>;
 using node_down_atom = caf::atom_constant<caf::atom("node_down")>;
 using history_atom = caf::atom_constant<caf::atom("history")>;
 using logs_atom = caf::atom_constant<caf::atom("logs")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
 
 /// A real task's process ended (local only: from the executor to its node
 /// actor; see task_executor.hpp).
@@ -56,6 +58,9 @@ struct TaskEnded {
   std::string detail;
   /// Why, typed.
   core::TaskEnd end;
+  /// The claim its run was confirmed under: a late end of a released run
+  /// must not end the task's next run on the same node. Zero: unknown.
+  core::ClaimId claim;
 };
 
 /// Anyone who follows a node's update stream (schedulers, replicas, views).
@@ -88,6 +93,8 @@ using node_actor = caf::typed_actor<
     caf::replies_to<report_atom>::with<core::NodeReport>,
     /// Part of a task's output, read from the file its agent wrote.
     caf::replies_to<logs_atom, core::LogRequest>::with<core::LogChunk>,
+    /// Take no new claims (its agent is stopping); answers the snapshot after.
+    caf::replies_to<drain_atom>::with<core::NodeSnapshot>,
     /// Internal timer: fire due deadlines (claim expiry, synthetic task ends).
     caf::reacts_to<tick_atom>,
     /// A real task's process ended (from the node's executor; local only).
@@ -174,6 +181,10 @@ using gateway_actor = caf::typed_actor<
     caf::replies_to<register_atom, core::NodeSpec, node_actor>::with<uint64_t>,
     /// An agent's node is alive.
     caf::reacts_to<heartbeat_atom, core::NodeId>,
+    /// An agent stops on purpose and leaves its node's tasks running for its
+    /// next start: the node is not down (its tasks not lost) until the
+    /// agent restart grace has passed.
+    caf::reacts_to<leave_atom, core::NodeId>,
     /// Submit a job (its id is assigned here when zero).
     caf::replies_to<core::JobSpec>::with<core::JobId>,
     /// A job with its tasks (their nodes named).

@@ -205,6 +205,7 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         n.handle = node;
         n.last_heartbeat = now(self);
         n.down = false;
+        n.away = false;
         n.connected = true;
         if (node->node() != self->node()) self->monitor(node);
         self->send(sched, register_atom::value, node);
@@ -213,11 +214,22 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         return static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::milliseconds>(st.config.heartbeat_interval).count());
       },
+      [=](leave_atom, core::NodeId id) {
+        auto& st = self->state;
+        auto it = st.nodes.find(id);
+        if (it == st.nodes.end()) return;
+        it->second.away = true;
+        it->second.last_heartbeat = now(self);
+        spdlog::info("gateway: node {} stops and leaves its tasks running; down if not back within {} s",
+                     it->second.name,
+                     std::chrono::duration_cast<std::chrono::seconds>(st.config.agent_restart_grace).count());
+      },
       [=](heartbeat_atom, core::NodeId id) {
         auto& st = self->state;
         auto it = st.nodes.find(id);
         if (it == st.nodes.end()) return;  // registers first; its agent retries
         it->second.last_heartbeat = now(self);
+        it->second.away = false;
         if (it->second.down) {
           // Back after being declared down: its scheduler reconciles it.
           it->second.down = false;
@@ -303,7 +315,8 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         self->delayed_send(self, st.config.heartbeat_interval, tick_atom::value);
         auto t = now(self);
         for (auto& [id, n] : st.nodes) {
-          if (n.down || t - n.last_heartbeat < st.config.node_grace) continue;
+          auto grace = n.away ? st.config.agent_restart_grace : st.config.node_grace;
+          if (n.down || t - n.last_heartbeat < grace) continue;
           n.down = true;
           spdlog::warn("gateway: node {} sent no heartbeat for {} ms: down", n.name,
                        std::chrono::duration_cast<std::chrono::milliseconds>(t - n.last_heartbeat).count());

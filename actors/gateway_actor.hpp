@@ -20,6 +20,9 @@ struct GatewayConfig {
   core::Duration node_grace = std::chrono::seconds(10);
   /// Resource names jobs may ask for besides cpu, memory, gpu and disk.
   std::vector<std::string> resources;
+  /// A node whose agent stopped on purpose and left its tasks running is
+  /// down (its tasks lost) only after this long without coming back.
+  core::Duration agent_restart_grace = std::chrono::minutes(10);
 };
 
 struct gateway_state {
@@ -34,6 +37,8 @@ struct gateway_state {
     bool down = false;
     /// Its connection is up (false after a down_msg).
     bool connected = false;
+    /// Its agent stopped on purpose and left its tasks running.
+    bool away = false;
   };
   GatewayConfig config;
   std::map<core::NodeId, Node> nodes;

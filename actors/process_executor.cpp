@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 namespace claimsched::actors {
 
@@ -33,10 +34,14 @@ std::string ProcessExecutor::stderr_path(core::TaskRef task) const {
   return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + ".err";
 }
 
+std::string ProcessExecutor::exit_path(core::TaskRef task) const {
+  return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + ".exit";
+}
+
 core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec& spec,
                                     const core::Allocation& a) {
   const core::TaskLaunch& launch = *a.launch;
-  Queued q{node, a.task, {}};
+  Queued q{node, a.task, a.claim_id, {}};
   agent::LaunchSpec& ls = q.launch;
   ls.argv = launch.argv;
   ls.env = agent::task_environment(a.task.job, a.task.index, spec.name, a.resources);
@@ -44,6 +49,7 @@ core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec
   ls.workdir = launch.workdir;
   ls.stdout_path = stdout_path(a.task);
   ls.stderr_path = stderr_path(a.task);
+  ls.exit_path = exit_path(a.task);
   ls.max_run_time = launch.max_run_time;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -81,7 +87,7 @@ void ProcessExecutor::launch(Queued q) {
     agent::TaskExit how;
     how.how = agent::TaskExit::How::failed_to_start;
     how.detail = why;
-    report(Running{q.node, q.task}, std::move(how), core::TaskEnd::spawn_failed(stage, error_number));
+    report(Running{q.node, q.task, q.claim}, std::move(how), core::TaskEnd::spawn_failed(stage, error_number));
   };
   if (ls.workdir.empty()) {
     ls.workdir = output_dir_ + "/" + std::to_string(q.task.job.value);
@@ -95,27 +101,146 @@ void ProcessExecutor::launch(Queued q) {
   // exited(), which takes it, while start() waits for that thread.
   auto handle = supervisor_->start(ls);
   if (!handle) return failed(handle.error().message, handle.error().stage, handle.error().error_number);
-  std::optional<agent::TaskExit> early;
   std::optional<std::string> kill_reason;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     launching_.reset();
     kill_reason = std::move(kill_when_launched_);
     kill_when_launched_.reset();
-    if (auto it = early_.find(*handle); it != early_.end()) {
-      early = std::move(it->second);  // it ended before it was registered
-      early_.erase(it);
-    } else {
-      by_handle_[*handle] = Running{q.node, q.task};
-      by_task_[q.task] = *handle;
-    }
   }
-  // Released while it was being started: it runs now, so stop it now.
-  if (kill_reason && !early) supervisor_->kill(*handle, *kill_reason);
+  // Released while it was being started: it runs now, so it is stopped now.
+  track(*handle, Running{q.node, q.task, q.claim}, std::move(kill_reason));
   spdlog::debug("task {}.{}: started ({} us to launch)", q.task.job.value, q.task.index,
                 std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered)
                     .count());
-  if (early) report(Running{q.node, q.task}, std::move(*early));
+}
+
+void ProcessExecutor::track(uint64_t handle, const Running& r, std::optional<std::string> kill_reason) {
+  std::optional<agent::TaskExit> early;
+  bool was_adopted = false;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (auto it = early_.find(handle); it != early_.end()) {
+      early = std::move(it->second);  // it ended before it was registered
+      early_.erase(it);
+      was_adopted = adopted_.erase(r.task) > 0;
+    } else {
+      by_handle_[handle] = r;
+      by_task_[r.task] = handle;
+    }
+  }
+  if (kill_reason && !early) supervisor_->kill(handle, *kill_reason);
+  if (was_adopted) write_detached();
+  if (early) report(r, std::move(*early));
+}
+
+size_t ProcessExecutor::detach_all() {
+  auto detached = supervisor_->detach_all();
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopping_ = true;  // nothing queued starts any more
+    for (const auto& d : detached) {
+      auto it = by_handle_.find(d.handle);
+      if (it == by_handle_.end()) continue;
+      adopted_[it->second.task] = d;  // the list below: every task left running
+      by_task_.erase(it->second.task);
+      by_handle_.erase(it);
+    }
+  }
+  queue_changed_.notify_all();
+  write_detached();
+  for (const auto& [task, d] : adopted_)
+    spdlog::info("task {}.{}: left running for the next agent (keeper pid {})", task.job.value, task.index, d.pid);
+  return detached.size();
+}
+
+void ProcessExecutor::write_detached() {
+  std::map<core::TaskRef, agent::DetachedTask> list;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    list = adopted_;
+    list.insert(candidates_.begin(), candidates_.end());
+  }
+  std::string tmp = detached_path() + ".tmp";
+  std::error_code dir_error;
+  std::filesystem::create_directories(output_dir_, dir_error);
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const auto& [task, d] : list)
+      out << task.job.value << ' ' << task.index << ' ' << d.pid << ' ' << d.start_ticks << ' '
+          << d.deadline_unix_ns << '\n';
+    if (!out) {
+      spdlog::error("agent: cannot write {}: the tasks left running would not be adopted", tmp);
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, detached_path(), ec);
+  if (ec) spdlog::error("agent: cannot write {}: {}", detached_path(), ec.message());
+}
+
+void ProcessExecutor::load_detached() {
+  std::ifstream in(detached_path());
+  uint64_t job = 0, ticks = 0;
+  core::TaskIndex index = 0;
+  pid_t pid = 0;
+  int64_t deadline = 0;
+  std::lock_guard<std::mutex> guard(mutex_);
+  while (in >> job >> index >> pid >> ticks >> deadline) {
+    core::TaskRef task{core::JobId{job}, index};
+    agent::DetachedTask d;
+    d.pid = pid;
+    d.start_ticks = ticks;
+    d.deadline_unix_ns = deadline;
+    d.exit_path = exit_path(task);
+    d.command = "task " + std::to_string(job) + "." + std::to_string(index);
+    candidates_[task] = d;
+  }
+}
+
+bool ProcessExecutor::adopt(const caf::actor& node, const core::Allocation& allocation) {
+  core::TaskRef task = allocation.task;
+  agent::DetachedTask d;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto it = candidates_.find(task);
+    if (it == candidates_.end()) return false;
+    d = it->second;
+    candidates_.erase(it);
+    adopted_[task] = d;
+  }
+  uint64_t handle = supervisor_->adopt(d);
+  spdlog::info("task {}.{}: adopted from the previous agent (keeper pid {})", task.job.value, task.index, d.pid);
+  track(handle, Running{node, task, allocation.claim_id}, std::nullopt);
+  return true;
+}
+
+void ProcessExecutor::drop_unadopted() {
+  std::map<core::TaskRef, agent::DetachedTask> left;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    left.swap(candidates_);
+  }
+  for (const auto& [task, d] : left) {
+    spdlog::warn("task {}.{}: left running by the previous agent but no longer held by its node: killing it",
+                 task.job.value, task.index);
+    uint64_t handle = supervisor_->adopt(d);
+    track(handle, Running{caf::actor{}, task, core::ClaimId{}}, std::string("no longer held by its node"));
+  }
+  write_detached();
+}
+
+size_t ProcessExecutor::busy() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return by_handle_.size() + queued_.size() + (launching_ ? 1 : 0);
+}
+
+bool ProcessExecutor::runs_job(core::JobId job) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto from = by_task_.lower_bound(core::TaskRef{job, 0});
+  if (from != by_task_.end() && from->first.job == job) return true;
+  if (launching_ && launching_->job == job) return true;
+  return std::any_of(queued_.begin(), queued_.end(), [&](const Queued& q) { return q.task.job == job; });
 }
 
 bool ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
@@ -159,6 +284,7 @@ core::Expected<core::LogChunk> ProcessExecutor::read_output(const core::LogReque
 
 void ProcessExecutor::exited(uint64_t handle, agent::TaskExit how) {
   Running r;
+  bool was_adopted = false;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     auto it = by_handle_.find(handle);
@@ -169,13 +295,16 @@ void ProcessExecutor::exited(uint64_t handle, agent::TaskExit how) {
     r = it->second;
     by_handle_.erase(it);
     if (auto t = by_task_.find(r.task); t != by_task_.end() && t->second == handle) by_task_.erase(t);
+    was_adopted = adopted_.erase(r.task) > 0;
   }
+  if (was_adopted) write_detached();
   report(r, std::move(how));
 }
 
 void ProcessExecutor::report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end) {
   TaskEnded e;
   e.task = r.task;
+  e.claim = r.claim;
   e.detail = how.detail;
   e.end = end ? *end : how.end();
   switch (how.how) {

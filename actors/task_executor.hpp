@@ -25,6 +25,10 @@ class TaskExecutor {
   /// never starts and nothing follows: the node freed it already). Returns
   /// whether a TaskEnded follows.
   virtual bool kill(core::TaskRef task, const std::string& reason) = 0;
+  /// Takes over the task of `allocation`, left running by an earlier agent
+  /// of this node: its end comes to `node` as a TaskEnded. False if nothing
+  /// of it runs.
+  virtual bool adopt(const caf::actor& node, const core::Allocation& allocation) = 0;
   /// Reads part of a task's output (what `request` asks; `running` and
   /// `node` are the caller's to fill). Errors: no output kept for it.
   virtual core::Expected<core::LogChunk> read_output(const core::LogRequest& request) const = 0;

@@ -15,6 +15,8 @@
 #include "actors/process_executor.hpp"
 #include "actors/registration.hpp"
 #include "agent/machine.hpp"
+#include "agent/task_output.hpp"
+#include "core/duration.hpp"
 #include "apps/cluster_config.hpp"
 #include "apps/signals.hpp"
 #include "storage/node_store.hpp"
@@ -60,6 +62,16 @@ int run_agent(const AgentOptions& opt) {
   if (!opt.labels.empty()) a.labels = opt.labels;
   if (!opt.state_dir.empty()) a.state_dir = opt.state_dir;
   if (opt.max_starting >= 0) a.max_starting = static_cast<uint32_t>(opt.max_starting);
+  if (!opt.on_stop.empty()) {
+    if (opt.on_stop != "leave" && opt.on_stop != "wait")
+      return fail(2, "--on-stop must be leave or wait, got '" + opt.on_stop + "'");
+    a.on_stop = opt.on_stop;
+  }
+  if (!opt.keep_outputs.empty()) {
+    auto d = core::parse_duration(opt.keep_outputs);
+    if (!d || d->count() <= 0) return fail(2, "--keep-outputs must be a duration such as 7d or 12h");
+    a.keep_outputs = *d;
+  }
 
   core::Resources capacity;
   if (!a.resources.empty()) {
@@ -106,8 +118,11 @@ int run_agent(const AgentOptions& opt) {
       !st)
     return fail(1, st.error().to_string());
 
-  std::shared_ptr<actors::TaskExecutor> executor;
-  if (opt.simulate == 0) executor = std::make_shared<actors::ProcessExecutor>(a.state_dir + "/tasks");
+  std::shared_ptr<actors::ProcessExecutor> executor;
+  if (opt.simulate == 0) {
+    executor = std::make_shared<actors::ProcessExecutor>(a.state_dir + "/tasks");
+    executor->load_detached();  // what the last agent left running, for the nodes to adopt
+  }
   core::LedgerConfig ledger;
   ledger.claim_ttl = config.timeouts.claim_ttl;
   // A real node remembers many task ends: while the server restarts, every
@@ -130,6 +145,7 @@ int run_agent(const AgentOptions& opt) {
     if (auto it = stored.find(spec.id); it != stored.end()) {
       nc.restored = actors::restore_ledger(it->second, ledger, clock);
       nc.restored->set_capacity(capacity);
+      nc.restored->set_state(core::NodeState::up);  // drained when the last agent stopped
     } else {
       core::NodeReport r;
       r.spec = spec;
@@ -145,6 +161,49 @@ int run_agent(const AgentOptions& opt) {
                capacity.to_string(), a.pool, a.state_dir);
 
   caf::scoped_actor self{sys};
+  if (executor) {
+    // Every node actor has adopted what it still holds once it answers;
+    // what the last agent left that no node holds any more must not run on.
+    for (auto& n : nodes)
+      self->request(n, caf::infinite, actors::report_atom::value).receive([](core::NodeReport&) {},
+                                                                         [](caf::error&) {});
+    executor->drop_unadopted();
+  }
+  auto next_cleanup = std::chrono::steady_clock::now();
+  auto clean_outputs = [&] {
+    if (!executor || std::chrono::steady_clock::now() < next_cleanup) return;
+    next_cleanup = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    size_t removed = agent::remove_old_outputs(a.state_dir + "/tasks", a.keep_outputs,
+                                               [&](core::JobId job) { return executor->runs_job(job); });
+    if (removed > 0)
+      spdlog::info("claimsched agent {}: removed the outputs of {} job(s) older than {}", a.name, removed,
+                   core::format_duration(a.keep_outputs));
+  };
+  // Stopping: the first signal drains; "wait" then runs until the tasks end,
+  // "leave" (or a second signal) leaves them running and exits.
+  enum class Stop { running, waiting, leaving } stop = Stop::running;
+  std::optional<actors::gateway_actor> gateway;
+  auto drain = [&] {
+    for (auto& n : nodes)
+      self->request(n, std::chrono::seconds(10), actors::drain_atom::value)
+          .receive([](core::NodeSnapshot&) {}, [](caf::error&) {});
+  };
+  auto on_signal = [&] {
+    if (stop == Stop::running && a.on_stop == "wait" && executor && executor->busy() > 0) {
+      spdlog::info("claimsched agent {}: stopping: no new work; waiting for {} task(s) to end (signal again to "
+                   "leave them running)",
+                   a.name, executor->busy());
+      drain();
+      stop = Stop::waiting;
+      return;
+    }
+    stop = Stop::leaving;
+  };
+  auto stopping_now = [&] {
+    if (wait_for_stop_signal(std::chrono::milliseconds(0))) on_signal();
+    if (stop == Stop::waiting && executor->busy() == 0) stop = Stop::leaving;
+    return stop == Stop::leaving;
+  };
   bool stopping = false;
   int exit_code = 0;
   auto backoff = std::chrono::milliseconds(200);
@@ -156,7 +215,8 @@ int run_agent(const AgentOptions& opt) {
         spdlog::warn("claimsched agent {}: cannot reach the server at {}: {}; retrying", a.name, a.server,
                      sys.render(remote.error()));
       said_unreachable = true;
-      stopping = wait_for_stop_signal(backoff);
+      if (wait_for_stop_signal(backoff)) on_signal();
+      stopping = stop == Stop::leaving || (stop == Stop::waiting && executor->busy() == 0);
       backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
       continue;
     }
@@ -184,10 +244,13 @@ int run_agent(const AgentOptions& opt) {
     }
     if (!registered) {
       self->demonitor(gw.address());
-      if (!stopping) stopping = wait_for_stop_signal(backoff);
+      if (!stopping && wait_for_stop_signal(backoff)) on_signal();
+      stopping = stopping || stop == Stop::leaving;
       continue;
     }
     spdlog::info("claimsched agent {}: registered with {}", a.name, a.server);
+    if (stop == Stop::waiting) drain();  // a server that restarted meanwhile learns it again
+    gateway = gw;
     bool lost = false;
     while (!lost && !stopping) {
       for (const auto& s : specs) self->send(gw, actors::heartbeat_atom::value, s.id);
@@ -195,13 +258,28 @@ int run_agent(const AgentOptions& opt) {
       while (!lost && !stopping && std::chrono::steady_clock::now() < deadline) {
         self->receive([&](caf::down_msg&) { lost = true; },
                       caf::after(std::chrono::milliseconds(100)) >> [&] {});
-        stopping = wait_for_stop_signal(std::chrono::milliseconds(0));
+        stopping = stopping_now();
       }
+      clean_outputs();
     }
-    if (lost) spdlog::warn("claimsched agent {}: lost the server; reconnecting", a.name);
+    if (lost) {
+      spdlog::warn("claimsched agent {}: lost the server; reconnecting", a.name);
+      gateway.reset();
+    }
     self->demonitor(gw.address());
   }
-  spdlog::info("claimsched agent {}: stopping", a.name);
+  if (executor && executor->busy() > 0) {
+    // Leave: nothing new starts here, the server waits for this node's
+    // return, and the tasks run on under their keepers for the next start.
+    drain();
+    if (gateway)
+      for (const auto& s : specs) self->send(*gateway, actors::leave_atom::value, s.id);
+    size_t left = executor->detach_all();
+    spdlog::info("claimsched agent {}: stopping; {} task(s) left running for the next start to adopt", a.name,
+                 left);
+  } else {
+    spdlog::info("claimsched agent {}: stopping", a.name);
+  }
   for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);
   for (auto& n : nodes) self->wait_for(n);
   return exit_code;

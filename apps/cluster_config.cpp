@@ -169,6 +169,7 @@ class ConfigReader {
         {"claim_ttl", &TimeoutsConfig::claim_ttl},
         {"reply_timeout", &TimeoutsConfig::reply_timeout},
         {"recovery_grace", &TimeoutsConfig::recovery_grace},
+        {"agent_restart_grace", &TimeoutsConfig::agent_restart_grace},
         {"link_heartbeat", &TimeoutsConfig::link_heartbeat},
         {"link_timeout", &TimeoutsConfig::link_timeout},
     };
@@ -453,7 +454,17 @@ class ConfigReader {
     const toml::table* t = r_.table(root_, "agent", "");
     if (!t) return;
     AgentConfig& a = c_.agent;
-    r_.keys(*t, "agent", {"name", "pool", "resources", "labels", "state_dir", "max_starting", "server"});
+    r_.keys(*t, "agent",
+            {"name", "pool", "resources", "labels", "state_dir", "max_starting", "server", "on_stop", "keep_outputs"});
+    std::string on_stop = a.on_stop;
+    if (r_.string(*t, "on_stop", "agent", on_stop) && t->get("on_stop")) {
+      if (on_stop == "leave" || on_stop == "wait")
+        a.on_stop = on_stop;
+      else
+        r_.problem(*t->get("on_stop"), "agent.on_stop", "must be \"leave\" or \"wait\", got '" + on_stop + "'");
+    }
+    if (r_.duration(*t, "keep_outputs", "agent", a.keep_outputs) && a.keep_outputs.count() <= 0)
+      r_.problem(*t->get("keep_outputs"), "agent.keep_outputs", "must be longer than 0s");
     r_.string(*t, "name", "agent", a.name);
     if (r_.string(*t, "pool", "agent", a.pool) && t->get("pool")) {
       std::vector<std::string> leaves = leaf_pools(c_.policy);

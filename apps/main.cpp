@@ -109,6 +109,10 @@ int main(int argc, char** argv) {
   agt->add_option("--state-dir", agent.state_dir, "Where the node's state and task outputs live");
   agt->add_option("--simulate", agent.simulate, "Host N synthetic nodes whose tasks only pretend to run");
   agt->add_option("--max-starting", agent.max_starting, "Tasks starting at once per node (0: no limit)");
+  agt->add_option("--on-stop", agent.on_stop,
+                  "On SIGTERM: leave running tasks for the next start to adopt (leave, the default) or wait for "
+                  "them to end (wait)");
+  agt->add_option("--keep-outputs", agent.keep_outputs, "Keep task outputs this long after their job ends here (default 7d)");
 
   claimsched::apps::ClientOptions client;
   claimsched::apps::add_client_commands(app, client);

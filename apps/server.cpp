@@ -85,6 +85,7 @@ int run_server(const ServerOptions& opt) {
   gc.heartbeat_interval = config.timeouts.heartbeat_interval;
   gc.node_grace = config.timeouts.node_grace;
   gc.resources = config.resources;
+  gc.agent_restart_grace = config.timeouts.agent_restart_grace;
   for (const auto& p : config.partitions) {
     std::string dir = config.storage.data_dir + "/partition-" + std::to_string(p.id.value);
     std::error_code ec;

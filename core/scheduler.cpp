@@ -379,6 +379,8 @@ void Scheduler::end_tasks_finished_while_away(const NodeReport& report, TimePoin
     JobRecord& j = jt->second;
     if (task.index >= j.spec.count || j.tasks.empty() || j.tasks[task.index].state != TaskState::running)
       continue;
+    // It ran there: its record says so after it ends.
+    if (auto n = view_.find_node(report.spec.id)) j.tasks[task.index].node_plus_one = *n + 1;
     end_task(j, *ev, now, out);
   }
 }
