@@ -355,12 +355,25 @@ void Scheduler::declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, 
 
 void Scheduler::reconcile_node(const NodeReport& report, TimePoint now, Outbox& out) {
   end_tasks_finished_while_away(report, now, out);
-  reconcile(report.spec.id, report.allocations, &report.claims, false, now, out);
+  // Every task believed to run there, not only restored ones: an agent that
+  // restarted quickly (within node_grace) no longer runs what it ran.
+  reconcile(report.spec.id, report.allocations, &report.claims, true, now, out);
 }
 
 void Scheduler::end_tasks_finished_while_away(const NodeReport& report, TimePoint now, Outbox& out) {
-  auto it = unverified_.find(report.spec.id);
-  if (it == unverified_.end() || report.finished.empty()) return;
+  if (report.finished.empty()) return;
+  auto n = view_.find_node(report.spec.id);
+  // Restored onto the node and not verified yet, or believed running there.
+  std::vector<TaskRef> expected;
+  if (auto it = unverified_.find(report.spec.id); it != unverified_.end()) expected = it->second;
+  if (n)
+    for (const auto& ev : report.finished) {
+      auto jt = jobs_.find(ev.task.job);
+      if (jt == jobs_.end() || ev.task.index >= jt->second.tasks.size()) continue;
+      const TaskRecord& r = jt->second.tasks[ev.task.index];
+      if (r.state == TaskState::running && r.node_plus_one == *n + 1) expected.push_back(ev.task);
+    }
+  if (expected.empty()) return;
   std::vector<TaskRef> held;
   held.reserve(report.allocations.size());
   for (const auto& a : report.allocations) held.push_back(a.task);
@@ -369,7 +382,6 @@ void Scheduler::end_tasks_finished_while_away(const NodeReport& report, TimePoin
   std::map<TaskRef, const NodeEvent*> latest;
   for (const auto& ev : report.finished)
     if (ev.partition == config_.partition && ev.kind == NodeEvent::Kind::task_finished) latest[ev.task] = &ev;
-  const auto& expected = it->second;
   for (const auto& [task, ev] : latest) {
     // Held again: the node runs the task anew, the event is an older run's.
     if (std::binary_search(held.begin(), held.end(), task)) continue;
@@ -380,7 +392,7 @@ void Scheduler::end_tasks_finished_while_away(const NodeReport& report, TimePoin
     if (task.index >= j.spec.count || j.tasks.empty() || j.tasks[task.index].state != TaskState::running)
       continue;
     // It ran there: its record says so after it ends.
-    if (auto n = view_.find_node(report.spec.id)) j.tasks[task.index].node_plus_one = *n + 1;
+    if (n) j.tasks[task.index].node_plus_one = *n + 1;
     end_task(j, *ev, now, out);
   }
 }
@@ -1331,7 +1343,8 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
     if (!j.spec.gang && e.verdict != WaitVerdict::fits_now) {
       // The placement stage's own words: what is free where.
       auto result = place(view_, request_for(j, true), config_.classes[j.class_index].placement);
-      if (result.verdict != PlacementVerdict::fit) e.summary = "waiting for capacity: " + result.reason;
+      if (result.verdict != PlacementVerdict::fit)
+        e.summary = (e.verdict == WaitVerdict::unresolvable ? "" : "waiting for capacity: ") + result.reason;
     }
   }
   return e;
