@@ -24,7 +24,8 @@ namespace claimsched::testing {
 
 class LocalCluster {
  public:
-  LocalCluster() {
+  /// `extra_config` is appended to the config file (sections the test needs).
+  explicit LocalCluster(const std::string& extra_config = "") {
     char tmpl[] = "/tmp/claimsched-cluster-XXXXXX";
     dir_ = mkdtemp(tmpl);
     config_ = dir_ + "/cluster.toml";
@@ -32,7 +33,8 @@ class LocalCluster {
                            << "[listen]\nhost = \"127.0.0.1\"\nport = 0\n"
                            << "[storage]\ndata_dir = \"" << dir_ << "/server\"\n"
                            << "[timeouts]\nheartbeat_interval = \"200ms\"\nnode_grace = \"2s\"\n"
-                           << "recovery_grace = \"5s\"\nlink_heartbeat = \"100ms\"\nlink_timeout = \"1s\"\n";
+                           << "recovery_grace = \"5s\"\nlink_heartbeat = \"100ms\"\nlink_timeout = \"1s\"\n"
+                           << extra_config;
   }
   LocalCluster(const LocalCluster&) = delete;
   LocalCluster& operator=(const LocalCluster&) = delete;
