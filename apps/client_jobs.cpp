@@ -288,6 +288,9 @@ int run_jobs(ClientSession& s, const ClientOptions& o, bool queue) {
 int run_nodes(ClientSession& s, const ClientOptions& o) {
   auto nodes = s.nodes();
   if (!nodes) return fail(nodes.error());
+  std::sort(nodes->begin(), nodes->end(), [](const auto& a, const auto& b) {
+    return std::tie(a.spec.name, a.spec.id) < std::tie(b.spec.name, b.spec.id);
+  });
   if (o.json) {
     auto list = json::array();
     for (const auto& n : *nodes) list.push_back(node_json(n));

@@ -68,13 +68,17 @@ int run_explain(ClientSession& s, const ClientOptions& o) {
               j.value("name", "").empty() ? "" : (" (" + j.value("name", "") + ")").c_str(), str(j, "user").c_str(),
               str(j, "class").c_str(), str(j, "pool").c_str(), str(j, "state").c_str());
   std::printf("  %s: %s\n", str(placement, "verdict").c_str(), str(placement, "summary").c_str());
-  if (const json& c = placement["counts"]; c.is_object())
-    std::printf("  nodes in the pool: %s (%s up); matching the constraints %s, big enough %s, with room now %s; "
-                "tasks that fit now %s, when the pool is empty %s (pending %s)\n",
+  if (const json& c = placement["counts"]; c.is_object()) {
+    std::printf("  nodes in the pool: %s (%s up): %s match its constraints, %s are big enough for a task, %s have "
+                "room for one now\n",
                 str(c, "nodes").c_str(), str(c, "nodes_up").c_str(), str(c, "nodes_matching").c_str(),
-                str(c, "nodes_big_enough").c_str(), str(c, "nodes_with_room").c_str(),
-                str(c, "tasks_fitting_now").c_str(), str(c, "tasks_fitting_empty").c_str(),
-                str(placement, "pending").c_str());
+                str(c, "nodes_big_enough").c_str(), str(c, "nodes_with_room").c_str());
+    std::printf("  pending tasks: %s; %s fit now%s\n", str(placement, "pending").c_str(),
+                str(c, "tasks_fitting_now").c_str(),
+                placement.value("gang", false)
+                    ? (", " + str(c, "tasks_fitting_empty") + " would when the pool is empty").c_str()
+                    : "");
+  }
   if (!j.value("last_removal", "").empty()) std::printf("  last taken away: %s\n", str(j, "last_removal").c_str());
   const json& policy = j["policy"];
   if (!policy.is_object()) {
