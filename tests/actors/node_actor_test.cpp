@@ -59,6 +59,26 @@ core::ConfirmRequest confirm(uint64_t id) {
   return r;
 }
 
+core::ReleaseRequest release(uint64_t job, core::TaskIndex task) {
+  core::ReleaseRequest r;
+  r.partition = core::PartitionId{1};
+  r.epoch = 1;
+  r.node = core::NodeId{1};
+  r.job = core::JobId{job};
+  r.tasks = {task};
+  return r;
+}
+
+actors::TaskEnded ended(core::TaskState state, int32_t exit_code, core::TaskEnd end, uint64_t claim = 0) {
+  actors::TaskEnded e;
+  e.task = core::TaskRef{core::JobId{10}, 0};
+  e.state = state;
+  e.exit_code = exit_code;
+  e.end = end;
+  e.claim = core::ClaimId{claim};
+  return e;
+}
+
 class NodeActorTest : public ActorTest {
  protected:
   NodeActorTest() {
@@ -108,21 +128,11 @@ TEST_F(NodeActorTest, AReleasedTasksRealEndIsReportedForTheRecord) {
   caf::anon_send(node, confirm(1));
   run();
   ASSERT_EQ(executor->started.size(), 1u);
-  core::ReleaseRequest release;
-  release.partition = core::PartitionId{1};
-  release.epoch = 1;
-  release.node = core::NodeId{1};
-  release.job = core::JobId{10};
-  release.tasks = {0};
-  caf::anon_send(node, release);
+  caf::anon_send(node, release(10, 0));
   run();
   ASSERT_EQ(executor->killed.size(), 1u);
   // It trapped SIGTERM and exited 1: the executor reports that end.
-  actors::TaskEnded e;
-  e.task = core::TaskRef{core::JobId{10}, 0};
-  e.state = core::TaskState::lost;
-  e.exit_code = 1;
-  e.end = core::TaskEnd::observed(core::EndReason::cancelled, 1, 0);
+  auto e = ended(core::TaskState::lost, 1, core::TaskEnd::observed(core::EndReason::cancelled, 1, 0));
   caf::anon_send(node, e);
   run();
   auto exited = events(core::NodeEvent::Kind::task_exited);
@@ -143,36 +153,19 @@ TEST_F(NodeActorTest, ALateEndOfAReleasedRunDoesNotEndTheTasksNextRunThere) {
   caf::anon_send(node, claim(1, 10, {0}, true));
   caf::anon_send(node, confirm(1));
   run();
-  core::ReleaseRequest release;
-  release.partition = core::PartitionId{1};
-  release.epoch = 1;
-  release.node = core::NodeId{1};
-  release.job = core::JobId{10};
-  release.tasks = {0};
-  caf::anon_send(node, release);
+  caf::anon_send(node, release(10, 0));
   caf::anon_send(node, claim(2, 10, {0}, true));
   caf::anon_send(node, confirm(2));
   run();
   ASSERT_EQ(executor->started.size(), 2u);
-  actors::TaskEnded old_run;
-  old_run.task = core::TaskRef{core::JobId{10}, 0};
-  old_run.state = core::TaskState::lost;
-  old_run.exit_code = 143;
-  old_run.end = core::TaskEnd::observed(core::EndReason::cancelled, -1, 15);
-  old_run.claim = core::ClaimId{1};
-  caf::anon_send(node, old_run);
+  caf::anon_send(node, ended(core::TaskState::lost, 143, core::TaskEnd::observed(core::EndReason::cancelled, -1, 15), 1));
   run();
   EXPECT_TRUE(events(core::NodeEvent::Kind::task_finished).empty()) << "the new run goes on";
   ASSERT_EQ(events(core::NodeEvent::Kind::task_exited).size(), 1u);
   auto r = ask<core::NodeReport>(node, actors::report_atom::value);
   ASSERT_TRUE(r);
   ASSERT_EQ(r->allocations.size(), 1u);
-  actors::TaskEnded new_run;
-  new_run.task = old_run.task;
-  new_run.state = core::TaskState::succeeded;
-  new_run.end = core::TaskEnd::exited(0);
-  new_run.claim = core::ClaimId{2};
-  caf::anon_send(node, new_run);
+  caf::anon_send(node, ended(core::TaskState::succeeded, 0, core::TaskEnd::exited(0), 2));
   run();
   ASSERT_EQ(events(core::NodeEvent::Kind::task_finished).size(), 1u);
   EXPECT_EQ(events(core::NodeEvent::Kind::task_finished)[0].final_state, core::TaskState::succeeded);

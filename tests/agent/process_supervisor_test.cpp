@@ -608,6 +608,17 @@ TEST_F(ProcessSupervisorTest, ChildGetsCleanDescriptorsAndSignals) {
 
 // --- tasks that outlive their agent (drain, then adoption by the next) ----------
 
+/// Starts `spec` (writing its exit file under dir_) on an agent that then
+/// stops leaving it running; what that agent handed over.
+std::vector<DetachedTask> started_then_detached(LaunchSpec spec, const fs::path& exit_path,
+                                                std::chrono::milliseconds settle = 0ms) {
+  spec.exit_path = exit_path.string();
+  ProcessSupervisor agent(nullptr);
+  EXPECT_TRUE(agent.start(spec));
+  std::this_thread::sleep_for(settle);
+  return agent.detach_all();
+}
+
 TEST_F(ProcessSupervisorTest, ADetachedTaskOutlivesItsAgentAndTheNextOneGetsItsStatus) {
   const fs::path go = dir_ / "go";
   LaunchSpec spec = shell("while [ ! -e " + go.string() + " ]; do sleep 0.05; done; echo done; exit 3");
@@ -641,15 +652,9 @@ TEST_F(ProcessSupervisorTest, ADetachedTaskOutlivesItsAgentAndTheNextOneGetsItsS
 }
 
 TEST_F(ProcessSupervisorTest, AnAdoptedTaskIsWatchedAndKilledLikeAnyOther) {
-  LaunchSpec spec = shell("trap 'exit 7' TERM; while true; do sleep 0.05; done");
-  spec.exit_path = (dir_ / "task.exit").string();
-  std::vector<DetachedTask> detached;
-  {
-    ProcessSupervisor first(nullptr);
-    ASSERT_TRUE(first.start(spec));
-    std::this_thread::sleep_for(100ms);  // the trap is set
-    detached = first.detach_all();
-  }
+  // 100 ms: the trap is set.
+  auto detached = started_then_detached(shell("trap 'exit 7' TERM; while true; do sleep 0.05; done"),
+                                        dir_ / "task.exit", 100ms);
   ASSERT_EQ(detached.size(), 1u);
   Exits exits;
   ProcessSupervisor next(exits.callback());
@@ -665,14 +670,7 @@ TEST_F(ProcessSupervisorTest, AnAdoptedTaskIsWatchedAndKilledLikeAnyOther) {
 }
 
 TEST_F(ProcessSupervisorTest, AKeeperThatWasKilledLeavesAnUnknownStatus) {
-  LaunchSpec spec = shell("sleep 30");
-  spec.exit_path = (dir_ / "task.exit").string();
-  std::vector<DetachedTask> detached;
-  {
-    ProcessSupervisor first(nullptr);
-    ASSERT_TRUE(first.start(spec));
-    detached = first.detach_all();
-  }
+  auto detached = started_then_detached(shell("sleep 30"), dir_ / "task.exit");
   ASSERT_EQ(detached.size(), 1u);
   ::kill(-detached.front().pid, SIGKILL);
   int status = 0;

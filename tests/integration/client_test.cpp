@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <functional>
 
 #include "tests/integration/cluster.hpp"
 
@@ -15,6 +16,11 @@ using namespace std::chrono_literals;
 using nlohmann::json;
 
 bool contains(const std::string& text, const std::string& what) { return text.find(what) != std::string::npos; }
+
+void expect_exit(const ProcessResult& r, int code, const std::string& says) {
+  EXPECT_EQ(r.exit_code, code) << r.out;
+  EXPECT_TRUE(contains(r.out, says)) << r.out;
+}
 
 class ClientTest : public ::testing::Test {
  protected:
@@ -65,8 +71,7 @@ TEST_F(ClientTest, LogsOfAFinishedAndOfARunningTaskFromWhicheverAgentRanThem) {
   EXPECT_EQ(r.exit_code, 0) << r.out;
   EXPECT_EQ(r.out, "out 1\n1\n2\n3\n4\n5\nlate\n");
   r = cluster.client("logs " + id + ".7");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(contains(r.out, "has no task 7")) << r.out;
+  expect_exit(r, 1, "has no task 7");
 }
 
 TEST_F(ClientTest, EveryTaskEndSaysWhy) {
@@ -113,29 +118,27 @@ TEST_F(ClientTest, EveryTaskEndSaysWhy) {
   auto text = cluster.client("status " + std::to_string(job));
   EXPECT_TRUE(contains(text.out, "cancelled; exited with code 1 after SIGTERM")) << text.out;
 
+  // A whole-node task on each agent; `disrupt` takes one agent away; the
+  // reasons of the job's task ends.
+  auto reasons_after = [&](const std::function<void()>& disrupt) {
+    uint64_t id = cluster.submit("--max-lost-retries 0 --resources cpu=4,memory=1Gi --count 2", "/bin/sleep 4", &why);
+    EXPECT_TRUE(LocalCluster::wait_until([&] { return cluster.status(id)->value("state", "") == "running"; }, 20s));
+    std::this_thread::sleep_for(500ms);
+    disrupt();
+    auto ended = cluster.wait_for_job(id, 30s);
+    std::set<std::string> out;
+    for (const auto& t : ended["tasks"]) out.insert(t["end"].is_object() ? t["end"].value("reason", "") : "");
+    return out;
+  };
   // Its node stops answering: node_lost (no retry left).
-  job = cluster.submit("--max-lost-retries 0 --resources cpu=4,memory=1Gi --count 2", "/bin/sleep 4", &why);
-  ASSERT_NE(job, 0u) << why;
-  ASSERT_TRUE(LocalCluster::wait_until([&] { return cluster.status(job)->value("state", "") == "running"; }, 20s));
-  std::this_thread::sleep_for(500ms);
-  cluster.kill_agent("a1");
-  s = cluster.wait_for_job(job, 30s);
-  std::set<std::string> reasons;
-  for (const auto& t : s["tasks"]) reasons.insert(t["end"].is_object() ? t["end"].value("reason", "") : "");
-  EXPECT_TRUE(reasons.contains("node_lost")) << s.dump(2);
-
+  EXPECT_TRUE(reasons_after([&] { cluster.kill_agent("a1"); }).contains("node_lost"));
   // Its agent restarts after a crash: the task died with it (agent_stopped).
   cluster.start_agent("a1");
   ASSERT_TRUE(cluster.wait_for_alive_nodes(2));
-  job = cluster.submit("--max-lost-retries 0 --resources cpu=4,memory=1Gi --count 2", "/bin/sleep 4", &why);
-  ASSERT_TRUE(LocalCluster::wait_until([&] { return cluster.status(job)->value("state", "") == "running"; }, 20s));
-  std::this_thread::sleep_for(500ms);
-  cluster.kill_agent("a2");
-  cluster.start_agent("a2");
-  s = cluster.wait_for_job(job, 30s);
-  reasons.clear();
-  for (const auto& t : s["tasks"]) reasons.insert(t["end"].is_object() ? t["end"].value("reason", "") : "");
-  EXPECT_TRUE(reasons.contains("agent_stopped")) << s.dump(2);
+  EXPECT_TRUE(reasons_after([&] {
+                cluster.kill_agent("a2");
+                cluster.start_agent("a2");
+              }).contains("agent_stopped"));
 }
 
 TEST_F(ClientTest, AJobFileAndFlagsMakeOneJobAndBadFieldsAreNamed) {
@@ -146,8 +149,7 @@ TEST_F(ClientTest, AJobFileAndFlagsMakeOneJobAndBadFieldsAreNamed) {
   // unknown class is refused by the server naming the field.
   auto r = cluster.client_before_command("submit --file " + file + " --count 3 --class nosuch --env X=1",
                                          "/bin/sh -c 'echo $FROM $X'");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_TRUE(contains(r.out, "job field 'class'")) << r.out;
+  expect_exit(r, 1, "job field 'class'");
   auto s = run_job("--file " + file + " --count 3 --env X=1", "/bin/sh -c 'echo $FROM $X'");
   EXPECT_EQ(s["state"], "succeeded") << s.dump(2);
   EXPECT_EQ(s["count"], 3);
@@ -160,49 +162,38 @@ TEST_F(ClientTest, AJobFileAndFlagsMakeOneJobAndBadFieldsAreNamed) {
   EXPECT_EQ(run_job("--file " + no_pool + " --pool default", "")["state"], "succeeded");
   // Usage errors, nothing sent: exit 2, the field named.
   r = cluster.client("submit --file " + write("typo.toml", "comand = [\"/bin/true\"]\n"));
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.out, "unknown job field 'comand'")) << r.out;
+  expect_exit(r, 2, "unknown job field 'comand'");
   // Bug 1 of issue 13: a job without a command was accepted and held a slot forever.
   r = cluster.client("submit --file " + write("empty.toml", "command = []\n"));
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.out, "job field 'command': a job needs a command")) << r.out;
+  expect_exit(r, 2, "job field 'command': a job needs a command");
   r = cluster.client("submit");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.out, "a job needs a command")) << r.out;
+  expect_exit(r, 2, "a job needs a command");
 }
 
 TEST_F(ClientTest, ResourcesAreCheckedAtTheDoor) {
   auto r = cluster.client_before_command("submit --resources CPU=1", "/bin/true");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.out, "did you mean 'cpu'?")) << r.out;
+  expect_exit(r, 2, "did you mean 'cpu'?");
   r = cluster.client_before_command("submit --resources memory=4GB", "/bin/true");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_TRUE(contains(r.out, "write 4G (10^9 bytes) or 4Gi (2^30 bytes)")) << r.out;
+  expect_exit(r, 2, "write 4G (10^9 bytes) or 4Gi (2^30 bytes)");
   r = cluster.client_before_command("submit --resources cpu=1,licenses=2", "/bin/true");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(contains(r.out, "unknown resource 'licenses'")) << r.out;
+  expect_exit(r, 1, "unknown resource 'licenses'");
   // Larger than any node: refused with the largest node's size, unless held.
   r = cluster.client_before_command("submit --resources cpu=8", "/bin/true");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(contains(r.out, "the largest has cpu=4,memory=4Gi")) << r.out;
+  expect_exit(r, 1, "the largest has cpu=4,memory=4Gi");
   r = cluster.client_before_command("submit --count 9 --gang", "/bin/true");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_TRUE(contains(r.out, "hold at most 8 of them together")) << r.out;
+  expect_exit(r, 1, "hold at most 8 of them together");
   std::string why;
   uint64_t held = cluster.submit("--resources cpu=8 --hold", "/bin/true", &why);
   ASSERT_NE(held, 0u) << why;
   r = cluster.client("explain " + std::to_string(held));
-  EXPECT_EQ(r.exit_code, 0);
-  EXPECT_TRUE(contains(r.out, "unresolvable: no node in pool 'default' is big enough for one task of cpu=8")) << r.out;
+  expect_exit(r, 0, "unresolvable: no node in pool 'default' is big enough for one task of cpu=8");
 }
 
 TEST_F(ClientTest, WaitWaitsAndExitsWithTheJobsOutcome) {
   auto r = cluster.client_before_command("submit --wait --count 2", "/bin/true");
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_TRUE(contains(r.out, "succeeded: 2 tasks succeeded")) << r.out;
+  expect_exit(r, 0, "succeeded: 2 tasks succeeded");
   r = cluster.client_before_command("submit --wait", "/bin/false");
-  EXPECT_EQ(r.exit_code, 1) << r.out;
-  EXPECT_TRUE(contains(r.out, "failed")) << r.out;
+  expect_exit(r, 1, "failed");
   EXPECT_TRUE(contains(r.out, "exited with code 1")) << r.out;
   r = cluster.client_before_command("submit --wait --json", "/bin/sh -c 'exit 4'");
   EXPECT_EQ(r.exit_code, 1);
@@ -213,8 +204,7 @@ TEST_F(ClientTest, WaitWaitsAndExitsWithTheJobsOutcome) {
   EXPECT_TRUE(j["finished_at"].is_string());
   // --follow prints the changes as they happen, then exits the same way.
   r = cluster.client_before_command("submit --follow", "/bin/sh -c 'sleep 0.5'");
-  EXPECT_EQ(r.exit_code, 0) << r.out;
-  EXPECT_TRUE(contains(r.out, "running")) << r.out;
+  expect_exit(r, 0, "running");
   EXPECT_TRUE(contains(r.out, "task 0: succeeded")) << r.out;
 }
 
