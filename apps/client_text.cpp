@@ -38,27 +38,6 @@ std::string local_time(core::TimePoint wall) {
   return buf;
 }
 
-std::string human_duration(core::Duration d) {
-  if (d.count() < 0) d = -d;
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
-  char buf[48];
-  if (ms < 1000) {
-    std::snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(ms));
-  } else if (ms < 60'000) {
-    std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000.0);
-  } else if (ms < 3'600'000) {
-    std::snprintf(buf, sizeof buf, "%lldm %02llds", static_cast<long long>(ms / 60'000),
-                  static_cast<long long>(ms / 1000 % 60));
-  } else if (ms < 86'400'000) {
-    std::snprintf(buf, sizeof buf, "%lldh %02lldm", static_cast<long long>(ms / 3'600'000),
-                  static_cast<long long>(ms / 60'000 % 60));
-  } else {
-    std::snprintf(buf, sizeof buf, "%lldd %02lldh", static_cast<long long>(ms / 86'400'000),
-                  static_cast<long long>(ms / 3'600'000 % 24));
-  }
-  return buf;
-}
-
 core::Expected<core::TimePoint> parse_since(const std::string& text, core::TimePoint wall_now) {
   if (auto ago = core::parse_duration(text)) return wall_now - *ago;
   std::tm tm{};

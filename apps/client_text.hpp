@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/duration.hpp"
 #include "core/ids.hpp"
 #include "core/status.hpp"
 
@@ -21,8 +22,7 @@ std::string render_table(const std::vector<std::vector<std::string>>& rows);
 /// A wall-clock time (ns since the Unix epoch) in local time,
 /// "2025-01-02 12:00:03"; "-" for kNever and 0.
 std::string local_time(core::TimePoint wall);
-/// "850ms", "12.5s", "3m 05s", "2h 07m", "3d 04h".
-std::string human_duration(core::Duration d);
+using core::human_duration;
 /// Parses --since: a duration ago ("1h", "30m") or a local date and time
 /// ("2025-01-02", "2025-01-02 12:00", "2025-01-02T12:00:03"). Returns the
 /// wall-clock time (ns since the Unix epoch).
