@@ -5,6 +5,8 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <functional>
 
 #include "tests/integration/cluster.hpp"
@@ -299,6 +301,44 @@ TEST_F(ClientTest, EveryCommandExitsTwoOnBadUsageThreeWhenUnreachableOneWhenRefu
   for (const char* command : {"status 999", "cancel 999", "logs 999", "explain 999"})
     EXPECT_EQ(cluster.client(command).exit_code, 1) << command;
   for (const char* command : {"queue", "jobs", "nodes", "pools"}) EXPECT_EQ(cluster.client(command).exit_code, 0);
+}
+
+// An agent stopped on its own (the server keeps running) leaves its task
+// running; the server waits for it past node_grace; its next start adopts
+// the task, which completes once without using a retry.
+TEST_F(ClientTest, AnAgentStoppedAndStartedAgainAdoptsItsRunningTask) {
+  std::string done = cluster.dir() + "/done.log";
+  std::string why;
+  uint64_t job = cluster.submit("--resources cpu=4,memory=1Gi --count 2 --max-lost-retries 0",
+                                "/bin/sh -c 'sleep 4; echo $CLAIMSCHED_TASK_INDEX >> " + done + "'", &why);
+  ASSERT_NE(job, 0u) << why;
+  ASSERT_TRUE(LocalCluster::wait_until([&] { return cluster.status(job)->value("state", "") == "running"; }, 20s));
+  cluster.kill_agent("a1", SIGTERM);
+  EXPECT_EQ(cluster.agent("a1").wait(), 0);
+  std::this_thread::sleep_for(2500ms);  // longer than node_grace (2 s)
+  EXPECT_EQ(cluster.status(job)->value("state", ""), "running") << "not lost: its agent said it would be back";
+  cluster.start_agent("a1");
+  auto s = cluster.wait_for_job(job, 30s);
+  EXPECT_EQ(s.value("state", ""), "succeeded") << s.dump(2);
+  for (const auto& t : s["tasks"]) EXPECT_EQ(t.value("losses", -1), 0) << s.dump(2);
+  std::multiset<std::string> lines;
+  std::istringstream in(LocalCluster::read_file(done));
+  for (std::string line; std::getline(in, line);) lines.insert(line);
+  EXPECT_EQ(lines, (std::multiset<std::string>{"0", "1"}));
+}
+
+TEST_F(ClientTest, AnAgentWithOnStopWaitFinishesItsTasksBeforeItExits) {
+  cluster.start_agent("a3", "cpu=1,memory=1Gi", {"--on-stop", "wait", "--label", "waits"});
+  ASSERT_TRUE(cluster.wait_for_alive_nodes(3));
+  std::string why;
+  uint64_t job = cluster.submit("--resources cpu=1,memory=1Gi --constraint waits", "/bin/sleep 2", &why);
+  ASSERT_NE(job, 0u) << why;
+  ASSERT_TRUE(LocalCluster::wait_until([&] { return cluster.status(job)->value("state", "") == "running"; }, 20s));
+  cluster.agent("a3").kill(SIGTERM);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_TRUE(cluster.agent("a3").running()) << "it waits for its task";
+  EXPECT_EQ(cluster.agent("a3").wait(), 0);
+  EXPECT_EQ(cluster.wait_for_job(job, 10s).value("state", ""), "succeeded");
 }
 
 class PolicyClientTest : public ClientTest {

@@ -81,12 +81,13 @@ class LocalCluster {
   BackgroundProcess& server() { return *server_; }
 
   /// Starts (or restarts, with the same state directory) agent `name`.
-  void start_agent(const std::string& name, const std::string& resources = "cpu=4,memory=4Gi") {
+  void start_agent(const std::string& name, const std::string& resources = "cpu=4,memory=4Gi",
+                   const std::vector<std::string>& extra = {}) {
     agents_.erase(name);
-    agents_[name] = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{CLAIMSCHED_BINARY, "--log-level", "debug", "agent", "--server", address_, "--name", name,
-                                 "--resources", resources, "--state-dir", dir_ + "/" + name},
-        dir_ + "/" + name + ".log");
+    std::vector<std::string> argv{CLAIMSCHED_BINARY, "--log-level", "debug", "agent", "--server", address_, "--name",
+                                  name, "--resources", resources, "--state-dir", dir_ + "/" + name};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    agents_[name] = std::make_unique<BackgroundProcess>(argv, dir_ + "/" + name + ".log");
     ASSERT_TRUE(agents_[name]->started());
   }
   /// Sends `signal` (SIGSTOP, SIGCONT, ...) without waiting for an exit.
@@ -95,6 +96,7 @@ class LocalCluster {
     agents_.at(name)->kill(signal);
     agents_.at(name)->wait();
   }
+  BackgroundProcess& agent(const std::string& name) { return *agents_.at(name); }
 
   /// Runs a client command against this cluster; `args` are shell words.
   ProcessResult client(const std::string& args) const {
