@@ -49,19 +49,25 @@ using members_atom = caf::atom_constant<caf::atom("members")>;
 using route_atom = caf::atom_constant<caf::atom("route")>;
 using partition_atom = caf::atom_constant<caf::atom("partition")>;
 using lease_atom = caf::atom_constant<caf::atom("lease")>;
+using history_atom = caf::atom_constant<caf::atom("history")>;
+using logs_atom = caf::atom_constant<caf::atom("logs")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using leave_atom = caf::atom_constant<caf::atom("leave")>;
 
 /// A real task's process ended (local only: from the executor to its node
 /// actor; see task_executor.hpp).
 struct TaskEnded {
   core::TaskRef task;
-  /// The allocation (by the claim that made it) whose run ended: a later run
-  /// of the same task is not ended by an earlier one's exit (zero: any).
-  core::ClaimId claim_id;
   /// succeeded, failed (non-zero exit, killed at max_run_time, could not
   /// start) or lost.
   core::TaskState state = core::TaskState::succeeded;
   int32_t exit_code = 0;
   std::string detail;
+  /// Why, typed.
+  core::TaskEnd end;
+  /// The claim its run was confirmed under: a late end of a released run
+  /// must not end the task's next run on the same node. Zero: unknown.
+  core::ClaimId claim;
 };
 
 /// Anyone who follows a node's update stream (schedulers, replicas, views).
@@ -92,6 +98,10 @@ using node_actor = caf::typed_actor<
     caf::reacts_to<snapshot_atom>,
     /// Everything the node holds (invariant checks, reconciliation).
     caf::replies_to<report_atom>::with<core::NodeReport>,
+    /// Part of a task's output, read from the file its agent wrote.
+    caf::replies_to<logs_atom, core::LogRequest>::with<core::LogChunk>,
+    /// Take no new claims (its agent is stopping); answers the snapshot after.
+    caf::replies_to<drain_atom>::with<core::NodeSnapshot>,
     /// Internal timer: fire due deadlines (claim expiry, synthetic task ends).
     caf::reacts_to<tick_atom>,
     /// A real task's process ended (from the node's executor; local only).
@@ -147,15 +157,19 @@ using scheduler_actor = claim_client_actor::extend<
     caf::reacts_to<wake_atom>,
     /// Internal timer: a fair-share and preemption cycle.
     caf::reacts_to<policy_atom>,
-    /// Demand, fair share, usage and statuses per pool, class, user and job
-    /// (a table; empty without a policy).
+    /// Demand, fair share, usage and statuses per pool, class, user and job:
+    /// a JSON document (messages/json_views.hpp; no policy: an empty tree).
     caf::replies_to<pools_atom>::with<std::string>,
-    /// Why a job is pending or was preempted, in words.
+    /// Why a job is pending or was preempted: a JSON document
+    /// (messages/json_views.hpp).
     caf::replies_to<explain_atom, core::JobId>::with<std::string>,
-    /// One job as a client sees it, with its tasks.
+    /// One job as a client sees it, with its tasks. Views carry wall-clock
+    /// times (ns since the Unix epoch).
     caf::replies_to<status_atom, core::JobId>::with<core::JobView>,
     /// Every job that has not ended, without tasks.
     caf::replies_to<queue_atom>::with<std::vector<core::JobView>>,
+    /// Jobs that pass the filter, ended ones too, newest first, without tasks.
+    caf::replies_to<history_atom, core::JobFilter>::with<std::vector<core::JobView>>,
     /// The partition's nodes as its view has them.
     caf::replies_to<nodes_atom>::with<std::vector<core::NodeStatus>>,
     /// Cancel a job; answers its view after the cancel.
@@ -239,21 +253,29 @@ using gateway_actor = caf::typed_actor<
     caf::replies_to<register_atom, core::NodeSpec, node_actor>::with<uint64_t>,
     /// An agent's node is alive.
     caf::reacts_to<heartbeat_atom, core::NodeId>,
+    /// An agent stops on purpose and leaves its node's tasks running for its
+    /// next start: the node is not down (its tasks not lost) until the
+    /// agent restart grace has passed.
+    caf::reacts_to<leave_atom, core::NodeId>,
     /// Submit a job (its id is assigned here when zero; the same id again is
     /// the same job: a retry is answered, never doubled).
     caf::replies_to<core::JobSpec>::with<core::JobId>,
-    /// One job with its tasks.
+    /// One job with its tasks (their nodes named).
     caf::replies_to<status_atom, core::JobId>::with<core::JobView>,
     /// Every job that has not ended.
     caf::replies_to<queue_atom>::with<std::vector<core::JobView>>,
+    /// Jobs that pass the filter, ended ones too, newest first (every partition).
+    caf::replies_to<history_atom, core::JobFilter>::with<std::vector<core::JobView>>,
     /// Every node with what the gateway knows of it (names, heartbeats).
     caf::replies_to<nodes_atom>::with<std::vector<core::NodeStatus>>,
     /// Cancel a job; answers its view after the cancel.
     caf::replies_to<cancel_atom, core::JobId>::with<core::JobView>,
-    /// Fair share per pool, class, user and job (a table).
-    caf::replies_to<pools_atom>::with<std::string>,
-    /// Why a job waits or lost tasks, in words.
+    /// One JSON document per partition (see the scheduler's pools_atom).
+    caf::replies_to<pools_atom>::with<std::vector<std::string>>,
+    /// A JSON document (see the scheduler's explain_atom).
     caf::replies_to<explain_atom, core::JobId>::with<std::string>,
+    /// Part of a task's output, from the agent of the node it ran on last.
+    caf::replies_to<logs_atom, core::LogRequest>::with<core::LogChunk>,
     /// Members, partition owners, epochs, standbys and their lag (JSON).
     caf::replies_to<members_atom>::with<std::string>,
     /// A partition this member owns: its scheduler, change feed and epoch (HA

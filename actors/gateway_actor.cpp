@@ -89,10 +89,35 @@ void forward(self_ptr self, const GatewayPartition& p, OnAnswer on_answer, OnErr
           });
 }
 
-/// Asks every partition's owner and answers with all replies merged by
-/// `merge`; a partition without an owner fails the whole request (retry).
-template <class T, class Atom, class Merge>
-caf::typed_response_promise<T> fan_out(self_ptr self, Atom atom, Merge merge) {
+/// What the front door refuses before a job reaches its scheduler: no command
+/// (no node could run it), resources the cluster does not declare (a typo
+/// would wait forever).
+core::Status check_job(const gateway_state& st, const core::JobSpec& job) {
+  if (job.command.empty())
+    return core::make_error(core::Errc::invalid_argument,
+                            "job field 'command': a job needs a command (after --, or command = [...] in its file)");
+  static const std::vector<std::string> kBuiltin{"cpu", "memory", "gpu", "disk"};
+  for (size_t d = 0; d < core::kMaxDimensions; ++d) {
+    if (job.per_task[static_cast<core::DimensionId>(d)] == 0) continue;
+    std::string name(core::DimensionRegistry::name(static_cast<core::DimensionId>(d)));
+    auto known = [&](const std::vector<std::string>& names) {
+      return std::find(names.begin(), names.end(), name) != names.end();
+    };
+    if (known(kBuiltin) || known(st.config.resources)) continue;
+    std::string all = "cpu, memory, gpu, disk";
+    for (const auto& r : st.config.resources) all += ", " + r;
+    return core::make_error(core::Errc::unknown_name,
+                            "job field 'resources': unknown resource '" + name + "' (this cluster knows " + all +
+                                "; an operator declares others in the config's `resources`)");
+  }
+  return core::Status::ok();
+}
+
+/// Asks every partition's owner `xs...` and answers with all replies (each a
+/// Part) merged by `merge` into one T; a partition without an owner fails the
+/// whole request (retry).
+template <class T, class Part, class Merge, class... Ts>
+caf::typed_response_promise<T> fan_out_with(self_ptr self, Merge merge, Ts... xs) {
   auto promise = self->make_response_promise<T>();
   auto result = std::make_shared<T>();
   auto& parts = self->state.config.partitions;
@@ -107,9 +132,9 @@ caf::typed_response_promise<T> fan_out(self_ptr self, Atom atom, Merge merge) {
     return promise;
   }
   for (const auto& p : parts)
-    forward<T>(
+    forward<Part>(
         self, p,
-        [=](T& part) mutable {
+        [=](Part& part) mutable {
           if (*left == 0) return;
           merge(*result, part);
           if (--*left == 0) promise.deliver(*result);
@@ -119,15 +144,20 @@ caf::typed_response_promise<T> fan_out(self_ptr self, Atom atom, Merge merge) {
           *left = 0;
           promise.deliver(err);
         },
-        atom);
+        xs...);
   return promise;
 }
 
+template <class T, class Atom, class Merge>
+caf::typed_response_promise<T> fan_out(self_ptr self, Atom atom, Merge merge) {
+  return fan_out_with<T, T>(self, std::move(merge), atom);
+}
+
 /// Asks the partition that holds job `id` (every owned one if the gateway
-/// has not seen the job: it may have been submitted through another member).
-template <class T, class... Ts>
-caf::typed_response_promise<T> ask_about_job(self_ptr self, core::JobId id, Ts... xs) {
-  auto promise = self->make_response_promise<T>();
+/// has not seen the job: it may have been submitted through another member);
+/// `on_answer(T&)` or `on_error` runs exactly once.
+template <class T, class OnAnswer, class OnError, class... Ts>
+void ask_holder(self_ptr self, core::JobId id, OnAnswer on_answer, OnError on_error, Ts... xs) {
   auto& st = self->state;
   std::vector<GatewayPartition> targets;
   if (auto it = st.jobs.find(id); it != st.jobs.end()) {
@@ -149,8 +179,8 @@ caf::typed_response_promise<T> ask_about_job(self_ptr self, core::JobId id, Ts..
   }
   for (const auto& p : targets) pending->left += p.scheduler ? 1 : 0;
   if (pending->left == 0) {
-    promise.deliver(pending->last);
-    return promise;
+    on_error(pending->last);
+    return;
   }
   for (const auto& p : targets) {
     if (!p.scheduler) continue;
@@ -161,7 +191,7 @@ caf::typed_response_promise<T> ask_about_job(self_ptr self, core::JobId id, Ts..
           if (pending->done) return;
           pending->done = true;
           self->state.jobs[id] = partition;
-          promise.deliver(std::move(answer));
+          on_answer(answer);
         },
         [=](const caf::error& err) mutable {
           if (pending->done) return;
@@ -170,11 +200,19 @@ caf::typed_response_promise<T> ask_about_job(self_ptr self, core::JobId id, Ts..
           if (e.code != core::Errc::unknown_name || err.category() != messages::kErrorCategory) pending->last = err;
           if (--pending->left == 0) {
             pending->done = true;
-            promise.deliver(pending->last);
+            on_error(pending->last);
           }
         },
         xs...);
   }
+}
+
+template <class T, class... Ts>
+caf::typed_response_promise<T> ask_about_job(self_ptr self, core::JobId id, Ts... xs) {
+  auto promise = self->make_response_promise<T>();
+  ask_holder<T>(
+      self, id, [=](T& answer) mutable { promise.deliver(std::move(answer)); },
+      [=](const caf::error& err) mutable { promise.deliver(err); }, xs...);
   return promise;
 }
 
@@ -204,6 +242,69 @@ std::string static_members_view(const gateway_state& st) {
   nlohmann::json members = nlohmann::json::array();
   members.push_back({{"name", st.config.name}, {"address", st.config.address}, {"live", true}});
   return nlohmann::json{{"mode", "static"}, {"members", members}, {"partitions", partitions}}.dump();
+}
+
+/// Names the nodes of a job's tasks (the schedulers know ids only).
+void name_nodes(const gateway_state& st, core::JobView& v) {
+  for (auto& t : v.tasks)
+    if (auto it = st.nodes.find(t.node); t.node.value != 0 && it != st.nodes.end()) t.node_name = it->second.name;
+}
+
+/// Asks the job's scheduler for its view (`atom`: status or cancel) and names
+/// the nodes in it.
+template <class Atom>
+caf::typed_response_promise<core::JobView> named_view(self_ptr self, core::JobId id, Atom atom) {
+  auto promise = self->make_response_promise<core::JobView>();
+  ask_holder<core::JobView>(
+      self, id,
+      [=](core::JobView& v) mutable {
+        name_nodes(self->state, v);
+        promise.deliver(std::move(v));
+      },
+      [=](const caf::error& err) mutable { promise.deliver(err); }, atom, id);
+  return promise;
+}
+
+/// Reads a task's output: its scheduler says which node it ran on last, that
+/// node's agent reads the file.
+caf::typed_response_promise<core::LogChunk> read_logs(self_ptr self, core::LogRequest request) {
+  auto promise = self->make_response_promise<core::LogChunk>();
+  ask_holder<core::JobView>(
+      self, request.task.job,
+      [=](core::JobView& v) mutable {
+        auto task = std::to_string(request.task.job.value) + "." + std::to_string(request.task.index);
+        auto fail = [&](core::Errc code, const std::string& why) {
+          promise.deliver(messages::to_caf_error(core::make_error(code, why)));
+        };
+        if (request.task.index >= v.tasks.size()) {
+          fail(core::Errc::unknown_name, "job " + std::to_string(request.task.job.value) + " has no task " +
+                                             std::to_string(request.task.index) + " (it has " +
+                                             std::to_string(v.tasks.size()) + ")");
+          return;
+        }
+        const auto& t = v.tasks[request.task.index];
+        auto n = self->state.nodes.find(t.node);
+        if (t.node.value == 0) {
+          fail(core::Errc::wrong_state,
+               "task " + task + " has not run yet (it is " + std::string(core::to_string(t.state)) + ")");
+          return;
+        }
+        if (n == self->state.nodes.end() || !n->second.handle) {
+          fail(core::Errc::wrong_state, "task " + task + " ran on node " + std::to_string(t.node.value) +
+                                            ", which has not registered with this server since it started");
+          return;
+        }
+        if (n->second.down) {
+          fail(core::Errc::wrong_state, "task " + task + " ran on node " + n->second.name +
+                                            ", which is down: its output is there when it comes back");
+          return;
+        }
+        self->request(n->second.handle, timeout_of(self->state), logs_atom::value, request)
+            .then([=](core::LogChunk& chunk) mutable { promise.deliver(std::move(chunk)); },
+                  [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+      },
+      [=](const caf::error& err) mutable { promise.deliver(err); }, status_atom::value, request.task.job);
+  return promise;
 }
 
 }  // namespace
@@ -276,11 +377,13 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
       for (auto& fail : failing) fail(no_owner(p.id));
     }
     for (auto& [id, n] : self->state.nodes)
-      if (n.handle && n.handle.address() == msg.source)
+      if (n.handle && n.handle.address() == msg.source) {
+        n.connected = false;
         spdlog::warn("gateway: lost the connection to node {} ({}); it is marked down after {} "
                      "without heartbeats",
                      n.name, self->system().render(msg.reason),
                      std::chrono::duration_cast<std::chrono::milliseconds>(self->state.config.node_grace).count());
+      }
   });
   self->delayed_send(self, st.config.heartbeat_interval, tick_atom::value);
   return {
@@ -291,6 +394,17 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
           return messages::to_caf_error(s.error());
         }
         if (!node) return error_of(core::Errc::invalid_argument, "node " + spec.name + ": no actor");
+        if (auto it = st.nodes.find(spec.id); it != st.nodes.end() && it->second.handle &&
+                                              it->second.handle != node && it->second.connected && !it->second.down &&
+                                              now(self) - it->second.last_heartbeat < 2 * st.config.heartbeat_interval) {
+          // Names are unique: a second agent with a live one's name would
+          // take its node over.
+          spdlog::warn("gateway: refusing a second node named {}: another agent with that name is connected",
+                       spec.name);
+          return error_of(core::Errc::duplicate, "node name " + spec.name +
+                                                     " is taken by another agent that is connected; give this one "
+                                                     "another --name");
+        }
         const auto& part = st.config.partitions[st.pools.at(spec.pool)];
         auto& n = st.nodes[spec.id];
         bool returning = n.handle != nullptr;
@@ -299,6 +413,8 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         n.handle = node;
         n.last_heartbeat = now(self);
         n.down = false;
+        n.away = false;
+        n.connected = true;
         if (node->node() != self->node()) self->monitor(node);
         if (part.local && part.scheduler) self->send(part.scheduler, register_atom::value, node);
         spdlog::info("gateway: node {} ({}, pool {}) {}", spec.name, spec.capacity.to_string(), spec.pool,
@@ -306,11 +422,22 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         return static_cast<uint64_t>(
             std::chrono::duration_cast<std::chrono::milliseconds>(st.config.heartbeat_interval).count());
       },
+      [=](leave_atom, core::NodeId id) {
+        auto& st = self->state;
+        auto it = st.nodes.find(id);
+        if (it == st.nodes.end()) return;
+        it->second.away = true;
+        it->second.last_heartbeat = now(self);
+        spdlog::info("gateway: node {} stops and leaves its tasks running; down if not back within {} s",
+                     it->second.name,
+                     std::chrono::duration_cast<std::chrono::seconds>(st.config.agent_restart_grace).count());
+      },
       [=](heartbeat_atom, core::NodeId id) {
         auto& st = self->state;
         auto it = st.nodes.find(id);
         if (it == st.nodes.end()) return;  // registers first; its agent retries
         it->second.last_heartbeat = now(self);
+        it->second.away = false;
         if (it->second.down) {
           // Back after being declared down: its scheduler reconciles it.
           it->second.down = false;
@@ -321,6 +448,7 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
       },
       [=](core::JobSpec& job) -> caf::result<core::JobId> {
         auto& st = self->state;
+        if (auto s = check_job(st, job); !s) return messages::to_caf_error(s.error());
         auto it = st.pools.find(job.pool);
         if (it == st.pools.end())
           return error_of(core::Errc::unknown_name,
@@ -345,11 +473,21 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
             [=](const caf::error& err) mutable { promise.deliver(err); }, std::move(job));
         return promise;
       },
-      [=](status_atom, core::JobId id) {
-        return ask_about_job<core::JobView>(self, id, status_atom::value, id);
+      [=](status_atom, core::JobId id) { return named_view(self, id, status_atom::value); },
+      [=](cancel_atom, core::JobId id) { return named_view(self, id, cancel_atom::value); },
+      [=](history_atom, core::JobFilter& filter) {
+        auto limit = filter.limit;
+        return fan_out_with<std::vector<core::JobView>, std::vector<core::JobView>>(
+            self,
+            [limit](std::vector<core::JobView>& all, std::vector<core::JobView>& part) {
+              all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
+              std::sort(all.begin(), all.end(), [](const auto& a, const auto& b) { return a.spec.id > b.spec.id; });
+              if (limit > 0 && all.size() > limit) all.resize(limit);
+            },
+            history_atom::value, filter);
       },
-      [=](cancel_atom, core::JobId id) {
-        return ask_about_job<core::JobView>(self, id, cancel_atom::value, id);
+      [=](logs_atom, core::LogRequest& request) {
+        return read_logs(self, std::move(request));
       },
       [=](explain_atom, core::JobId id) {
         return ask_about_job<std::string>(self, id, explain_atom::value, id);
@@ -379,8 +517,9 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
             });
       },
       [=](pools_atom) {
-        return fan_out<std::string>(self, pools_atom::value,
-                                    [](std::string& all, std::string& part) { all += part; });
+        return fan_out_with<std::vector<std::string>, std::string>(
+            self, [](std::vector<std::string>& all, std::string& part) { all.push_back(std::move(part)); },
+            pools_atom::value);
       },
       [=](members_atom) -> caf::result<std::string> {
         if (!self->state.config.member) return static_members_view(self->state);
@@ -443,7 +582,8 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
           for (auto& [id, n] : st.nodes) n.last_heartbeat = std::max(n.last_heartbeat, t);
         }
         for (auto& [id, n] : st.nodes) {
-          if (n.down || t - n.last_heartbeat < st.config.node_grace) continue;
+          auto grace = n.away ? st.config.agent_restart_grace : st.config.node_grace;
+          if (n.down || t - n.last_heartbeat < grace) continue;
           n.down = true;
           spdlog::warn("gateway: node {} sent no heartbeat for {} ms: down", n.name,
                        std::chrono::duration_cast<std::chrono::milliseconds>(t - n.last_heartbeat).count());

@@ -32,6 +32,11 @@ struct GatewayConfig {
   core::Duration heartbeat_interval = std::chrono::seconds(1);
   /// Silent this long: the node is down and its tasks are lost.
   core::Duration node_grace = std::chrono::seconds(10);
+  /// Resource names jobs may ask for besides cpu, memory, gpu and disk.
+  std::vector<std::string> resources;
+  /// A node whose agent stopped on purpose and left its tasks running is
+  /// down (its tasks lost) only after this long without coming back.
+  core::Duration agent_restart_grace = std::chrono::minutes(10);
   /// A request forwarded to a scheduler (maybe on another member) fails
   /// after this (CAF answers a dead remote actor only at the timeout).
   core::Duration request_timeout = std::chrono::seconds(10);
@@ -54,6 +59,10 @@ struct gateway_state {
     node_actor handle;
     core::TimePoint last_heartbeat{0};
     bool down = false;
+    /// Its connection is up (false after a down_msg).
+    bool connected = false;
+    /// Its agent stopped on purpose and left its tasks running.
+    bool away = false;
   };
   GatewayConfig config;
   /// Pool name -> index into config.partitions.

@@ -70,9 +70,38 @@ void arm_timer(self_ptr self, core::TimePoint t) {
 /// once): the ledger frees them, the store forgets them, subscribers hear.
 void end_tasks(self_ptr self, const std::vector<actors::TaskEnded>& ended) {
   core::NodeDelta delta;
-  for (const auto& e : ended)
-    self->state.ledger.finish_task(e.task, e.state, e.exit_code, delta.events,
-                                   e.claim_id.value != 0 ? std::optional(e.claim_id) : std::nullopt);
+  std::vector<core::NodeEvent> exited;
+  for (const auto& e : ended) {
+    // Only the run it belongs to: a released run of the task may end after
+    // the task was placed here again.
+    const auto& held = self->state.ledger.allocations();
+    auto current = std::find_if(held.begin(), held.end(), [&](const core::Allocation& a) { return a.task == e.task; });
+    bool this_run = current != held.end() && (e.claim.value == 0 || current->claim_id == e.claim);
+    if (this_run && self->state.ledger.finish_task(e.task, e.state, e.exit_code, delta.events, e.end,
+                                                   e.claim.value != 0 ? std::optional(e.claim) : std::nullopt))
+      continue;
+    auto stopping = self->state.stopping.find(e.task);
+    if (stopping == self->state.stopping.end()) continue;
+    if (e.claim.value != 0 && stopping->second.claim.value != 0 && stopping->second.claim != e.claim) continue;
+    core::NodeEvent ev;
+    ev.kind = core::NodeEvent::Kind::task_exited;
+    ev.partition = stopping->second.partition;
+    ev.claim_id = stopping->second.claim;
+    ev.task = e.task;
+    ev.final_state = e.state;
+    ev.exit_code = e.exit_code;
+    ev.end = e.end;
+    exited.push_back(ev);
+    self->state.stopping.erase(stopping);
+  }
+  if (!exited.empty()) {
+    // Frees nothing and changes no generation: only the record of how it ended.
+    core::NodeDelta note;
+    note.snapshot = self->state.ledger.snapshot();
+    note.snapshot.generation = 0;
+    note.events = std::move(exited);
+    publish(self, note, nullptr);
+  }
   if (delta.events.empty()) return;
   persist(self, [&](NodeChanges& c) {
     for (const auto& ev : delta.events) c.allocation_removed(ev.task);
@@ -87,12 +116,18 @@ void launch(self_ptr self, core::ClaimId claim, core::PartitionId partition) {
   auto& st = self->state;
   std::vector<actors::TaskEnded> ended;
   for (const auto& a : st.ledger.allocations()) {
-    if (a.claim_id != claim || a.partition != partition || !a.launch) continue;
-    if (st.executor) {
+    if (a.claim_id != claim || a.partition != partition) continue;
+    if (st.executor && !a.launch) {
+      // A real node cannot run a task without a command: it would hold its
+      // slot forever.
+      ended.push_back({a.task, core::TaskState::failed, -1, "the job has no command",
+                       core::TaskEnd::spawn_failed(core::SpawnStage::no_command, 0), a.claim_id});
+    } else if (st.executor) {
       if (auto s = st.executor->start(caf::actor_cast<caf::actor>(self), st.spec, a); !s)
-        ended.push_back({a.task, a.claim_id, core::TaskState::failed, -1, s.error().to_string()});
-    } else if (st.finish_unrun_tasks && a.finishes_at == core::kNever) {
-      ended.push_back({a.task, a.claim_id, core::TaskState::succeeded, 0, "simulated"});
+        ended.push_back({a.task, core::TaskState::failed, -1, s.error().to_string(),
+                         core::TaskEnd::spawn_failed(core::SpawnStage::system, 0), a.claim_id});
+    } else if (a.launch && st.finish_unrun_tasks && a.finishes_at == core::kNever) {
+      ended.push_back({a.task, core::TaskState::succeeded, 0, "simulated", core::TaskEnd::exited(0), a.claim_id});
     }
   }
   if (!ended.empty()) end_tasks(self, ended);
@@ -142,12 +177,15 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
   st.executor = std::move(config.executor);
   st.finish_unrun_tasks = config.finish_unrun_tasks;
   if (st.executor) {
-    // Tasks restored from the store did not outlive the process that ran
-    // them (they die with their agent): report them lost, so the scheduler
-    // places them again instead of believing they run.
+    // Tasks restored from the store run on if the last agent left them
+    // running (a drain): this one adopts them. The others died with it:
+    // they are reported lost, so the scheduler places them again instead of
+    // believing they run.
     std::vector<actors::TaskEnded> gone;
     for (const auto& a : st.ledger.allocations())
-      gone.push_back({a.task, a.claim_id, core::TaskState::lost, -1, "the agent restarted"});
+      if (!st.executor->adopt(caf::actor_cast<caf::actor>(self), a))
+        gone.push_back({a.task, core::TaskState::lost, -1, "the agent restarted",
+                        core::TaskEnd::decided(core::EndReason::agent_stopped), a.claim_id});
     if (!gone.empty()) end_tasks(self, gone);
   }
   arm_timer(self, now(self));
@@ -196,13 +234,18 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
         handle(self, [&](core::TimePoint t) {
           auto before = self->state.ledger.generation();
           EpochWatch epoch(self->state.ledger, request.partition);
+          std::map<core::TaskIndex, core::ClaimId> claims;  // of the runs this release ends
+          for (const auto& a : self->state.ledger.allocations())
+            if (a.task.job == request.job) claims[a.task.index] = a.claim_id;
           auto reply = self->state.ledger.release(request, t);
           // Released allocations that run a process: stop it (its end comes
           // back as a TaskEnded, which then finds nothing to free).
           if (self->state.executor && reply.released > 0)
-            for (auto index : request.tasks)
-              self->state.executor->kill(core::TaskRef{request.job, index},
-                                         std::string(core::to_string(request.reason)));
+            for (auto index : request.tasks) {
+              core::TaskRef task{request.job, index};
+              if (self->state.executor->kill(task, std::string(core::to_string(request.reason))))
+                self->state.stopping[task] = {request.partition, claims[index]};
+            }
           if (self->state.ledger.generation() != before || epoch.raised())
             persist(self, [&](NodeChanges& c) {
               if (epoch.raised()) c.header_changed();
@@ -237,6 +280,30 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
       [=](report_atom) -> core::NodeReport {
         fire_due(self, now(self));
         return make_report(self);
+      },
+      [=](drain_atom) -> core::NodeSnapshot {
+        handle(self, [&](core::TimePoint) {
+          if (self->state.ledger.set_state(core::NodeState::draining))
+            persist(self, [](NodeChanges& c) { c.header_changed(); });
+        });
+        return self->state.ledger.snapshot();
+      },
+      [=](logs_atom, const core::LogRequest& request) -> caf::result<core::LogChunk> {
+        const auto& st = self->state;
+        if (!st.executor)
+          return messages::to_caf_error(core::make_error(
+              core::Errc::wrong_state, "node " + st.spec.name + " runs simulated tasks: they have no output"));
+        // Running is asked before the read: a task that ends after it is
+        // read again on the next request, so nothing it wrote last is missed.
+        const auto& held = st.ledger.allocations();
+        bool running = std::any_of(held.begin(), held.end(),
+                                   [&](const core::Allocation& a) { return a.task == request.task; });
+        auto chunk = st.executor->read_output(request);
+        if (!chunk && running) chunk = core::LogChunk{};  // starting: no file yet
+        if (!chunk) return messages::to_caf_error(chunk.error());
+        chunk->node = st.spec.name;
+        chunk->running = running;
+        return std::move(*chunk);
       },
       [=](tick_atom) {
         auto t = now(self);

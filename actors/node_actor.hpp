@@ -1,5 +1,6 @@
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -42,6 +43,13 @@ struct node_state {
   bool finish_unrun_tasks = false;
   /// When the pending tick fires (kNever: none pending).
   core::TimePoint timer_at = core::kNever;
+  /// Released tasks whose process was told to stop: when it ends, its
+  /// partition's scheduler hears how (a task_exited event), for the record.
+  struct Stopping {
+    core::PartitionId partition;
+    core::ClaimId claim;
+  };
+  std::map<core::TaskRef, Stopping> stopping;
 
   static inline const char* name = "node";
 };

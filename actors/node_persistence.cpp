@@ -36,6 +36,8 @@ void NodeChanges::events(const core::NodeLedger& ledger, const std::vector<core:
         for (const auto& a : ledger.allocations())
           if (a.task == ev.task) allocation_set(a);
         break;
+      case core::NodeEvent::Kind::task_exited:
+        break;  // the allocation was freed at its release
     }
   }
 }

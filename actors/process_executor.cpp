@@ -1,9 +1,12 @@
 #include "actors/process_executor.hpp"
 
+#include "agent/task_output.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 namespace claimsched::actors {
 
@@ -31,6 +34,10 @@ std::string ProcessExecutor::stderr_path(core::TaskRef task) const {
   return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + ".err";
 }
 
+std::string ProcessExecutor::exit_path(core::TaskRef task) const {
+  return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + ".exit";
+}
+
 core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec& spec,
                                     const core::Allocation& a) {
   const core::TaskLaunch& launch = *a.launch;
@@ -42,6 +49,7 @@ core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec
   ls.workdir = launch.workdir;
   ls.stdout_path = stdout_path(a.task);
   ls.stderr_path = stderr_path(a.task);
+  ls.exit_path = exit_path(a.task);
   ls.max_run_time = launch.max_run_time;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -71,7 +79,7 @@ void ProcessExecutor::launch_loop() {
 void ProcessExecutor::launch(Queued q) {
   const auto entered = std::chrono::steady_clock::now();
   agent::LaunchSpec& ls = q.launch;
-  auto failed = [&](const std::string& why) {
+  auto failed = [&](const std::string& why, core::SpawnStage stage, int error_number) {
     {
       std::lock_guard<std::mutex> guard(mutex_);
       launching_.reset();
@@ -79,42 +87,163 @@ void ProcessExecutor::launch(Queued q) {
     agent::TaskExit how;
     how.how = agent::TaskExit::How::failed_to_start;
     how.detail = why;
-    report(Running{q.node, q.task, q.claim_id}, std::move(how));
+    report(Running{q.node, q.task, q.claim}, std::move(how), core::TaskEnd::spawn_failed(stage, error_number));
   };
   if (ls.workdir.empty()) {
     ls.workdir = output_dir_ + "/" + std::to_string(q.task.job.value);
     std::error_code ec;
     std::filesystem::create_directories(ls.workdir, ec);
-    if (ec) return failed("cannot create the task directory " + ls.workdir + ": " + ec.message());
+    if (ec)
+      return failed("cannot create the task directory " + ls.workdir + ": " + ec.message(),
+                    core::SpawnStage::output, ec.value());
   }
   // Not under the lock: the supervisor's thread reports exits through
   // exited(), which takes it, while start() waits for that thread.
   auto handle = supervisor_->start(ls);
-  if (!handle) return failed(handle.error().to_string());
-  std::optional<agent::TaskExit> early;
+  if (!handle) return failed(handle.error().message, handle.error().stage, handle.error().error_number);
   std::optional<std::string> kill_reason;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     launching_.reset();
     kill_reason = std::move(kill_when_launched_);
     kill_when_launched_.reset();
-    if (auto it = early_.find(*handle); it != early_.end()) {
-      early = std::move(it->second);  // it ended before it was registered
-      early_.erase(it);
-    } else {
-      by_handle_[*handle] = Running{q.node, q.task, q.claim_id};
-      by_task_[q.task] = *handle;
-    }
   }
-  // Released while it was being started: it runs now, so stop it now.
-  if (kill_reason && !early) supervisor_->kill(*handle, *kill_reason);
+  // Released while it was being started: it runs now, so it is stopped now.
+  track(*handle, Running{q.node, q.task, q.claim}, std::move(kill_reason));
   spdlog::debug("task {}.{}: started ({} us to launch)", q.task.job.value, q.task.index,
                 std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered)
                     .count());
-  if (early) report(Running{q.node, q.task, q.claim_id}, std::move(*early));
 }
 
-void ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
+void ProcessExecutor::track(uint64_t handle, const Running& r, std::optional<std::string> kill_reason) {
+  std::optional<agent::TaskExit> early;
+  bool was_adopted = false;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    if (auto it = early_.find(handle); it != early_.end()) {
+      early = std::move(it->second);  // it ended before it was registered
+      early_.erase(it);
+      was_adopted = adopted_.erase(r.task) > 0;
+    } else {
+      by_handle_[handle] = r;
+      by_task_[r.task] = handle;
+    }
+  }
+  if (kill_reason && !early) supervisor_->kill(handle, *kill_reason);
+  if (was_adopted) write_detached();
+  if (early) report(r, std::move(*early));
+}
+
+size_t ProcessExecutor::detach_all() {
+  auto detached = supervisor_->detach_all();
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    stopping_ = true;  // nothing queued starts any more
+    for (const auto& d : detached) {
+      auto it = by_handle_.find(d.handle);
+      if (it == by_handle_.end()) continue;
+      adopted_[it->second.task] = d;  // the list below: every task left running
+      by_task_.erase(it->second.task);
+      by_handle_.erase(it);
+    }
+  }
+  queue_changed_.notify_all();
+  write_detached();
+  for (const auto& [task, d] : adopted_)
+    spdlog::info("task {}.{}: left running for the next agent (keeper pid {})", task.job.value, task.index, d.pid);
+  return detached.size();
+}
+
+void ProcessExecutor::write_detached() {
+  std::map<core::TaskRef, agent::DetachedTask> list;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    list = adopted_;
+    list.insert(candidates_.begin(), candidates_.end());
+  }
+  std::string tmp = detached_path() + ".tmp";
+  std::error_code dir_error;
+  std::filesystem::create_directories(output_dir_, dir_error);
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    for (const auto& [task, d] : list)
+      out << task.job.value << ' ' << task.index << ' ' << d.pid << ' ' << d.start_ticks << ' '
+          << d.deadline_unix_ns << '\n';
+    if (!out) {
+      spdlog::error("agent: cannot write {}: the tasks left running would not be adopted", tmp);
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, detached_path(), ec);
+  if (ec) spdlog::error("agent: cannot write {}: {}", detached_path(), ec.message());
+}
+
+void ProcessExecutor::load_detached() {
+  std::ifstream in(detached_path());
+  uint64_t job = 0, ticks = 0;
+  core::TaskIndex index = 0;
+  pid_t pid = 0;
+  int64_t deadline = 0;
+  std::lock_guard<std::mutex> guard(mutex_);
+  while (in >> job >> index >> pid >> ticks >> deadline) {
+    core::TaskRef task{core::JobId{job}, index};
+    agent::DetachedTask d;
+    d.pid = pid;
+    d.start_ticks = ticks;
+    d.deadline_unix_ns = deadline;
+    d.exit_path = exit_path(task);
+    d.command = "task " + std::to_string(job) + "." + std::to_string(index);
+    candidates_[task] = d;
+  }
+}
+
+bool ProcessExecutor::adopt(const caf::actor& node, const core::Allocation& allocation) {
+  core::TaskRef task = allocation.task;
+  agent::DetachedTask d;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    auto it = candidates_.find(task);
+    if (it == candidates_.end()) return false;
+    d = it->second;
+    candidates_.erase(it);
+    adopted_[task] = d;
+  }
+  uint64_t handle = supervisor_->adopt(d);
+  spdlog::info("task {}.{}: adopted from the previous agent (keeper pid {})", task.job.value, task.index, d.pid);
+  track(handle, Running{node, task, allocation.claim_id}, std::nullopt);
+  return true;
+}
+
+void ProcessExecutor::drop_unadopted() {
+  std::map<core::TaskRef, agent::DetachedTask> left;
+  {
+    std::lock_guard<std::mutex> guard(mutex_);
+    left.swap(candidates_);
+  }
+  for (const auto& [task, d] : left) {
+    spdlog::warn("task {}.{}: left running by the previous agent but no longer held by its node: killing it",
+                 task.job.value, task.index);
+    uint64_t handle = supervisor_->adopt(d);
+    track(handle, Running{caf::actor{}, task, core::ClaimId{}}, std::string("no longer held by its node"));
+  }
+  write_detached();
+}
+
+size_t ProcessExecutor::busy() {
+  std::lock_guard<std::mutex> guard(mutex_);
+  return by_handle_.size() + queued_.size() + (launching_ ? 1 : 0);
+}
+
+bool ProcessExecutor::runs_job(core::JobId job) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto from = by_task_.lower_bound(core::TaskRef{job, 0});
+  if (from != by_task_.end() && from->first.job == job) return true;
+  if (launching_ && launching_->job == job) return true;
+  return std::any_of(queued_.begin(), queued_.end(), [&](const Queued& q) { return q.task.job == job; });
+}
+
+bool ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
   uint64_t handle = 0;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -123,26 +252,39 @@ void ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
     if (queued != queued_.end()) {
       queued_.erase(queued);
       spdlog::debug("task {}.{}: dropped before its start ({})", task.job.value, task.index, reason);
-      return;
+      return false;
     }
     if (launching_ == task) {
       kill_when_launched_ = reason;
       spdlog::debug("task {}.{}: killing it once started ({})", task.job.value, task.index, reason);
-      return;
+      return true;
     }
     auto it = by_task_.find(task);
     if (it == by_task_.end()) {
       spdlog::debug("task {}.{}: not running here, nothing to kill ({})", task.job.value, task.index, reason);
-      return;
+      return false;
     }
     handle = it->second;
   }
-  spdlog::debug("task {}.{}: killing it ({})", task.job.value, task.index, reason);
+  spdlog::info("task {}.{}: stopping it ({})", task.job.value, task.index, reason);
   supervisor_->kill(handle, reason);
+  return true;
+}
+
+core::Expected<core::LogChunk> ProcessExecutor::read_output(const core::LogRequest& request) const {
+  auto path = request.stderr_stream ? stderr_path(request.task) : stdout_path(request.task);
+  auto chunk = agent::read_output_file(path, request.offset, request.tail_lines,
+                                       request.max_bytes == 0 ? core::kMaxLogChunk
+                                                              : std::min(request.max_bytes, core::kMaxLogChunk));
+  if (!chunk)
+    return core::make_error(chunk.error().code, "task " + std::to_string(request.task.job.value) + "." +
+                                                    std::to_string(request.task.index) + ": " + chunk.error().message);
+  return chunk;
 }
 
 void ProcessExecutor::exited(uint64_t handle, agent::TaskExit how) {
   Running r;
+  bool was_adopted = false;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     auto it = by_handle_.find(handle);
@@ -153,15 +295,18 @@ void ProcessExecutor::exited(uint64_t handle, agent::TaskExit how) {
     r = it->second;
     by_handle_.erase(it);
     if (auto t = by_task_.find(r.task); t != by_task_.end() && t->second == handle) by_task_.erase(t);
+    was_adopted = adopted_.erase(r.task) > 0;
   }
+  if (was_adopted) write_detached();
   report(r, std::move(how));
 }
 
-void ProcessExecutor::report(const Running& r, agent::TaskExit how) {
+void ProcessExecutor::report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end) {
   TaskEnded e;
   e.task = r.task;
-  e.claim_id = r.claim_id;
+  e.claim = r.claim;
   e.detail = how.detail;
+  e.end = end ? *end : how.end();
   switch (how.how) {
     case agent::TaskExit::How::exited:
       e.state = how.exit_code == 0 ? core::TaskState::succeeded : core::TaskState::failed;
@@ -181,13 +326,20 @@ void ProcessExecutor::report(const Running& r, agent::TaskExit how) {
       break;
     case agent::TaskExit::How::killed_on_request:
       // Released on purpose (cancel, preemption): the node already freed it
-      // and this finds nothing. Otherwise the agent is shutting down: the
-      // task did not end on its own and runs again elsewhere.
+      // and records only how the process ended. Otherwise the agent is
+      // shutting down: the task did not end on its own and runs again
+      // elsewhere.
       e.state = core::TaskState::lost;
       e.exit_code = how.exit_code >= 0 ? how.exit_code : 128 + how.signal;
+      if (!end) e.end = core::TaskEnd::observed(core::EndReason::agent_stopped, how.exit_code, how.signal);
       break;
   }
-  spdlog::debug("task {}.{} ended: {}", r.task.job.value, r.task.index, how.detail);
+  // Ends the agent did not ask for are worth an operator's eye; killed ones
+  // were asked for and logged by whoever asked.
+  if (how.how == agent::TaskExit::How::killed_on_request)
+    spdlog::debug("task {}.{} ended: {}", r.task.job.value, r.task.index, how.detail);
+  else
+    spdlog::info("task {}.{} ended: {} ({})", r.task.job.value, r.task.index, core::describe(e.end), how.detail);
   if (r.node) caf::anon_send(r.node, std::move(e));
 }
 

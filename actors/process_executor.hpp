@@ -10,6 +10,14 @@
 // thread forks and execs (about 2 ms per process on a small VM). The node
 // actor keeps answering claims meanwhile, instead of waiting out every
 // fork of a burst; a start that fails comes back as a failed TaskEnded.
+//
+// Tasks can outlive the agent (a drain): detach_all() leaves every running
+// task to its keeper (agent/keeper.hpp) and lists them in
+// <output_dir>/detached (job, index, keeper pid and start time, deadline);
+// the next agent reads that list (load_detached), each node actor adopts
+// the tasks its restored ledger still holds (adopt), and the rest are killed
+// (drop_unadopted). The list stays current while adopted tasks run, so an
+// agent that crashes after adopting does not leave them to run unwatched.
 
 #include <condition_variable>
 #include <deque>
@@ -31,28 +39,53 @@ class ProcessExecutor : public TaskExecutor {
 
   core::Status start(const caf::actor& node, const core::NodeSpec& spec,
                      const core::Allocation& allocation) override;
-  void kill(core::TaskRef task, const std::string& reason) override;
+  bool kill(core::TaskRef task, const std::string& reason) override;
+  core::Expected<core::LogChunk> read_output(const core::LogRequest& request) const override;
 
   /// Where a task's standard output goes.
   std::string stdout_path(core::TaskRef task) const;
   std::string stderr_path(core::TaskRef task) const;
 
+  /// Leaves every running task to its keeper to outlive this agent, and
+  /// writes the list the next agent adopts them from. Returns how many.
+  size_t detach_all();
+  /// Reads the list an earlier agent left (before any node actor starts).
+  void load_detached();
+  /// Takes over `task` if an earlier agent left it running: its end comes
+  /// to `node` as a TaskEnded. False if there is no such task.
+  bool adopt(const caf::actor& node, const core::Allocation& allocation) override;
+  /// Kills what an earlier agent left and no node adopted (its ledger no
+  /// longer holds it); nothing reports their ends.
+  void drop_unadopted();
+  /// Tasks started (or adopted) and not ended, plus those waiting to start.
+  size_t busy();
+  /// True if a task of `job` runs (or waits to start) here.
+  bool runs_job(core::JobId job);
+
  private:
   struct Running {
     caf::actor node;
     core::TaskRef task;
-    core::ClaimId claim_id;
+    core::ClaimId claim;
   };
   struct Queued {
     caf::actor node;
     core::TaskRef task;
-    core::ClaimId claim_id;
+    core::ClaimId claim;
     agent::LaunchSpec launch;
   };
   void launch_loop();
   void launch(Queued q);
+  /// Registers a started (or adopted) process, or reports it if its exit
+  /// already came; with `kill_reason`, stops it now.
+  void track(uint64_t handle, const Running& r, std::optional<std::string> kill_reason);
+  /// Rewrites the list of detached tasks: the adopted ones still running.
+  void write_detached();
+  std::string detached_path() const { return output_dir_ + "/detached"; }
+  std::string exit_path(core::TaskRef task) const;
   void exited(uint64_t handle, agent::TaskExit how);
-  void report(const Running& r, agent::TaskExit how);
+  /// Sends the task's end to its node; `end` overrides what `how` implies.
+  void report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end = std::nullopt);
 
   std::string output_dir_;
   std::mutex mutex_;
@@ -66,6 +99,10 @@ class ProcessExecutor : public TaskExecutor {
   /// once it runs if a kill came meanwhile.
   std::optional<core::TaskRef> launching_;
   std::optional<std::string> kill_when_launched_;
+  /// Left running by an earlier agent, not adopted yet.
+  std::map<core::TaskRef, agent::DetachedTask> candidates_;
+  /// Adopted from an earlier agent and still running (for write_detached).
+  std::map<core::TaskRef, agent::DetachedTask> adopted_;
   std::condition_variable queue_changed_;
   bool stopping_ = false;
   std::thread launcher_;

@@ -4,6 +4,7 @@
 
 #include "actors/clock.hpp"
 #include "core/policy/policy.hpp"
+#include "messages/json_views.hpp"
 #include "storage/journal.hpp"
 
 namespace claimsched::actors {
@@ -142,6 +143,20 @@ void arm_tick(self_ptr self) {
   if (self->state.tick_armed) return;
   self->state.tick_armed = true;
   self->delayed_send(self, self->state.tick_interval, tick_atom::value);
+}
+
+/// The offset from this actor's clock to the wall clock: views leave with
+/// wall-clock times, which mean something to a user and to another process.
+core::Duration to_wall(self_ptr self) { return wall_now() - now(self); }
+
+core::JobView wall_clock_view(core::JobView v, core::Duration offset) {
+  auto shift = [&](core::TimePoint& t) {
+    if (t != core::kNever && t.count() != 0) t += offset;
+  };
+  shift(v.spec.submit_time);
+  shift(v.started_at);
+  shift(v.finished_at);
+  return v;
 }
 
 SchedulerStatus make_status(self_ptr self) {
@@ -363,15 +378,32 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
       [=](status_atom, core::JobId id) -> caf::result<core::JobView> {
         auto v = self->state.core->job_view(id, true);
         if (!v) return messages::to_caf_error(v.error());
-        return std::move(*v);
+        return wall_clock_view(std::move(*v), to_wall(self));
       },
       [=](queue_atom) -> std::vector<core::JobView> {
         std::vector<core::JobView> out;
         const auto& core = *self->state.core;
+        auto offset = to_wall(self);
         core.for_each_job([&](const core::JobRecord& j) {
           if (j.finished()) return;
-          if (auto v = core.job_view(j.spec.id, false)) out.push_back(std::move(*v));
+          if (auto v = core.job_view(j.spec.id, false)) out.push_back(wall_clock_view(std::move(*v), offset));
         });
+        return out;
+      },
+      [=](history_atom, const core::JobFilter& filter) -> std::vector<core::JobView> {
+        // Newest first; with a limit only the newest that pass are kept.
+        std::vector<core::JobView> out;
+        const auto& core = *self->state.core;
+        auto offset = to_wall(self);
+        core.for_each_job([&](const core::JobRecord& j) {
+          if (!filter.user.empty() && j.spec.user != filter.user) return;
+          if (auto v = core.job_view(j.spec.id, false)) {
+            auto view = wall_clock_view(std::move(*v), offset);
+            if (core::matches(filter, view)) out.push_back(std::move(view));
+          }
+        });
+        std::reverse(out.begin(), out.end());
+        if (filter.limit > 0 && out.size() > filter.limit) out.resize(filter.limit);
         return out;
       },
       [=](nodes_atom) -> std::vector<core::NodeStatus> {
@@ -403,7 +435,7 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         flush(self, t);
         auto v = st.core->job_view(id, false);
         if (!v) return messages::to_caf_error(v.error());
-        return std::move(*v);
+        return wall_clock_view(std::move(*v), to_wall(self));
       },
       [=](node_down_atom, core::NodeId node) {
         auto t = now(self);
@@ -413,16 +445,18 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
       },
       [=](pools_atom) -> std::string {
         const auto& p = self->state.policy;
-        return p && p->last() ? core::policy::render_shares(*p->last()) : std::string();
+        const core::policy::CycleResult* cycle = p && p->last() ? &*p->last() : nullptr;
+        return messages::pools_json(self->state.core->config().partition, cycle, to_wall(self));
       },
-      [=](explain_atom, core::JobId id) -> std::string {
+      [=](explain_atom, core::JobId id) -> caf::result<std::string> {
         const auto& st = self->state;
-        std::string out = st.core->explain(id);
-        if (const auto* n = st.core->notes(id); n && !n->last_removal.empty())
-          out += "\nlast taken away: " + n->last_removal;
-        if (st.policy && st.policy->last() && st.policy->last()->job(id))
-          out += "\n" + core::policy::explain_job(*st.policy->last(), id);
-        return out;
+        auto explanation = st.core->explanation(id);
+        if (!explanation) return messages::to_caf_error(explanation.error());
+        auto view = st.core->job_view(id, false);
+        if (!view) return messages::to_caf_error(view.error());
+        const auto& p = st.policy;
+        const core::policy::CycleResult* cycle = p && p->last() ? &*p->last() : nullptr;
+        return messages::explain_json(*explanation, *view, cycle, to_wall(self));
       },
       [=](wake_atom) {
         auto t = now(self);

@@ -22,8 +22,16 @@ class TaskExecutor {
                              const core::Allocation& allocation) = 0;
   /// Stops the task (it was released: cancelled, preempted, evicted); its
   /// TaskEnded still follows, unless the task had not started yet (then it
-  /// never starts and nothing follows: the node freed it already).
-  virtual void kill(core::TaskRef task, const std::string& reason) = 0;
+  /// never starts and nothing follows: the node freed it already). Returns
+  /// whether a TaskEnded follows.
+  virtual bool kill(core::TaskRef task, const std::string& reason) = 0;
+  /// Takes over the task of `allocation`, left running by an earlier agent
+  /// of this node: its end comes to `node` as a TaskEnded. False if nothing
+  /// of it runs.
+  virtual bool adopt(const caf::actor& node, const core::Allocation& allocation) = 0;
+  /// Reads part of a task's output (what `request` asks; `running` and
+  /// `node` are the caller's to fill). Errors: no output kept for it.
+  virtual core::Expected<core::LogChunk> read_output(const core::LogRequest& request) const = 0;
 };
 
 }  // namespace claimsched::actors

@@ -22,7 +22,9 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <fstream>
 #include <future>
+#include <sstream>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -30,6 +32,7 @@
 #include <thread>
 #include <variant>
 
+#include "agent/keeper.hpp"
 #include "core/duration.hpp"
 
 extern char** environ;
@@ -83,81 +86,40 @@ std::string signal_name(int sig) {
 
 std::string in_quotes(std::string_view s) { return "'" + std::string(s) + "'"; }
 
-core::Error io_error(std::string message) { return core::make_error(core::Errc::io_error, std::move(message)); }
-core::Error invalid(std::string message) {
-  return core::make_error(core::Errc::invalid_argument, std::move(message));
+StartError start_error(core::Errc code, core::SpawnStage stage, int error_number, std::string message) {
+  StartError e;
+  e.code = code;
+  e.message = std::move(message);
+  e.stage = stage;
+  e.error_number = error_number;
+  return e;
+}
+StartError io_error(std::string message, core::SpawnStage stage = core::SpawnStage::system, int error_number = 0) {
+  return start_error(core::Errc::io_error, stage, error_number, std::move(message));
+}
+StartError invalid(std::string message) {
+  return start_error(core::Errc::invalid_argument, core::SpawnStage::system, 0, std::move(message));
+}
+
+/// The stage an exec's errno points to.
+core::SpawnStage exec_stage(int err) {
+  if (err == ENOENT || err == ENOTDIR) return core::SpawnStage::no_such_file;
+  if (err == EACCES || err == EPERM) return core::SpawnStage::permission_denied;
+  return core::SpawnStage::system;
 }
 
 bool has_nul(std::string_view s) { return s.find('\0') != std::string_view::npos; }
 
 /// Moves `fd` above 0..2 so that the child's dup2 onto 0..2 cannot clobber
 /// it (an agent started with stdin closed gets fd 0 from open()).
-core::Expected<UniqueFd> above_stdio(UniqueFd fd) {
+core::Expected<UniqueFd, StartError> above_stdio(UniqueFd fd) {
   if (fd.get() > 2) return fd;
   int moved = ::fcntl(fd.get(), F_DUPFD_CLOEXEC, 3);
   if (moved < 0) return io_error("fcntl(F_DUPFD_CLOEXEC): " + errno_text(errno));
   return UniqueFd(moved);
 }
 
-// ---- what the child does between fork and execve --------------------------
-// Only async-signal-safe calls: everything is prepared before the fork.
-
-enum class Stage : int32_t { setsid, pdeathsig, parent_gone, dup_stdin, dup_stdout, dup_stderr, chdir, exec };
-
-struct ChildReport {
-  Stage stage;
-  int32_t error;
-};
-
-struct ChildArgs {
-  const char* path;
-  char* const* argv;
-  char* const* envp;
-  const char* workdir;  // nullptr: stay
-  int stdin_fd, stdout_fd, stderr_fd, report_fd;
-  pid_t parent;
-  int max_fd;
-};
-
-[[noreturn]] void fail_in_child(int report_fd, Stage stage) {
-  ChildReport report{stage, errno};
-  // Nothing to do if this fails: the parent then sees EOF and a child that
-  // exited 127, which it reports as a failed start too.
-  [[maybe_unused]] ssize_t n = ::write(report_fd, &report, sizeof report);
-  ::_exit(127);
-}
-
-[[noreturn]] void run_child(const ChildArgs& a) {
-  if (::setsid() < 0) fail_in_child(a.report_fd, Stage::setsid);
-  // Fires when the forking thread (the supervisor's) exits; the getppid
-  // check catches a parent that died before the prctl.
-  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail_in_child(a.report_fd, Stage::pdeathsig);
-  if (::getppid() != a.parent) {
-    errno = ESRCH;
-    fail_in_child(a.report_fd, Stage::parent_gone);
-  }
-  // Handlers are reset by execve anyway, ignored signals are not. Signals are
-  // blocked here (the supervisor thread blocks all), so no handler of the
-  // agent can run in the child before this.
-  struct sigaction dfl {};
-  dfl.sa_handler = SIG_DFL;
-  sigemptyset(&dfl.sa_mask);
-  for (int s = 1; s < NSIG; ++s)
-    if (s != SIGKILL && s != SIGSTOP) ::sigaction(s, &dfl, nullptr);  // EINVAL for glibc's own: fine
-  if (::dup2(a.stdin_fd, 0) < 0) fail_in_child(a.report_fd, Stage::dup_stdin);
-  if (::dup2(a.stdout_fd, 1) < 0) fail_in_child(a.report_fd, Stage::dup_stdout);
-  if (::dup2(a.stderr_fd, 2) < 0) fail_in_child(a.report_fd, Stage::dup_stderr);
-  if (a.workdir != nullptr && ::chdir(a.workdir) != 0) fail_in_child(a.report_fd, Stage::chdir);
-  // Descriptors the agent's libraries opened without O_CLOEXEC (sockets,
-  // database files) must not leak into tasks.
-  if (::close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) != 0)
-    for (int fd = 3; fd < a.max_fd; ++fd) ::fcntl(fd, F_SETFD, FD_CLOEXEC);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::execve(a.path, a.argv, a.envp);
-  fail_in_child(a.report_fd, Stage::exec);
-}
+using keeper::Stage;
 
 // ---- preparing a start, on the caller's thread -------------------------------
 
@@ -171,11 +133,15 @@ struct Prepared {
   UniqueFd stdin_fd, stdout_fd, stderr_fd;
   core::Duration max_run_time{0};
   int max_fd = kMaxFdScan;
+  std::string exit_path, exit_tmp_path;  // empty: the keeper writes none
 };
 
-core::Status validate(const LaunchSpec& spec) {
-  if (spec.argv.empty()) return invalid("argv is empty: there is no command to run");
-  if (spec.argv.front().empty()) return invalid("argv[0] is empty: there is no command to run");
+std::optional<StartError> validate(const LaunchSpec& spec) {
+  auto no_command = [](std::string message) {
+    return start_error(core::Errc::invalid_argument, core::SpawnStage::no_command, 0, std::move(message));
+  };
+  if (spec.argv.empty()) return no_command("argv is empty: there is no command to run");
+  if (spec.argv.front().empty()) return no_command("argv[0] is empty: there is no command to run");
   for (size_t i = 0; i < spec.argv.size(); ++i)
     if (has_nul(spec.argv[i])) return invalid("argv[" + std::to_string(i) + "] contains a NUL byte");
   for (const auto& [name, value] : spec.env) {
@@ -188,7 +154,7 @@ core::Status validate(const LaunchSpec& spec) {
   if (has_nul(spec.stdout_path)) return invalid("stdout_path contains a NUL byte");
   if (has_nul(spec.stderr_path)) return invalid("stderr_path contains a NUL byte");
   if (spec.max_run_time.count() < 0) return invalid("max_run_time is negative");
-  return {};
+  return std::nullopt;
 }
 
 /// The agent's environment without CLAIMSCHED_*, then spec.env; sorted by name.
@@ -208,7 +174,7 @@ std::map<std::string, std::string> child_environment(const LaunchSpec& spec) {
 
 /// execve's path for `command`: itself if it contains '/', else the first
 /// executable regular file named so in `search_path`'s directories.
-core::Expected<std::string> resolve_command(const std::string& command, std::string_view search_path,
+core::Expected<std::string, StartError> resolve_command(const std::string& command, std::string_view search_path,
                                             const std::string& workdir) {
   if (command.find('/') != std::string::npos) return command;  // execve reports what is wrong
   std::string denied;
@@ -230,14 +196,19 @@ core::Expected<std::string> resolve_command(const std::string& command, std::str
     return candidate.string();
   }
   if (!denied.empty())
-    return io_error("cannot run " + in_quotes(command) + ": " + in_quotes(denied) + " is not executable");
-  return io_error("command not found: " + in_quotes(command) + " (PATH=" + std::string(search_path) + ")");
+    return io_error("cannot run " + in_quotes(command) + ": " + in_quotes(denied) + " is not executable",
+                    core::SpawnStage::permission_denied, EACCES);
+  return io_error("command not found: " + in_quotes(command) + " (PATH=" + std::string(search_path) + ")",
+                  core::SpawnStage::no_such_file, ENOENT);
 }
 
-core::Expected<UniqueFd> open_output(const std::string& given, const std::string& workdir, const char* what) {
+core::Expected<UniqueFd, StartError> open_output(const std::string& given, const std::string& workdir,
+                                                 const char* what) {
   if (given.empty()) {
     UniqueFd fd(::open("/dev/null", O_WRONLY | O_CLOEXEC));
-    if (!fd) return io_error(std::string("cannot open /dev/null for ") + what + ": " + errno_text(errno));
+    if (!fd)
+      return io_error(std::string("cannot open /dev/null for ") + what + ": " + errno_text(errno),
+                      core::SpawnStage::output, errno);
     return above_stdio(std::move(fd));
   }
   fs::path path(given);
@@ -247,19 +218,24 @@ core::Expected<UniqueFd> open_output(const std::string& given, const std::string
     fs::create_directories(path.parent_path(), ec);
     if (ec)
       return io_error("cannot create the directory " + in_quotes(path.parent_path().string()) + " for " + what +
-                      ": " + ec.message());
+                          ": " + ec.message(),
+                      core::SpawnStage::output, ec.value());
   }
   // O_NONBLOCK: a FIFO without a reader fails (ENXIO) instead of hanging.
   UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY | O_NONBLOCK, 0666));
-  if (!fd) return io_error(std::string("cannot open the ") + what + " file " + in_quotes(path.string()) + ": " +
-                           errno_text(errno));
+  if (!fd) {
+    int err = errno;
+    return io_error(std::string("cannot open the ") + what + " file " + in_quotes(path.string()) + ": " +
+                        errno_text(err),
+                    core::SpawnStage::output, err);
+  }
   int flags = ::fcntl(fd.get(), F_GETFL);
   if (flags >= 0) ::fcntl(fd.get(), F_SETFL, flags & ~O_NONBLOCK);
   return above_stdio(std::move(fd));
 }
 
-core::Expected<Prepared> prepare(const LaunchSpec& spec) {
-  if (auto st = validate(spec); !st) return st.error();
+core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec) {
+  if (auto bad = validate(spec)) return *bad;
   Prepared p;
   p.command = spec.argv.front();
   p.max_run_time = spec.max_run_time;
@@ -267,14 +243,17 @@ core::Expected<Prepared> prepare(const LaunchSpec& spec) {
   if (!spec.workdir.empty()) {
     std::error_code ec;
     fs::path abs = fs::absolute(spec.workdir, ec);
-    if (ec) return io_error("working directory " + in_quotes(spec.workdir) + ": " + ec.message());
+    const auto bad_workdir = core::SpawnStage::bad_workdir;
+    if (ec) return io_error("working directory " + in_quotes(spec.workdir) + ": " + ec.message(), bad_workdir, ec.value());
     struct stat st {};
     if (::stat(abs.c_str(), &st) != 0) {
       int err = errno;
-      if (err == ENOENT) return io_error("working directory " + in_quotes(spec.workdir) + " does not exist");
-      return io_error("working directory " + in_quotes(spec.workdir) + ": " + errno_text(err));
+      if (err == ENOENT)
+        return io_error("working directory " + in_quotes(spec.workdir) + " does not exist", bad_workdir, err);
+      return io_error("working directory " + in_quotes(spec.workdir) + ": " + errno_text(err), bad_workdir, err);
     }
-    if (!S_ISDIR(st.st_mode)) return io_error("working directory " + in_quotes(spec.workdir) + " is not a directory");
+    if (!S_ISDIR(st.st_mode))
+      return io_error("working directory " + in_quotes(spec.workdir) + " is not a directory", bad_workdir, ENOTDIR);
     p.workdir = abs.lexically_normal().string();
   }
 
@@ -294,7 +273,7 @@ core::Expected<Prepared> prepare(const LaunchSpec& spec) {
   p.envp.push_back(nullptr);
 
   UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!in) return io_error("cannot open /dev/null for stdin: " + errno_text(errno));
+  if (!in) return io_error("cannot open /dev/null for stdin: " + errno_text(errno), core::SpawnStage::output, errno);
   auto stdin_fd = above_stdio(std::move(in));
   if (!stdin_fd) return stdin_fd.error();
   p.stdin_fd = std::move(*stdin_fd);
@@ -305,6 +284,12 @@ core::Expected<Prepared> prepare(const LaunchSpec& spec) {
   if (!err) return err.error();
   p.stderr_fd = std::move(*err);
 
+  if (!spec.exit_path.empty()) {
+    p.exit_path = spec.exit_path;
+    p.exit_tmp_path = spec.exit_path + ".tmp";
+    std::error_code ec;
+    fs::remove(p.exit_path, ec);  // an older run's
+  }
   struct rlimit limit {};
   if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
     p.max_fd = static_cast<int>(std::min<rlim_t>(limit.rlim_cur, kMaxFdScan));
@@ -317,6 +302,8 @@ std::string describe_stage(Stage stage, const Prepared& p) {
       return "setsid";
     case Stage::pdeathsig:
       return "prctl(PR_SET_PDEATHSIG)";
+    case Stage::fork:
+      return "vfork of the task";
     case Stage::parent_gone:
       return "the supervisor died during the start";
     case Stage::dup_stdin:
@@ -331,6 +318,41 @@ std::string describe_stage(Stage stage, const Prepared& p) {
       return "execve of " + in_quotes(p.path);
   }
   return "starting";
+}
+
+/// What a failure in the child at `stage` means for the task's end reason.
+core::SpawnStage typed_stage(Stage stage, int err) {
+  switch (stage) {
+    case Stage::chdir:
+      return core::SpawnStage::bad_workdir;
+    case Stage::exec:
+      return exec_stage(err);
+    case Stage::dup_stdin:
+    case Stage::dup_stdout:
+    case Stage::dup_stderr:
+      return core::SpawnStage::output;
+    default:
+      return core::SpawnStage::system;
+  }
+}
+
+StartError shutting_down_error() {
+  return start_error(core::Errc::wrong_state, core::SpawnStage::system, 0, "the supervisor is shutting down");
+}
+
+/// /proc/<pid>/stat's starttime (field 22, clock ticks since boot), which
+/// tells a process from a later one that got its pid; 0 if it is gone.
+uint64_t process_start_ticks(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto close = stat.rfind(')');  // the command may contain spaces and ')'
+  if (close == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(close + 2));
+  std::string field;
+  for (int i = 3; i < 22 && fields >> field; ++i) {
+  }
+  uint64_t ticks = 0;
+  return fields >> ticks ? ticks : 0;
 }
 
 /// Waits for `pid` (our child) without reaping anything else.
@@ -357,6 +379,22 @@ TaskExit TaskExit::start_failure(const core::Error& error) {
   return TaskExit{How::failed_to_start, -1, 0, error.message.empty() ? error.to_string() : error.message};
 }
 
+core::TaskEnd TaskExit::end() const {
+  switch (how) {
+    case How::exited:
+      return core::TaskEnd::exited(exit_code);
+    case How::killed_by_signal:
+      return core::TaskEnd::signaled(signal);
+    case How::timed_out:
+      return core::TaskEnd::observed(core::EndReason::max_run_time, exit_code, signal);
+    case How::failed_to_start:
+      return core::TaskEnd::spawn_failed(core::SpawnStage::system, 0);
+    case How::killed_on_request:
+      return core::TaskEnd::observed(core::EndReason::cancelled, exit_code, signal);
+  }
+  return {};
+}
+
 std::string_view to_string(TaskExit::How how) {
   switch (how) {
     case TaskExit::How::exited:
@@ -378,17 +416,31 @@ std::string_view to_string(TaskExit::How how) {
 struct ProcessSupervisor::Impl {
   struct StartRequest {
     Prepared* prepared;
-    std::promise<core::Expected<uint64_t>> result;
+    std::promise<core::Expected<uint64_t, StartError>> result;
   };
   struct KillRequest {
     uint64_t handle;
     std::string reason;
   };
-  using Request = std::variant<StartRequest, KillRequest>;
+  struct DetachRequest {
+    std::promise<std::vector<DetachedTask>> result;
+  };
+  struct AdoptRequest {
+    DetachedTask task;
+    std::promise<uint64_t> result;
+  };
+  using Request = std::variant<StartRequest, KillRequest, DetachRequest, AdoptRequest>;
 
   struct Child {
     pid_t pid = 0;
     UniqueFd pidfd;  // -1: polled every kPollInterval
+    /// Write end of the keeper's control pipe (closed: adopted keepers).
+    UniqueFd control;
+    /// A keeper an earlier agent detached: not our child; its task's status
+    /// comes from its exit file.
+    bool adopted = false;
+    uint64_t start_ticks = 0;
+    std::string exit_path;
     std::string command;
     core::Duration max_run_time{0};
     std::optional<Clock::time_point> deadline;  // max_run_time
@@ -422,30 +474,48 @@ struct ProcessSupervisor::Impl {
 
   // ---- starting ----
 
-  core::Expected<uint64_t> launch(Prepared& p) {
-    if (shutting_down) return core::make_error(core::Errc::wrong_state, "the supervisor is shutting down");
+  core::Expected<uint64_t, StartError> launch(Prepared& p) {
+    if (shutting_down) return shutting_down_error();
     int pipe_fds[2];
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) return io_error("pipe2: " + errno_text(errno));
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      int err = errno;
+      return io_error("pipe2: " + errno_text(err), core::SpawnStage::system, err);
+    }
     UniqueFd report_read(pipe_fds[0]);
     auto report_write = above_stdio(UniqueFd(pipe_fds[1]));
     if (!report_write) return report_write.error();
+    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
+      int err = errno;
+      return io_error("pipe2: " + errno_text(err), core::SpawnStage::system, err);
+    }
+    auto control_read = above_stdio(UniqueFd(pipe_fds[0]));
+    UniqueFd control_write(pipe_fds[1]);
+    if (!control_read) return control_read.error();
 
-    ChildArgs args{p.path.c_str(),
-                   p.argv.data(),
-                   p.envp.data(),
-                   p.workdir.empty() ? nullptr : p.workdir.c_str(),
-                   p.stdin_fd.get(),
-                   p.stdout_fd.get(),
-                   p.stderr_fd.get(),
-                   report_write->get(),
-                   ::getpid(),
-                   p.max_fd};
+    keeper::Args args{p.path.c_str(),
+                      p.argv.data(),
+                      p.envp.data(),
+                      p.workdir.empty() ? nullptr : p.workdir.c_str(),
+                      p.stdin_fd.get(),
+                      p.stdout_fd.get(),
+                      p.stderr_fd.get(),
+                      report_write->get(),
+                      control_read->get(),
+                      ::getpid(),
+                      p.max_fd,
+                      p.exit_path.empty() ? nullptr : p.exit_path.c_str(),
+                      p.exit_tmp_path.empty() ? nullptr : p.exit_tmp_path.c_str()};
     const auto started = Clock::now();
     pid_t pid = ::fork();
-    if (pid < 0) return io_error("cannot start " + in_quotes(p.command) + ": fork: " + errno_text(errno));
-    if (pid == 0) run_child(args);
+    if (pid < 0) {
+      int err = errno;
+      return io_error("cannot start " + in_quotes(p.command) + ": fork: " + errno_text(err), core::SpawnStage::system,
+                      err);
+    }
+    if (pid == 0) keeper::run(args);
 
     report_write->reset();
+    control_read->reset();
     p.stdin_fd.reset();
     p.stdout_fd.reset();
     p.stderr_fd.reset();
@@ -464,6 +534,8 @@ struct ProcessSupervisor::Impl {
     Child child;
     child.pid = pid;
     child.pidfd = std::move(pidfd);
+    child.control = std::move(control_write);
+    child.exit_path = p.exit_path;
     child.command = p.command;
     child.max_run_time = p.max_run_time;
     if (p.max_run_time.count() > 0)
@@ -478,9 +550,9 @@ struct ProcessSupervisor::Impl {
   /// Waits until the child's execve closes the report pipe (success) or the
   /// child reports a failure. On failure the child is exiting or killed; the
   /// caller reaps it.
-  std::optional<core::Error> await_exec(int report_fd, pid_t pid, const Prepared& p) {
+  std::optional<StartError> await_exec(int report_fd, pid_t pid, const Prepared& p) {
     const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(options.exec_timeout);
-    ChildReport report{};
+    keeper::Report report{};
     size_t got = 0;
     for (;;) {
       pollfd pfd{report_fd, POLLIN, 0};
@@ -506,7 +578,8 @@ struct ProcessSupervisor::Impl {
       got += static_cast<size_t>(n);
       if (got == sizeof report)
         return io_error("cannot start " + in_quotes(p.command) + ": " + describe_stage(report.stage, p) + ": " +
-                        errno_text(report.error));
+                            errno_text(report.error),
+                        typed_stage(report.stage, report.error), report.error);
     }
   }
 
@@ -568,8 +641,26 @@ struct ProcessSupervisor::Impl {
     return e;
   }
 
+  /// The exit of an adopted keeper's task, from the exit file it wrote, once
+  /// the keeper is gone (it killed its group's leftovers itself).
+  std::optional<TaskExit> check_adopted(Child& c) {
+    bool gone = false;
+    if (c.pidfd) {
+      pollfd pfd{c.pidfd.get(), POLLIN, 0};
+      gone = ::poll(&pfd, 1, 0) > 0;
+    } else {
+      gone = process_start_ticks(c.pid) != c.start_ticks;
+    }
+    if (!gone) return std::nullopt;
+    if (auto status = keeper::read_exit_file(c.exit_path)) return make_exit(c, *status);
+    return TaskExit{c.ending.value_or(TaskExit::How::exited), -1, 0,
+                    "it ended while no agent watched it and its exit status was not recorded (its keeper was "
+                    "killed)"};
+  }
+
   /// The exit of `c` if it has ended; its group's leftovers are killed first.
   std::optional<TaskExit> check_exited(Child& c) {
+    if (c.adopted) return check_adopted(c);
     siginfo_t info{};
     int r;
     do {
@@ -623,7 +714,67 @@ struct ProcessSupervisor::Impl {
         start->result.set_value(launch(*start->prepared));
       else if (auto* kill = std::get_if<KillRequest>(&request))
         do_kill(kill->handle, std::move(kill->reason));
+      else if (auto* detach = std::get_if<DetachRequest>(&request))
+        detach->result.set_value(detach_all());
+      else if (auto* adopt = std::get_if<AdoptRequest>(&request))
+        adopt->result.set_value(do_adopt(adopt->task));
     }
+  }
+
+  // ---- outliving the agent ----
+
+  std::vector<DetachedTask> detach_all() {
+    std::vector<DetachedTask> out;
+    auto wall_now = std::chrono::system_clock::now();
+    auto now = Clock::now();
+    for (auto& [handle, c] : children) {
+      if (c.ending) continue;  // being killed: let it end with this agent
+      DetachedTask d;
+      d.handle = handle;
+      d.pid = c.pid;
+      d.start_ticks = c.adopted ? c.start_ticks : process_start_ticks(c.pid);
+      d.exit_path = c.exit_path;
+      d.command = c.command;
+      if (c.deadline)
+        d.deadline_unix_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 (wall_now + (*c.deadline - now)).time_since_epoch())
+                                 .count();
+      if (!c.adopted && c.control) {
+        char detach = keeper::kDetach;
+        if (::write(c.control.get(), &detach, 1) != 1) {
+          spdlog::warn("process-supervisor: cannot detach {} (pid {}): {}; it ends with the agent", c.command,
+                       c.pid, errno_text(errno));
+          continue;
+        }
+      }
+      out.push_back(std::move(d));
+    }
+    for (const auto& d : out) {
+      children.erase(d.handle);
+      running.fetch_sub(1);
+    }
+    return out;
+  }
+
+  uint64_t do_adopt(const DetachedTask& d) {
+    const uint64_t handle = next_handle++;
+    Child c;
+    c.pid = d.pid;
+    c.adopted = true;
+    c.start_ticks = d.start_ticks;
+    c.exit_path = d.exit_path;
+    c.command = d.command;
+    // Still that keeper (not a later process with its pid): watch it.
+    if (process_start_ticks(d.pid) == d.start_ticks) c.pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, d.pid, 0)));
+    if (c.pidfd && process_start_ticks(d.pid) != d.start_ticks) c.pidfd.reset();
+    if (d.deadline_unix_ns > 0) {
+      auto left = std::chrono::nanoseconds(d.deadline_unix_ns) -
+                  std::chrono::system_clock::now().time_since_epoch();
+      c.deadline = Clock::now() + std::chrono::duration_cast<Clock::duration>(left);
+    }
+    children.emplace(handle, std::move(c));
+    running.fetch_add(1);
+    return handle;
   }
 
   void run() {
@@ -694,7 +845,7 @@ struct ProcessSupervisor::Impl {
     }
     for (auto& request : rest)
       if (auto* start = std::get_if<StartRequest>(&request))
-        start->result.set_value(core::make_error(core::Errc::wrong_state, "the supervisor is shutting down"));
+        start->result.set_value(shutting_down_error());
   }
 };
 
@@ -726,14 +877,14 @@ ProcessSupervisor::~ProcessSupervisor() {
   impl_->thread.join();
 }
 
-core::Expected<uint64_t> ProcessSupervisor::start(const LaunchSpec& spec) {
+core::Expected<uint64_t, StartError> ProcessSupervisor::start(const LaunchSpec& spec) {
   auto prepared = prepare(spec);
   if (!prepared) return prepared.error();
   if (impl_->on_thread()) return impl_->launch(*prepared);
-  std::future<core::Expected<uint64_t>> result;
+  std::future<core::Expected<uint64_t, StartError>> result;
   {
     std::lock_guard lock(impl_->mutex);
-    if (impl_->stopping) return core::make_error(core::Errc::wrong_state, "the supervisor is shutting down");
+    if (impl_->stopping) return shutting_down_error();
     Impl::StartRequest request{&*prepared, {}};
     result = request.result.get_future();
     impl_->queue.emplace_back(std::move(request));
@@ -756,6 +907,33 @@ void ProcessSupervisor::kill(uint64_t handle, std::string reason) {
 }
 
 size_t ProcessSupervisor::running() const { return impl_->running.load(); }
+
+std::vector<DetachedTask> ProcessSupervisor::detach_all() {
+  if (impl_->on_thread()) return impl_->detach_all();
+  std::future<std::vector<DetachedTask>> result;
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (impl_->stopping) return {};
+    Impl::DetachRequest request;
+    result = request.result.get_future();
+    impl_->queue.emplace_back(std::move(request));
+  }
+  impl_->wake();
+  return result.get();
+}
+
+uint64_t ProcessSupervisor::adopt(const DetachedTask& task) {
+  if (impl_->on_thread()) return impl_->do_adopt(task);
+  std::future<uint64_t> result;
+  {
+    std::lock_guard lock(impl_->mutex);
+    Impl::AdoptRequest request{task, {}};
+    result = request.result.get_future();
+    impl_->queue.emplace_back(std::move(request));
+  }
+  impl_->wake();
+  return result.get();
+}
 
 std::vector<std::pair<std::string, std::string>> task_environment(core::JobId job, core::TaskIndex index,
                                                                   std::string_view node_name,

@@ -40,6 +40,8 @@
 //   waitpid(-1), the exit status of a child is lost; it is still reported,
 //   once, as exited with exit_code -1 and a detail saying so.
 
+#include <sys/types.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -51,6 +53,7 @@
 #include "core/error.hpp"
 #include "core/ids.hpp"
 #include "core/resources.hpp"
+#include "core/task_end.hpp"
 
 namespace claimsched::agent {
 
@@ -73,6 +76,9 @@ struct LaunchSpec {
   /// (SIGTERM, SIGKILL after the grace) and the exit is How::timed_out.
   /// Zero means no limit; negative is invalid.
   core::Duration max_run_time{0};
+  /// Where the task's keeper writes its wait status if it is detached
+  /// (detach_all) and the task ends with no agent watching; empty: nowhere.
+  std::string exit_path;
 };
 
 /// How a started process ended. `how` says why it ended; exit_code and signal
@@ -106,9 +112,34 @@ struct TaskExit {
   bool succeeded() const { return how == How::exited && exit_code == 0; }
   /// The exit to report for a task whose start() failed.
   static TaskExit start_failure(const core::Error& error);
+  /// How the task ended, typed (core/task_end.hpp).
+  core::TaskEnd end() const;
 };
 
 std::string_view to_string(TaskExit::How how);
+
+/// Why a start failed, typed: the Error (code and one line for people) plus
+/// what failed and the errno, which a task's end reason carries
+/// (core::TaskEnd::spawn_failed).
+struct StartError : core::Error {
+  core::SpawnStage stage = core::SpawnStage::system;
+  /// The errno behind it, 0 if none.
+  int error_number = 0;
+};
+
+/// A running task whose keeper was told to outlive this agent
+/// (ProcessSupervisor::detach_all); the next agent adopts it.
+struct DetachedTask {
+  uint64_t handle = 0;
+  /// The keeper's pid, and its start time in clock ticks since boot (which
+  /// tells it from a later process that got the same pid).
+  pid_t pid = 0;
+  uint64_t start_ticks = 0;
+  std::string exit_path;
+  std::string command;
+  /// When its max_run_time runs out, wall clock ns since the Unix epoch; 0: never.
+  int64_t deadline_unix_ns = 0;
+};
 
 struct SupervisorOptions {
   /// Between SIGTERM and SIGKILL to the process group, for kill(), timeouts
@@ -147,7 +178,7 @@ class ProcessSupervisor {
   /// text), wrong_state once the destructor has begun. On success exactly one
   /// on_exit for the handle follows. Thread-safe; blocks until the child has
   /// exec'd (typically a millisecond, at most exec_timeout).
-  core::Expected<uint64_t> start(const LaunchSpec& spec);
+  core::Expected<uint64_t, StartError> start(const LaunchSpec& spec);
 
   /// Terminates the process group of `handle` (SIGTERM, SIGKILL after the
   /// grace); its exit is reported as killed_on_request with `reason`. Does
@@ -158,6 +189,16 @@ class ProcessSupervisor {
 
   /// Processes started and not yet reported. Thread-safe.
   size_t running() const;
+
+  /// Tells every running task's keeper to outlive the agent and stops
+  /// watching them: no on_exit follows for them and the destructor kills
+  /// none of them. Tasks being killed are not detached. Thread-safe.
+  std::vector<DetachedTask> detach_all();
+  /// Watches a task an earlier agent detached: one on_exit follows, with the
+  /// status its keeper recorded (at once if it already ended), or a status
+  /// saying it was not recorded. kill() and max_run_time apply as for tasks
+  /// started here. Thread-safe.
+  uint64_t adopt(const DetachedTask& task);
 
  private:
   struct Impl;

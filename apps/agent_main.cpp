@@ -6,8 +6,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <algorithm>
 #include <atomic>
+#include <functional>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -18,6 +21,8 @@
 #include "actors/process_executor.hpp"
 #include "actors/registration.hpp"
 #include "agent/machine.hpp"
+#include "agent/task_output.hpp"
+#include "core/duration.hpp"
 #include "apps/cluster_config.hpp"
 #include "apps/signals.hpp"
 #include "storage/node_store.hpp"
@@ -41,6 +46,15 @@ struct Uplink {
   core::Duration connect_timeout;
   std::atomic<bool>& stopping;
   std::atomic<int>& exit_code;
+  /// Runs on this uplink's thread after every (re)registration: a server
+  /// that restarted while the agent drains learns it again.
+  std::function<void()> on_registered;
+
+  /// The gateways registered with now (an agent that leaves tells them).
+  std::vector<actors::gateway_actor> connected() const {
+    std::lock_guard<std::mutex> guard(mutex_);
+    return gateways_;
+  }
 
   /// Sleeps `d` unless the agent stops meanwhile.
   void pause(std::chrono::milliseconds d) const {
@@ -49,7 +63,7 @@ struct Uplink {
       std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(d, std::chrono::milliseconds(50)));
   }
 
-  void keep(const std::string& host, uint16_t port) const {
+  void keep(const std::string& host, uint16_t port) {
     std::string server = host + ":" + std::to_string(port);
     caf::scoped_actor self{sys};
     auto backoff = std::chrono::milliseconds(200);
@@ -95,6 +109,8 @@ struct Uplink {
         continue;
       }
       spdlog::info("claimsched agent {}: registered with {}", name, server);
+      if (on_registered) on_registered();
+      set_connected(gw, true);
       bool lost = false;
       while (!lost && !stopping.load()) {
         for (const auto& s : specs) self->send(gw, actors::heartbeat_atom::value, s.id);
@@ -102,10 +118,20 @@ struct Uplink {
         while (!lost && !stopping.load() && std::chrono::steady_clock::now() < deadline)
           self->receive([&](caf::down_msg&) { lost = true; }, caf::after(std::chrono::milliseconds(50)) >> [&] {});
       }
+      set_connected(gw, false);
       if (lost) spdlog::warn("claimsched agent {}: lost the server at {}; reconnecting", name, server);
       self->demonitor(gw.address());
     }
   }
+
+  void set_connected(const actors::gateway_actor& gw, bool up) {
+    std::lock_guard<std::mutex> guard(mutex_);
+    gateways_.erase(std::remove(gateways_.begin(), gateways_.end(), gw), gateways_.end());
+    if (up) gateways_.push_back(gw);
+  }
+
+  mutable std::mutex mutex_{};
+  std::vector<actors::gateway_actor> gateways_{};
 };
 
 }  // namespace
@@ -140,6 +166,16 @@ int run_agent(const AgentOptions& opt) {
   if (!opt.labels.empty()) a.labels = opt.labels;
   if (!opt.state_dir.empty()) a.state_dir = opt.state_dir;
   if (opt.max_starting >= 0) a.max_starting = static_cast<uint32_t>(opt.max_starting);
+  if (!opt.on_stop.empty()) {
+    if (opt.on_stop != "leave" && opt.on_stop != "wait")
+      return fail(2, "--on-stop must be leave or wait, got '" + opt.on_stop + "'");
+    a.on_stop = opt.on_stop;
+  }
+  if (!opt.keep_outputs.empty()) {
+    auto d = core::parse_duration(opt.keep_outputs);
+    if (!d || d->count() <= 0) return fail(2, "--keep-outputs must be a duration such as 7d or 12h");
+    a.keep_outputs = *d;
+  }
 
   core::Resources capacity;
   if (!a.resources.empty()) {
@@ -190,8 +226,11 @@ int run_agent(const AgentOptions& opt) {
       !st)
     return fail(1, st.error().to_string());
 
-  std::shared_ptr<actors::TaskExecutor> executor;
-  if (opt.simulate == 0) executor = std::make_shared<actors::ProcessExecutor>(a.state_dir + "/tasks");
+  std::shared_ptr<actors::ProcessExecutor> executor;
+  if (opt.simulate == 0) {
+    executor = std::make_shared<actors::ProcessExecutor>(a.state_dir + "/tasks");
+    executor->load_detached();  // what the last agent left running, for the nodes to adopt
+  }
   core::LedgerConfig ledger;
   ledger.claim_ttl = config.timeouts.claim_ttl;
   // A real node remembers many task ends: while the server restarts, every
@@ -219,6 +258,7 @@ int run_agent(const AgentOptions& opt) {
     if (auto it = stored.find(spec.id); it != stored.end()) {
       nc.restored = actors::restore_ledger(it->second, ledger, clock);
       nc.restored->set_capacity(capacity);
+      nc.restored->set_state(core::NodeState::up);  // drained when the last agent stopped
     } else {
       core::NodeReport r;
       r.spec = spec;
@@ -233,18 +273,76 @@ int run_agent(const AgentOptions& opt) {
   spdlog::info("claimsched agent {}: {} node(s) of {} in pool {}, state in {}", a.name, count,
                capacity.to_string(), a.pool, a.state_dir);
 
+  caf::scoped_actor self{sys};
+  if (executor) {
+    // Every node actor has adopted what it still holds once it answers;
+    // what the last agent left that no node holds any more must not run on.
+    for (auto& n : nodes)
+      self->request(n, caf::infinite, actors::report_atom::value).receive([](core::NodeReport&) {},
+                                                                         [](caf::error&) {});
+    executor->drop_unadopted();
+  }
+  auto next_cleanup = std::chrono::steady_clock::now();
+  auto clean_outputs = [&] {
+    if (!executor || std::chrono::steady_clock::now() < next_cleanup) return;
+    next_cleanup = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    size_t removed = agent::remove_old_outputs(a.state_dir + "/tasks", a.keep_outputs,
+                                               [&](core::JobId job) { return executor->runs_job(job); });
+    if (removed > 0)
+      spdlog::info("claimsched agent {}: removed the outputs of {} job(s) older than {}", a.name, removed,
+                   core::format_duration(a.keep_outputs));
+  };
+  // Stopping: the first signal drains; "wait" then runs until the tasks end,
+  // "leave" (or a second signal) leaves them running and exits.
+  enum class Stop { running, waiting, leaving } stop = Stop::running;
+  std::atomic<bool> draining{false};
+  // Called from the uplinks' threads too: its own scoped actor.
+  auto drain = [&] {
+    caf::scoped_actor asker{sys};
+    for (auto& n : nodes)
+      asker->request(n, std::chrono::seconds(10), actors::drain_atom::value)
+          .receive([](core::NodeSnapshot&) {}, [](caf::error&) {});
+  };
+  auto on_signal = [&] {
+    if (stop == Stop::running && a.on_stop == "wait" && executor && executor->busy() > 0) {
+      spdlog::info("claimsched agent {}: stopping: no new work; waiting for {} task(s) to end (signal again to "
+                   "leave them running)",
+                   a.name, executor->busy());
+      draining = true;
+      drain();
+      stop = Stop::waiting;
+      return;
+    }
+    stop = Stop::leaving;
+  };
   std::atomic<bool> stopping{false};
   std::atomic<int> exit_code{0};
-  Uplink uplink{sys, a.name, specs, nodes, config.timeouts.link_timeout, stopping, exit_code};
+  Uplink uplink{sys, a.name, specs, nodes, config.timeouts.link_timeout, stopping, exit_code, [&] {
+                  if (draining.load()) drain();
+                }};
   std::vector<std::thread> links;
   for (const auto& [host, port] : servers)
     links.emplace_back([&uplink, host = host, port = port] { uplink.keep(host, port); });
-  while (!stopping.load() && !wait_for_stop_signal(std::chrono::milliseconds(200))) {
+  while (!stopping.load()) {
+    if (wait_for_stop_signal(std::chrono::milliseconds(200))) on_signal();
+    if (stop == Stop::waiting && executor->busy() == 0) stop = Stop::leaving;
+    if (stop == Stop::leaving) break;
+    clean_outputs();
+  }
+  if (executor && executor->busy() > 0) {
+    // Leave: nothing new starts here, every server waits for this node's
+    // return, and the tasks run on under their keepers for the next start.
+    drain();
+    for (const auto& gw : uplink.connected())
+      for (const auto& s : specs) self->send(gw, actors::leave_atom::value, s.id);
+    size_t left = executor->detach_all();
+    spdlog::info("claimsched agent {}: stopping; {} task(s) left running for the next start to adopt", a.name,
+                 left);
+  } else {
+    spdlog::info("claimsched agent {}: stopping", a.name);
   }
   stopping = true;
   for (auto& t : links) t.join();
-  spdlog::info("claimsched agent {}: stopping", a.name);
-  caf::scoped_actor self{sys};
   for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);
   for (auto& n : nodes) self->wait_for(n);
   return exit_code.load();

@@ -3,9 +3,16 @@
 // `claimsched agent`: hosts this machine's node actor (or, with --simulate N,
 // N synthetic nodes), registers with the server, heartbeats, and runs tasks
 // as processes. It reconnects when the server goes away and registers again;
-// the server then reconciles what the node still runs. Tasks die with their
-// agent (see agent/process_supervisor.hpp); a restarted agent reports the
-// tasks it held as lost.
+// the server then reconciles what the node still runs.
+//
+// Stopping (SIGTERM, SIGINT) drains: the node takes no new claims. Then, by
+// --on-stop: "leave" (the default) leaves the running tasks to their keepers
+// (agent/keeper.hpp), tells the server it will be back (its node is not
+// declared down for agent_restart_grace), and exits; the next start adopts
+// them, so they finish once and use no retry. "wait" keeps heartbeating until
+// every task ended, then exits (a second signal leaves the rest running).
+// An agent that dies without stopping (kill -9, a crash) takes its tasks
+// with it; a restarted agent reports those as lost.
 
 #include <string>
 #include <vector>
@@ -25,6 +32,10 @@ struct AgentOptions {
   std::string state_dir;
   uint32_t simulate = 0;
   int64_t max_starting = -1;
+  /// "leave" or "wait" (empty: [agent] on_stop, else leave).
+  std::string on_stop;
+  /// How long task outputs are kept (empty: [agent] keep_outputs, else 7d).
+  std::string keep_outputs;
 };
 
 int run_agent(const AgentOptions& options);

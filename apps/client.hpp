@@ -1,13 +1,15 @@
 #pragma once
 
-// The client: `claimsched submit | status | queue | nodes | cancel | pools |
-// explain`. It reaches the server through --server HOST:PORT, else
-// CLAIMSCHED_SERVER, else 127.0.0.1:7070.
+// The client: `claimsched submit | status | cancel | queue | jobs | logs |
+// nodes | pools | explain`. It reaches the server through --server HOST:PORT,
+// else CLAIMSCHED_SERVER, else 127.0.0.1:7070. deploy/CLI.md documents every
+// command, its text and its JSON.
 //
-// Exit codes (scripts rely on them):
-//   0  done
-//   1  the server refused: unknown job, invalid job (the field is named), ...
-//   2  bad usage or an unreadable / invalid job file (nothing was sent)
+// Exit codes, the same for every command (scripts rely on them):
+//   0  done (submit --wait / status --follow: every task succeeded)
+//   1  the request was refused (unknown job, invalid job: the field is
+//      named), or the job failed (--wait, --follow)
+//   2  bad usage or an invalid job file (nothing was sent)
 //   3  the server cannot be reached (or did not answer in time)
 
 #include <string>
@@ -21,37 +23,60 @@ class App;
 
 namespace claimsched::apps {
 
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUnreachable = 3;
+
 struct ClientOptions {
   std::string server;
   bool json = false;
   core::Duration timeout = std::chrono::seconds(10);
-  uint64_t job = 0;
+  /// JOB or JOB.TASK as typed (checked by the command).
+  std::string job;
   // submit
   std::string file;
   std::string name;
   std::string user;
   std::string job_class;
-  std::string pool = "default";
+  std::string pool;
   uint32_t count = 1;
-  std::string resources = "cpu=1,memory=1Gi";
+  std::string resources;
   std::vector<std::string> env;
   std::vector<std::string> constraints;
   std::string workdir;
   std::string max_run_time;
   std::string duration;
   uint32_t max_retries = 0;
-  int64_t max_lost_retries = -1;
+  uint32_t max_lost_retries = 3;
   bool gang = false;
   bool not_preemptible = false;
+  bool hold = false;
   std::vector<std::string> command;
   /// Submit this many copies (pipelined); prints one id per line.
   uint32_t repeat = 1;
-  /// After submitting, wait until every submitted job ended and print a
-  /// summary (rates, latencies) instead of the ids.
+  /// Wait until the job ends; exit 0 if every task succeeded, else 1.
   bool wait = false;
+  /// Print the job's state changes as they happen, until it ends.
+  bool follow = false;
+  // status
+  bool tasks = false;
+  // queue / jobs
+  bool all = false;
+  std::string filter_user;
+  std::vector<std::string> states;
+  std::string filter_pool;
+  std::string since;
+  uint32_t limit = 50;
+  // logs
+  bool stderr_stream = false;
+  uint32_t tail = 0;
+  /// Which submit flags were given on the command line (they override the
+  /// job file's fields); filled by add_client_commands.
+  const CLI::App* submit_command = nullptr;
 };
 
-/// Adds every client subcommand; `which` receives the name of the one given.
+/// Adds every client subcommand.
 void add_client_commands(CLI::App& app, ClientOptions& options);
 /// Runs `command` (a name add_client_commands registered); returns the exit code.
 int run_client(const std::string& command, const ClientOptions& options);

@@ -19,6 +19,7 @@ using policy_toml::Reader;
 using namespace core::policy;
 
 constexpr std::string_view kTopKeys[] = {"cluster_id",
+                                         "resources",
                                          "max_claims_in_flight",
                                          "default_max_lost_retries",
                                          "listen",
@@ -119,6 +120,17 @@ class ConfigReader {
     v = c_.default_max_lost_retries;
     if (r_.integer(root_, "default_max_lost_retries", "", v, 0, 1'000))
       c_.default_max_lost_retries = static_cast<uint32_t>(v);
+    std::vector<std::string> resources;
+    if (r_.strings(root_, "resources", "", resources) && root_.get("resources")) {
+      for (const auto& name : resources) {
+        // Checked as a job would write it (lower case letters, digits, '_').
+        auto parsed = core::Resources::parse(name + "=1");
+        if (!parsed || name == "cpu" || name == "memory" || name == "gpu" || name == "disk")
+          r_.problem(*root_.get("resources"), "resources",
+                     "'" + name + "' is not a name to declare (cpu, memory, gpu and disk are built in)");
+      }
+      c_.resources = resources;
+    }
   }
 
   void listen() {
@@ -160,6 +172,7 @@ class ConfigReader {
         {"claim_ttl", &TimeoutsConfig::claim_ttl},
         {"reply_timeout", &TimeoutsConfig::reply_timeout},
         {"recovery_grace", &TimeoutsConfig::recovery_grace},
+        {"agent_restart_grace", &TimeoutsConfig::agent_restart_grace},
         {"link_heartbeat", &TimeoutsConfig::link_heartbeat},
         {"link_timeout", &TimeoutsConfig::link_timeout},
     };
@@ -460,7 +473,17 @@ class ConfigReader {
     const toml::table* t = r_.table(root_, "agent", "");
     if (!t) return;
     AgentConfig& a = c_.agent;
-    r_.keys(*t, "agent", {"name", "pool", "resources", "labels", "state_dir", "max_starting", "server"});
+    r_.keys(*t, "agent",
+            {"name", "pool", "resources", "labels", "state_dir", "max_starting", "server", "on_stop", "keep_outputs"});
+    std::string on_stop = a.on_stop;
+    if (r_.string(*t, "on_stop", "agent", on_stop) && t->get("on_stop")) {
+      if (on_stop == "leave" || on_stop == "wait")
+        a.on_stop = on_stop;
+      else
+        r_.problem(*t->get("on_stop"), "agent.on_stop", "must be \"leave\" or \"wait\", got '" + on_stop + "'");
+    }
+    if (r_.duration(*t, "keep_outputs", "agent", a.keep_outputs) && a.keep_outputs.count() <= 0)
+      r_.problem(*t->get("keep_outputs"), "agent.keep_outputs", "must be longer than 0s");
     r_.string(*t, "name", "agent", a.name);
     if (r_.string(*t, "pool", "agent", a.pool) && t->get("pool")) {
       std::vector<std::string> leaves = leaf_pools(c_.policy);

@@ -57,6 +57,9 @@ struct TimeoutsConfig {
   core::Duration reply_timeout = std::chrono::seconds(5);
   /// After a server restart, tasks on nodes that have not come back by then are lost.
   core::Duration recovery_grace = std::chrono::seconds(30);
+  /// An agent that stopped on purpose and left its tasks running (a drain)
+  /// has this long to come back before its node is down and its tasks lost.
+  core::Duration agent_restart_grace = std::chrono::minutes(10);
   /// CAF's middleman heartbeat and connection timeout between processes.
   core::Duration link_heartbeat = std::chrono::milliseconds(250);
   core::Duration link_timeout = std::chrono::seconds(2);
@@ -87,6 +90,13 @@ struct AgentConfig {
   /// The server (host:port), or every member of an HA cluster
   /// (host:port,host:port,...); CLAIMSCHED_SERVER or --server override it.
   std::string server = "127.0.0.1:7070";
+  /// On SIGTERM: "leave" its running tasks running for its next start (which
+  /// adopts them), or "wait" for them to end first. Either way it takes no
+  /// new work once the signal came.
+  std::string on_stop = "leave";
+  /// How long task outputs are kept after their job's last task here ended
+  /// (`claimsched logs` reads them until then).
+  core::Duration keep_outputs = std::chrono::hours(24 * 7);
 };
 
 /// [ha]: this server is one of several members; etcd elects the owner of
@@ -122,6 +132,9 @@ core::policy::PolicyConfig default_policy_config();
 struct ClusterConfig {
   /// Names the cluster; every store refuses another cluster's data.
   std::string cluster_id = "claimsched";
+  /// Resource names jobs may ask for besides cpu, memory, gpu and disk
+  /// (`resources = ["fpga"]`); a job asking for another is refused at submit.
+  std::vector<std::string> resources;
   ListenConfig listen;
   StorageConfig storage;
   TimeoutsConfig timeouts;

@@ -127,6 +127,7 @@ std::string cluster_config_json(const ConfigReport& report, std::string_view sou
   const ClusterConfig& c = report.config;
   json cfg;
   cfg["cluster_id"] = c.cluster_id;
+  cfg["resources"] = c.resources;
   cfg["max_claims_in_flight"] = c.max_claims_in_flight;
   cfg["default_max_lost_retries"] = c.default_max_lost_retries;
   cfg["listen"] = {{"host", c.listen.host}, {"port", c.listen.port}};
@@ -137,6 +138,7 @@ std::string cluster_config_json(const ConfigReport& report, std::string_view sou
                      {"claim_ttl", format_duration(t.claim_ttl)},
                      {"reply_timeout", format_duration(t.reply_timeout)},
                      {"recovery_grace", format_duration(t.recovery_grace)},
+                     {"agent_restart_grace", format_duration(t.agent_restart_grace)},
                      {"link_heartbeat", format_duration(t.link_heartbeat)},
                      {"link_timeout", format_duration(t.link_timeout)}};
   cfg["partitions"] = json::array();

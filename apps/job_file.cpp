@@ -3,6 +3,9 @@
 #include <nlohmann/json.hpp>
 #include <toml++/toml.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "core/duration.hpp"
 
 namespace claimsched::apps {
@@ -144,14 +147,16 @@ class JsonFields : public Fields {
     target = std::move(*v_);            \
   } while (false)
 
-core::Expected<core::JobSpec> read_job(const Fields& f) {
+core::Expected<JobDraft> read_job(const Fields& f) {
   static const char* kKnown[] = {"name", "user", "class", "pool", "count", "resources", "command", "env",
                                  "workdir", "max_run_time", "max_retries", "max_lost_retries", "gang",
-                                 "preemptible", "constraints", "duration"};
+                                 "preemptible", "constraints", "duration", "hold"};
   for (const auto& k : f.keys())
     if (std::find(std::begin(kKnown), std::end(kKnown), k) == std::end(kKnown))
       return make_error(Errc::invalid_argument, f.where(k) + ": unknown job field '" + k + "'");
-  core::JobSpec j;
+  JobDraft draft;
+  for (const auto& k : f.keys()) draft.given.insert(k);
+  core::JobSpec& j = draft.spec;
   auto bad = [&](std::string_view key, std::string why) {
     return make_error(Errc::invalid_argument, f.where(key) + ": job field '" + std::string(key) + "': " + why);
   };
@@ -168,12 +173,15 @@ core::Expected<core::JobSpec> read_job(const Fields& f) {
   if (f.has("resources")) {
     std::string text;
     CLAIMSCHED_FIELD(f.string("resources"), text);
-    auto r = core::Resources::parse(text);
+    auto r = parse_job_resources(text);
     if (!r) return bad("resources", r.error().message);
     j.per_task = *r;
   }
   if (f.has("command")) CLAIMSCHED_FIELD(f.strings("command"), j.command);
   if (f.has("env")) CLAIMSCHED_FIELD(f.table("env"), j.env);
+  for (size_t a = 0; a < j.env.size(); ++a)
+    for (size_t b = a + 1; b < j.env.size(); ++b)
+      if (j.env[a].first == j.env[b].first) return bad("env", "variable " + j.env[a].first + " is given twice");
   if (f.has("workdir")) CLAIMSCHED_FIELD(f.string("workdir"), j.workdir);
   for (const char* key : {"max_run_time", "duration"}) {
     if (!f.has(key)) continue;
@@ -193,14 +201,15 @@ core::Expected<core::JobSpec> read_job(const Fields& f) {
   if (f.has("gang")) CLAIMSCHED_FIELD(f.boolean("gang"), j.gang);
   if (f.has("preemptible")) CLAIMSCHED_FIELD(f.boolean("preemptible"), j.preemptible);
   if (f.has("constraints")) CLAIMSCHED_FIELD(f.strings("constraints"), j.constraints);
-  return j;
+  if (f.has("hold")) CLAIMSCHED_FIELD(f.boolean("hold"), j.wait_for_nodes);
+  return draft;
 }
 
 #undef CLAIMSCHED_FIELD
 
 }  // namespace
 
-core::Expected<core::JobSpec> parse_job_file(std::string_view text, std::string_view source) {
+core::Expected<JobDraft> parse_job_file(std::string_view text, std::string_view source) {
   size_t first = text.find_first_not_of(" \t\r\n");
   if (first != std::string_view::npos && text[first] == '{') {
     auto j = nlohmann::json::parse(text, nullptr, false);
@@ -215,6 +224,126 @@ core::Expected<core::JobSpec> parse_job_file(std::string_view text, std::string_
     return make_error(Errc::parse_error, std::string(source) + ":" + std::to_string(e.source().begin.line) +
                                              ": " + std::string(e.description()));
   }
+}
+
+JobDraft merge_jobs(JobDraft base, const JobDraft& over) {
+  core::JobSpec& b = base.spec;
+  const core::JobSpec& o = over.spec;
+  auto take = [&](const char* field, auto member) {
+    if (!over.has(field)) return;
+    b.*member = o.*member;
+    base.given.insert(field);
+  };
+  take("name", &core::JobSpec::name);
+  take("user", &core::JobSpec::user);
+  take("class", &core::JobSpec::job_class);
+  take("pool", &core::JobSpec::pool);
+  take("count", &core::JobSpec::count);
+  take("resources", &core::JobSpec::per_task);
+  take("command", &core::JobSpec::command);
+  take("workdir", &core::JobSpec::workdir);
+  take("max_run_time", &core::JobSpec::max_run_time);
+  take("duration", &core::JobSpec::simulated_runtime);
+  take("max_retries", &core::JobSpec::max_retries);
+  take("max_lost_retries", &core::JobSpec::max_lost_retries);
+  take("gang", &core::JobSpec::gang);
+  take("preemptible", &core::JobSpec::preemptible);
+  take("constraints", &core::JobSpec::constraints);
+  take("hold", &core::JobSpec::wait_for_nodes);
+  if (over.has("env")) {
+    for (const auto& [name, value] : o.env) {
+      auto it = std::find_if(b.env.begin(), b.env.end(), [&](const auto& e) { return e.first == name; });
+      if (it != b.env.end())
+        it->second = value;
+      else
+        b.env.emplace_back(name, value);
+    }
+    base.given.insert("env");
+  }
+  return base;
+}
+
+core::Expected<core::JobSpec> finish_job(JobDraft draft, const std::string& user) {
+  core::JobSpec& j = draft.spec;
+  if (!draft.has("pool")) j.pool = std::string(kDefaultPool);
+  if (!draft.has("resources")) j.per_task = *core::Resources::parse(kDefaultResources);
+  if (!draft.has("user") || j.user.empty()) j.user = user;
+  if (j.command.empty())
+    return make_error(Errc::invalid_argument,
+                      "job field 'command': a job needs a command (after --, or command = [...] in its file)");
+  if (!j.workdir.empty() && j.workdir.front() != '/')
+    return make_error(Errc::invalid_argument, "job field 'workdir': '" + j.workdir +
+                                                  "' is relative; on the node it would mean the agent's directory: "
+                                                  "give an absolute path");
+  if (auto st = core::validate(j); !st) return st.error();
+  return std::move(j);
+}
+
+namespace {
+
+constexpr std::string_view kBuiltinResources[] = {"cpu", "memory", "gpu", "disk"};
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (auto& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+/// "did you mean 'memory'?" for a name a person probably meant as a built-in.
+std::string resource_hint(std::string_view name) {
+  std::string low = lower(name);
+  for (auto builtin : kBuiltinResources) {
+    if (low == builtin) return "resource names are lower case: did you mean '" + std::string(builtin) + "'?";
+    if (low.size() >= 3 && builtin.starts_with(low)) return "did you mean '" + std::string(builtin) + "'?";
+  }
+  if (low == "mem" || low == "ram") return "did you mean 'memory'?";
+  if (low == "cpus" || low == "cores") return "did you mean 'cpu'?";
+  if (low == "gpus") return "did you mean 'gpu'?";
+  return "";
+}
+
+/// "4GB" -> a hint that says what the suffixes mean.
+std::string quantity_hint(std::string_view quantity) {
+  std::string q(quantity);
+  for (const char* unit : {"KB", "MB", "GB", "TB", "PB", "kb", "mb", "gb", "tb", "Gb", "Mb", "Kb", "Tb"}) {
+    std::string_view u(unit);
+    if (q.size() > u.size() && std::string_view(q).ends_with(u)) {
+      std::string number = q.substr(0, q.size() - u.size());
+      char p = static_cast<char>(std::toupper(static_cast<unsigned char>(u[0])));
+      return "write " + number + p + " (10^" + std::to_string(3 * (std::string("KMGTP").find(p) + 1)) +
+             " bytes) or " + number + p + "i (2^" + std::to_string(10 * (std::string("KMGTP").find(p) + 1)) +
+             " bytes)";
+    }
+  }
+  return "";
+}
+
+}  // namespace
+
+core::Expected<core::Resources> parse_job_resources(std::string_view text) {
+  // Names first, so "CPU=1" gets its hint before anything registers it.
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    std::string_view item = text.substr(pos, comma == std::string_view::npos ? text.npos : comma - pos);
+    size_t eq = item.find('=');
+    if (eq != std::string_view::npos) {
+      std::string_view name = item.substr(0, eq);
+      while (!name.empty() && name.front() == ' ') name.remove_prefix(1);
+      while (!name.empty() && name.back() == ' ') name.remove_suffix(1);
+      if (auto hint = resource_hint(name);
+          !hint.empty() && std::find(std::begin(kBuiltinResources), std::end(kBuiltinResources), name) ==
+                               std::end(kBuiltinResources))
+        return make_error(Errc::invalid_argument, "unknown resource '" + std::string(name) + "': " + hint);
+      if (auto hint = quantity_hint(item.substr(eq + 1)); !hint.empty())
+        return make_error(Errc::invalid_argument, "resource '" + std::string(name) + "': '" +
+                                                      std::string(item.substr(eq + 1)) + "' is not a quantity: " +
+                                                      hint);
+    }
+    if (comma == std::string_view::npos) break;
+    pos = comma + 1;
+  }
+  return core::Resources::parse(text);
 }
 
 }  // namespace claimsched::apps

@@ -111,13 +111,20 @@ int main(int argc, char** argv) {
   agt->add_option("--state-dir", agent.state_dir, "Where the node's state and task outputs live");
   agt->add_option("--simulate", agent.simulate, "Host N synthetic nodes whose tasks only pretend to run");
   agt->add_option("--max-starting", agent.max_starting, "Tasks starting at once per node (0: no limit)");
+  agt->add_option("--on-stop", agent.on_stop,
+                  "On SIGTERM: leave running tasks for the next start to adopt (leave, the default) or wait for "
+                  "them to end (wait)");
+  agt->add_option("--keep-outputs", agent.keep_outputs, "Keep task outputs this long after their job ends here (default 7d)");
 
   claimsched::apps::ClientOptions client;
   claimsched::apps::add_client_commands(app, client);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // CLI11 prints the problem (or the help); every usage error exits 2, as
+    // the README promises, whatever CLI11's own code for it is.
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
   }
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_default_logger(spdlog::stderr_color_mt("claimsched"));

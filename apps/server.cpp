@@ -169,6 +169,8 @@ int run_server(const ServerOptions& opt) {
   actors::GatewayConfig gc;
   gc.heartbeat_interval = config.timeouts.heartbeat_interval;
   gc.node_grace = config.timeouts.node_grace;
+  gc.resources = config.resources;
+  gc.agent_restart_grace = config.timeouts.agent_restart_grace;
   for (const auto& p : config.partitions) {
     auto assembled = actors::assemble_partition(sys, partition_setup(config, p));
     if (!assembled) {

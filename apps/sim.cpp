@@ -211,6 +211,44 @@ int run_sim(const SimOptions& cli) {
   core::Resources capacity;
   for (const auto& s : specs) capacity += s.capacity;
 
+  {
+    core::SyntheticLoadConfig sized;
+    sized.tasks = opt.tasks;
+    sized.tasks_per_job = opt.tasks_per_job;
+    sized.utilization = opt.utilization;
+    sized.waves = opt.churn ? opt.waves : 1;
+    // Tasks are whole millicores and MiBs: a load of more tasks than that
+    // allows is rounded up past the cluster, and most of it could never run.
+    if (double fill = core::SyntheticLoad(sized, capacity).expected_fill(capacity); fill > 1.0) {
+      uint64_t most = core::SyntheticLoad::max_tasks_per_wave(capacity, opt.utilization) * sized.waves;
+      std::fprintf(stderr,
+                   "claimsched sim: --tasks %llu on %u node(s) makes tasks smaller than one cpu millicore or one "
+                   "MiB; rounded up, they would fill %.1fx the cluster and most could never be placed. Use at most "
+                   "%llu tasks, or more nodes.\n",
+                   static_cast<unsigned long long>(opt.tasks), opt.nodes, fill, static_cast<unsigned long long>(most));
+      return 2;
+    }
+    // Each pool gets an equal part of the load: the smallest must hold it.
+    std::map<std::string, core::Resources> per_pool;
+    for (const auto& n : specs) per_pool[n.pool] += n.capacity;
+    auto smallest = std::min_element(per_pool.begin(), per_pool.end(), [](const auto& a, const auto& b) {
+      return a.second[core::dim::cpu] < b.second[core::dim::cpu];
+    });
+    if (per_pool.size() > 1) {
+      double fill = core::SyntheticLoad(sized, capacity).expected_fill(
+          smallest->second.times(static_cast<int64_t>(per_pool.size())));
+      if (fill > 1.0) {
+        std::fprintf(stderr,
+                     "claimsched sim: %u node(s) in %zu pools leave %s with %s for an equal share of the load: at "
+                     "--utilization %.2f it would be filled %.2fx and some tasks could never be placed. Use a node "
+                     "count divisible by --partitions, or a lower --utilization.\n",
+                     opt.nodes, per_pool.size(), smallest->first.c_str(), smallest->second.to_string().c_str(),
+                     opt.utilization, fill);
+        return 2;
+      }
+    }
+  }
+
   auto fail = [&](const std::string& what) {
     std::fprintf(stderr, "claimsched sim: %s\n", what.c_str());
     return 1;
@@ -522,7 +560,14 @@ int run_sim(const SimOptions& cli) {
   self->send_exit(generator, caf::exit_reason::user_shutdown);
   for (auto& r : replicas) self->send_exit(r, caf::exit_reason::user_shutdown);
   for (auto& p : partitions) actors::disassemble_partition(sys, p);
-  return report.invariants_ok() ? 0 : 1;
+  if (!report.invariants_ok()) return 1;
+  if (report.unplaced > 0) {
+    // The checks hold, but the run did not do what it was asked.
+    std::fprintf(stderr, "claimsched sim: %llu task(s) were never placed\n",
+                 static_cast<unsigned long long>(report.unplaced));
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace claimsched::apps

@@ -1,5 +1,7 @@
 #include "apps/starvation.hpp"
 
+#include "apps/pools_text.hpp"
+
 #include <cstdio>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -165,10 +167,10 @@ int run_starvation_scenario(const SimOptions& opt) {
     std::printf("  %llu preemptions, %.3f per reclaimed task; %llu evictions\n",
                 static_cast<unsigned long long>(st.stats.preemptions), per_task,
                 static_cast<unsigned long long>(st.stats.evictions));
-    std::string table;
+    std::string doc;
     self->request(scheduler, caf::infinite, actors::pools_atom::value)
-        .receive([&](std::string& t) { table = std::move(t); }, [](caf::error&) {});
-    std::printf("%s", table.c_str());
+        .receive([&](std::string& t) { doc = std::move(t); }, [](caf::error&) {});
+    if (auto table = pools_text({doc})) std::printf("%s", table->c_str());
   }
   for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);
   actors::disassemble_partition(sys, *partition);

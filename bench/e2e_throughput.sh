@@ -10,12 +10,13 @@
 #
 #   bench/e2e_throughput.sh [--jobs N] [--layouts "1x32 4x8"] [--warmup N]
 #
-# Uses deploy/local-cluster.sh (CLAIMSCHED_BIN picks the binary; build in
-# Release first). Each layout gets a fresh cluster in a temporary directory.
+# Uses deploy/local-cluster.sh (CLAIMSCHED_BIN picks the binary) and
+# build/bench/e2e/e2e_submit (CLAIMSCHED_E2E_SUBMIT); build both in Release first. Each layout gets a fresh cluster in a temporary directory.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
 export CLAIMSCHED_BIN="${CLAIMSCHED_BIN:-$here/build/apps/claimsched}"
+submit="${CLAIMSCHED_E2E_SUBMIT:-$here/build/bench/e2e/e2e_submit}"
 jobs=20000
 warmup=200
 layouts="1x32 4x8"
@@ -37,8 +38,8 @@ for layout in $layouts; do
   "$here/deploy/local-cluster.sh" start --agents "$agents" --slots "$slots" >/dev/null
   server="$(cat "$dir/address")"
   # Warm up (first connections, RocksDB's first files), then measure.
-  "$CLAIMSCHED_BIN" submit --server "$server" --repeat "$warmup" --wait --json -- /bin/true >/dev/null
-  result="$("$CLAIMSCHED_BIN" submit --server "$server" --repeat "$jobs" --wait --json -- /bin/true)"
+  "$submit" --server "$server" --jobs "$warmup" -- /bin/true >/dev/null
+  result="$("$submit" --server "$server" --jobs "$jobs" -- /bin/true)"
   echo "{\"agents\":$agents,\"slots\":$slots,${result#\{}"
   "$here/deploy/local-cluster.sh" stop >/dev/null
   rm -rf "$dir"

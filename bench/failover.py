@@ -13,7 +13,7 @@
    once through every member (the client moves past the dead one and retries
    while the partition has no owner) measures owner death -> first placement
    by the new owner (the probe's first task confirmed, on the server's
-   monotonic clock, minus the kill on the same clock). The killed member is
+   wall clock, minus the kill on the same host's clock). The killed member is
    started again and the cluster settles (owner, every standby caught up)
    before the next kill.
 4. The check: every acknowledged job still held, the 100,000 allocations
@@ -178,11 +178,11 @@ class Bench:
         deadline = time.time() + 60
         while time.time() < deadline:
             s = c.client_json(["status", str(job)])
-            if s and "started_at_ns" in s:
+            if s and s.get("started_at_ns"):
                 result["failover_ms"] = round((s["started_at_ns"] - kill_ns) / 1e6, 1)
                 # When the new owner's gateway took the probe (the client
                 # retried until then), and when it was placed after that.
-                if "submitted_at_ns" in s:
+                if s.get("submitted_at_ns"):
                     result["accepted_ms"] = round((s["submitted_at_ns"] - kill_ns) / 1e6, 1)
                 return
             time.sleep(0.05)
@@ -218,7 +218,7 @@ class Bench:
         for k in range(args.kills):
             owner = self.settle()
             result = {}
-            kill_ns = time.monotonic_ns()
+            kill_ns = time.time_ns()
             c.members[owner].kill()
             prober = threading.Thread(target=self.probe, args=(kill_ns, result))
             prober.start()

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 
 namespace claimsched::core {
 
@@ -55,6 +56,27 @@ std::string format_duration(Duration d) {
   for (int i = static_cast<int>(std::size(kUnits)) - 1; i >= 0; --i)
     if (n % kUnits[i].nanos == 0) return std::to_string(n / kUnits[i].nanos) + std::string(kUnits[i].suffix);
   return std::to_string(n) + "ns";
+}
+
+std::string human_duration(Duration d) {
+  if (d.count() < 0) d = -d;
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  char buf[48];
+  if (ms < 1000) {
+    std::snprintf(buf, sizeof buf, "%lldms", static_cast<long long>(ms));
+  } else if (ms < 60'000) {
+    std::snprintf(buf, sizeof buf, "%.1fs", static_cast<double>(ms) / 1000.0);
+  } else if (ms < 3'600'000) {
+    std::snprintf(buf, sizeof buf, "%lldm %02llds", static_cast<long long>(ms / 60'000),
+                  static_cast<long long>(ms / 1000 % 60));
+  } else if (ms < 86'400'000) {
+    std::snprintf(buf, sizeof buf, "%lldh %02lldm", static_cast<long long>(ms / 3'600'000),
+                  static_cast<long long>(ms / 60'000 % 60));
+  } else {
+    std::snprintf(buf, sizeof buf, "%lldd %02lldh", static_cast<long long>(ms / 86'400'000),
+                  static_cast<long long>(ms / 3'600'000 % 24));
+  }
+  return buf;
 }
 
 }  // namespace claimsched::core

@@ -14,5 +14,8 @@ namespace claimsched::core {
 Expected<Duration> parse_duration(std::string_view text);
 /// The inverse of parse_duration, using the largest unit that is exact.
 std::string format_duration(Duration d);
+/// Rounded for people to read at a glance: "850ms", "12.5s", "3m 05s",
+/// "2h 07m", "3d 04h" (the sign is dropped: it is how long, not when).
+std::string human_duration(Duration d);
 
 }  // namespace claimsched::core

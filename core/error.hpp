@@ -47,12 +47,13 @@ inline Error make_error(Errc code, std::string message) {
   return Error{code, std::move(message)};
 }
 
-/// A value or an Error; std::expected arrives in C++23, this is its subset.
-template <class T>
+/// A value or an Error (or a richer error type E); std::expected arrives in
+/// C++23, this is its subset.
+template <class T, class E = Error>
 class [[nodiscard]] Expected {
  public:
   Expected(T value) : state_(std::move(value)) {}
-  Expected(Error error) : state_(std::move(error)) {}
+  Expected(E error) : state_(std::move(error)) {}
 
   bool has_value() const { return state_.index() == 0; }
   explicit operator bool() const { return has_value(); }
@@ -74,13 +75,13 @@ class [[nodiscard]] Expected {
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
 
-  const Error& error() const {
+  const E& error() const {
     assert(!has_value());
     return std::get<1>(state_);
   }
 
  private:
-  std::variant<T, Error> state_;
+  std::variant<T, E> state_;
 };
 
 /// Expected<void>: success or an Error.

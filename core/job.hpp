@@ -101,6 +101,9 @@ struct JobSpec {
   uint32_t max_retries = 0;
   /// A task whose node is lost runs again this many times.
   uint32_t max_lost_retries = 3;
+  /// Accept it even if no node of its pool can run it now (for nodes still
+  /// to come; `submit --hold`). Without it such a job is refused at submit.
+  bool wait_for_nodes = false;
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

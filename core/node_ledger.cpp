@@ -208,7 +208,7 @@ ReleaseReply NodeLedger::release(const ReleaseRequest& request, TimePoint /*now*
 }
 
 bool NodeLedger::finish_task(TaskRef task, TaskState final_state, int32_t exit_code,
-                             std::vector<NodeEvent>& events, std::optional<ClaimId> claim) {
+                             std::vector<NodeEvent>& events, const TaskEnd& end, std::optional<ClaimId> claim) {
   auto it = find_allocation(task);
   if (it == allocations_.end() || (claim && it->claim_id != *claim)) return false;
   NodeEvent ev;
@@ -218,6 +218,7 @@ bool NodeLedger::finish_task(TaskRef task, TaskState final_state, int32_t exit_c
   ev.task = task;
   ev.final_state = final_state;
   ev.exit_code = exit_code;
+  ev.end = end;
   events.push_back(ev);
   remember_finished(ev);
   allocated_ -= it->resources;

@@ -40,11 +40,12 @@ class NodeLedger {
   ReleaseReply release(const ReleaseRequest& request, TimePoint now);
 
   /// A task on this node reached a final state (the process exited, it was
-  /// killed). With `claim`, only the run that claim allocated ends (a process
-  /// killed on a release may exit after the task was allocated here again).
-  /// Returns false if the task (that run of it) is not allocated here.
+  /// killed), for the reason `end`. With `claim`, only the run that claim
+  /// allocated ends (a process killed on a release may exit after the task
+  /// was allocated here again). Returns false if the task (that run of it)
+  /// is not allocated here.
   bool finish_task(TaskRef task, TaskState final_state, int32_t exit_code, std::vector<NodeEvent>& events,
-                   std::optional<ClaimId> claim = std::nullopt);
+                   const TaskEnd& end = {}, std::optional<ClaimId> claim = std::nullopt);
 
   /// Fires every deadline at or before `now`: expires claims, starts and
   /// finishes synthetic tasks. Appends what happened to `events`. Returns true

@@ -40,6 +40,8 @@ std::string_view to_string(NodeEvent::Kind k) {
       return "task_finished";
     case NodeEvent::Kind::task_started:
       return "task_started";
+    case NodeEvent::Kind::task_exited:
+      return "task_exited";
   }
   return "unknown";
 }

@@ -13,6 +13,7 @@
 #include "core/job.hpp"
 #include "core/node.hpp"
 #include "core/resources.hpp"
+#include "core/task_end.hpp"
 
 namespace claimsched::core {
 
@@ -124,13 +125,19 @@ struct NodeEvent {
     task_finished,
     /// A confirmed task started running.
     task_started,
+    /// The process of a task the scheduler had already released (cancelled,
+    /// preempted) ended: `end` says how, for the record. Frees nothing.
+    task_exited,
   };
   Kind kind = Kind::task_finished;
   PartitionId partition;
   ClaimId claim_id;
   TaskRef task;
   TaskState final_state = TaskState::succeeded;
+  /// What a shell would show: the status, 128 + a signal, -1 if it never ran.
   int32_t exit_code = 0;
+  /// Why it ended, typed (reason none from nodes that predate it).
+  TaskEnd end;
 
   friend bool operator==(const NodeEvent&, const NodeEvent&) = default;
 };

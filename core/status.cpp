@@ -1,5 +1,7 @@
 #include "core/status.hpp"
 
+#include <algorithm>
+
 namespace claimsched::core {
 
 std::string_view to_string(JobState s) {
@@ -26,6 +28,20 @@ JobState job_state(const TaskCounts& by_state, uint32_t count, bool cancelled) {
   if (ended == count) return n(TaskState::succeeded) == count ? JobState::succeeded : JobState::failed;
   if (n(TaskState::running) + n(TaskState::claimed) > 0) return JobState::running;
   return ended > 0 ? JobState::running : JobState::pending;
+}
+
+Expected<JobState> parse_job_state(std::string_view s) {
+  for (auto st : {JobState::pending, JobState::running, JobState::succeeded, JobState::failed, JobState::cancelled})
+    if (to_string(st) == s) return st;
+  return make_error(Errc::parse_error,
+                    "unknown job state '" + std::string(s) + "' (pending, running, succeeded, failed, cancelled)");
+}
+
+bool matches(const JobFilter& f, const JobView& job) {
+  if (!f.user.empty() && job.spec.user != f.user) return false;
+  if (!f.pool.empty() && job.spec.pool != f.pool) return false;
+  if (!f.states.empty() && std::find(f.states.begin(), f.states.end(), job.state) == f.states.end()) return false;
+  return f.since.count() == 0 || job.spec.submit_time >= f.since;
 }
 
 }  // namespace claimsched::core

@@ -11,6 +11,7 @@
 
 #include "core/job.hpp"
 #include "core/node.hpp"
+#include "core/task_end.hpp"
 
 namespace claimsched::core {
 
@@ -38,6 +39,12 @@ struct TaskView {
   int32_t exit_code = 0;
   uint32_t failures = 0;
   uint32_t losses = 0;
+  /// How its last run ended (reason none: it has not ended yet).
+  TaskEnd end;
+  /// end.reason preempted: the job it made room for (zero if unknown).
+  JobId preempted_by;
+  /// The node's name, filled in by the gateway (empty if it does not know).
+  std::string node_name;
 
   friend bool operator==(const TaskView&, const TaskView&) = default;
 };
@@ -78,5 +85,27 @@ struct NodeStatus {
 
   friend bool operator==(const NodeStatus&, const NodeStatus&) = default;
 };
+
+}  // namespace claimsched::core
+
+namespace claimsched::core {
+
+/// Which jobs a listing (`claimsched jobs`) wants. Empty fields match all.
+struct JobFilter {
+  std::string user;
+  std::string pool;
+  /// Any of these states (empty: any state).
+  std::vector<JobState> states;
+  /// Submitted at or after this wall-clock time (ns since the Unix epoch; 0: any).
+  TimePoint since{0};
+  /// At most this many, the newest first (0: no limit).
+  uint32_t limit = 0;
+
+  friend bool operator==(const JobFilter&, const JobFilter&) = default;
+};
+
+/// Whether `job` (with wall-clock times, as views leave the scheduler) passes.
+bool matches(const JobFilter& filter, const JobView& job);
+Expected<JobState> parse_job_state(std::string_view s);
 
 }  // namespace claimsched::core

@@ -70,6 +70,23 @@ SyntheticLoad::SyntheticLoad(SyntheticLoadConfig config, const Resources& cluste
   base_ = Resources::cpu_memory(std::max<int64_t>(cpu, 1), std::max<int64_t>(mem, kMi));
 }
 
+double SyntheticLoad::expected_fill(const Resources& capacity) const {
+  double tasks_per_wave =
+      std::max(1.0, static_cast<double>(config_.tasks) / static_cast<double>(config_.waves));
+  double fill = 0;
+  for (DimensionId d : {dim::cpu, dim::memory})
+    if (capacity[d] > 0)
+      fill = std::max(fill, tasks_per_wave * kMeanMultiplier * static_cast<double>(base_[d]) /
+                                static_cast<double>(capacity[d]));
+  return fill;
+}
+
+uint64_t SyntheticLoad::max_tasks_per_wave(const Resources& capacity, double utilization) {
+  double cpu = static_cast<double>(capacity[dim::cpu]) * utilization / kMeanMultiplier;
+  double mem = static_cast<double>(capacity[dim::memory]) * utilization / (kMeanMultiplier * kMi);
+  return static_cast<uint64_t>(std::max(1.0, std::floor(std::min(cpu, mem))));
+}
+
 JobSpec SyntheticLoad::job(uint64_t i, TimePoint submit_time, uint64_t id_offset) const {
   Rng rng(mix64(config_.seed) ^ mix64(i + 0x1234));
   JobSpec j;

@@ -58,6 +58,14 @@ class SyntheticLoad {
   JobSpec job(uint64_t i, TimePoint submit_time, uint64_t id_offset = 0) const;
   /// The size of the smallest task (the size unit the multipliers scale).
   const Resources& base_task() const { return base_; }
+  /// How full one wave of this load is expected to make a cluster of
+  /// `capacity` (dominant resource). Above `utilization` when tasks would be
+  /// smaller than one millicore or one MiB (they are rounded up): above 1,
+  /// most of them can never be placed.
+  double expected_fill(const Resources& capacity) const;
+  /// The most tasks per wave that keep every task at least one millicore and
+  /// one MiB (and the fill at the utilization asked for).
+  static uint64_t max_tasks_per_wave(const Resources& capacity, double utilization);
 
  private:
   SyntheticLoadConfig config_;

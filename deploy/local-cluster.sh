@@ -19,6 +19,15 @@
 # (default $CLAIMSCHED_LOCAL_DIR, else /tmp/claimsched-local) keeps the
 # server's data, each agent's state and task outputs, the logs and the PIDs;
 # stop leaves it, so a second start resumes the same cluster.
+#
+# --config FILE: the server runs that cluster config (its data still under
+# DIR) and the agents read its [agent] section (pool, labels, on_stop, ...).
+#
+# stop drains: each agent takes no new work and leaves its running tasks
+# running; the next start adopts them, so they finish once and use no retry
+# (`claimsched agent --on-stop`). start starts what is not running: agents
+# left from before (say, after the server alone was killed) are kept, not
+# started a second time.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -106,8 +115,10 @@ start_members() {
 start() {
   [[ -x "$bin" ]] || die "no claimsched binary at $bin (build first, or set CLAIMSCHED_BIN)"
   mkdir -p "$dir"
-  if alive "$dir/server.pid" || alive "$dir/member-1.pid"; then die "already running; stop it first"; fi
+  if alive "$dir/server.pid"; then die "already running (server PID $(cat "$dir/server.pid")); stop it first"; fi
+  if alive "$dir/member-1.pid"; then die "already running (member-1 PID $(cat "$dir/member-1.pid")); stop it first"; fi
   if [[ "$members" -gt 0 ]]; then etcd_client="$(port_in "$dir/etcd.client-port")"; fi
+  local agent_config=()
   if [[ -z "$config" ]]; then
     config="$dir/cluster.toml"
     cat >"$config" <<EOF
@@ -125,26 +136,31 @@ EOF
     if [[ "$members" -gt 0 ]]; then
       printf '[ha]\netcd = ["http://127.0.0.1:%s"]\nlease_ttl = "1s"\n' "$etcd_client" >>"$config"
     fi
+  else
+    agent_config=(--config "$config")
   fi
   "$bin" config check "$config" >/dev/null || die "$config has problems (see above)"
   # A start that fails half way ends what it started: no stray server keeps
   # the port (or a core) busy.
   trap 'echo "local-cluster: start failed; stopping what was started" >&2; stop >/dev/null' EXIT
 
+  local address=""
   if [[ "$members" -gt 0 ]]; then
     start_members
   else
-    # A restarted server keeps its port so the agents (which reconnect) find it.
-    local args=(server --config "$config")
+    # A restarted server keeps its port so the agents (which reconnect) find
+    # it; a first one picks a free port unless --port says otherwise.
+    local args=(server --config "$config" --data-dir "$dir/server")
     if [[ "$port" == 0 && -f "$dir/address" ]]; then
       local previous
       previous="$(cat "$dir/address")"
       args+=(--port "${previous##*:}")
+    else
+      args+=(--port "$port")
     fi
     : >"$dir/server.log"
     nohup "$bin" "${args[@]}" >"$dir/server.log" 2>&1 &
     echo $! >"$dir/server.pid"
-    local address=""
     for _ in $(seq 1 100); do
       address="$(sed -n 's/^claimsched server listening on \([^ ]*\) .*/\1/p' "$dir/server.log" | head -1)"
       [[ -n "$address" ]] && break
@@ -152,19 +168,35 @@ EOF
       sleep 0.1
     done
     [[ -n "$address" ]] || die "the server did not report its address within 10s (see $dir/server.log)"
+    address="${address/0.0.0.0/127.0.0.1}"
     echo "$address" >"$dir/address"
   fi
 
+  local started=()
   for i in $(seq 1 "$agents"); do
-    nohup "$bin" agent --server "$address" --name "local-$i" \
+    if alive "$dir/agent-$i.pid"; then
+      # Left from before (the server alone was stopped or killed): it
+      # reconnects by itself. A second one would die on its state's lock.
+      echo "local-cluster: agent-$i is still running (PID $(cat "$dir/agent-$i.pid")); keeping it" >&2
+      continue
+    fi
+    nohup "$bin" agent "${agent_config[@]}" --server "$address" --name "local-$i" \
       --resources "cpu=$slots,memory=${slots}Gi" --state-dir "$dir/agent-$i" \
       >"$dir/agent-$i.log" 2>&1 &
     echo $! >"$dir/agent-$i.pid"
+    started+=("$i")
   done
 
-  # Ready when every agent's node is up.
+  # Ready when every agent's node is up; an agent that exits says why.
+  local up=0
   for _ in $(seq 1 100); do
-    local up
+    for i in "${started[@]}"; do
+      if ! alive "$dir/agent-$i.pid"; then
+        echo "local-cluster: agent-$i exited; the end of $dir/agent-$i.log:" >&2
+        tail -n 5 "$dir/agent-$i.log" | sed 's/^/  /' >&2
+        die "agent-$i did not start"
+      fi
+    done
     up="$("$bin" nodes --json --server "$address" 2>/dev/null | grep -o '"alive":true' | wc -l || true)"
     if [[ "$up" -ge "$agents" ]]; then
       trap - EXIT
@@ -173,6 +205,9 @@ EOF
       return 0
     fi
     sleep 0.1
+  done
+  for i in $(seq 1 "$agents"); do
+    grep -h -E "\] \[(error|warning|critical)\]" "$dir/agent-$i.log" 2>/dev/null | tail -n 2 | sed "s/^/  agent-$i: /" >&2
   done
   die "only ${up:-0} of $agents node(s) came up within 10s (logs in $dir)"
 }

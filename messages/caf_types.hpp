@@ -45,6 +45,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(claimsched, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(claimsched, (claimsched::messages::ChangeBatch))
   CAF_ADD_TYPE_ID(claimsched, (claimsched::core::JobView))
   CAF_ADD_TYPE_ID(claimsched, (claimsched::core::NodeStatus))
+  CAF_ADD_TYPE_ID(claimsched, (claimsched::core::JobFilter))
+  CAF_ADD_TYPE_ID(claimsched, (claimsched::core::LogRequest))
+  CAF_ADD_TYPE_ID(claimsched, (claimsched::core::LogChunk))
 
 CAF_END_TYPE_ID_BLOCK(claimsched)
 
@@ -125,6 +128,9 @@ CLAIMSCHED_INSPECT_AS_PROTO(NodeDelta)
 CLAIMSCHED_INSPECT_AS_PROTO(NodeReport)
 CLAIMSCHED_INSPECT_AS_PROTO(JobView)
 CLAIMSCHED_INSPECT_AS_PROTO(NodeStatus)
+CLAIMSCHED_INSPECT_AS_PROTO(JobFilter)
+CLAIMSCHED_INSPECT_AS_PROTO(LogRequest)
+CLAIMSCHED_INSPECT_AS_PROTO(LogChunk)
 
 #undef CLAIMSCHED_INSPECT_AS_PROTO
 

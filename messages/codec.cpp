@@ -72,13 +72,23 @@ static_assert(pb::NODE_EVENT_KIND_TASK_FINISHED ==
               static_cast<int>(core::NodeEvent::Kind::task_finished) + 1);
 static_assert(pb::NODE_EVENT_KIND_TASK_STARTED ==
               static_cast<int>(core::NodeEvent::Kind::task_started) + 1);
+static_assert(pb::NODE_EVENT_KIND_TASK_EXITED ==
+              static_cast<int>(core::NodeEvent::Kind::task_exited) + 1);
+static_assert(pb::END_REASON_NONE == static_cast<int>(core::EndReason::none) + 1);
+static_assert(pb::END_REASON_AGENT_STOPPED == static_cast<int>(core::EndReason::agent_stopped) + 1);
+static_assert(pb::SPAWN_STAGE_NONE == static_cast<int>(core::SpawnStage::none) + 1);
+static_assert(pb::SPAWN_STAGE_SYSTEM == static_cast<int>(core::SpawnStage::system) + 1);
 
 // The last value of each core enum: decoding rejects anything above it.
 constexpr core::NodeState kLastNodeState = core::NodeState::down;
 constexpr core::TaskState kLastTaskState = core::TaskState::cancelled;
 constexpr core::ClaimOutcome kLastClaimOutcome = core::ClaimOutcome::invalid;
 constexpr core::ConfirmOutcome kLastConfirmOutcome = core::ConfirmOutcome::stale_epoch;
-constexpr core::NodeEvent::Kind kLastNodeEventKind = core::NodeEvent::Kind::task_started;
+constexpr core::NodeEvent::Kind kLastNodeEventKind = core::NodeEvent::Kind::task_exited;
+constexpr core::EndReason kLastEndReason = core::EndReason::agent_stopped;
+constexpr core::SpawnStage kLastSpawnStage = core::SpawnStage::system;
+static_assert(pb::EndReason_MAX == static_cast<int>(kLastEndReason) + 1);
+static_assert(pb::SpawnStage_MAX == static_cast<int>(kLastSpawnStage) + 1);
 constexpr core::JobState kLastJobState = core::JobState::cancelled;
 static_assert(pb::JobState_MAX == static_cast<int>(kLastJobState) + 1);
 
@@ -259,6 +269,21 @@ Status read(const pb::TaskRef& in, const Path& p, core::TaskRef& out) {
   return read_u32(in.index(), Path{p, "index"}, out.index);
 }
 
+Status read(const pb::TaskEnd& in, const Path& p, core::TaskEnd& out) {
+  CLAIMSCHED_TRY(read_enum(in.reason(), kLastEndReason, Path{p, "reason"}, out.reason));
+  CLAIMSCHED_TRY(read_enum(in.stage(), kLastSpawnStage, Path{p, "stage"}, out.stage));
+  if (in.signal() > 255) return corrupt(Path{p, "signal"}, "value " + std::to_string(in.signal()) + " is not a signal");
+  out.signal = static_cast<uint8_t>(in.signal());
+  out.exit_code = in.exit_code();
+  return Status::ok();
+}
+
+/// An absent TaskEnd (an older writer) reads as reason none.
+Status read_end(bool present, const pb::TaskEnd& in, const Path& p, core::TaskEnd& out) {
+  out = core::TaskEnd{};
+  return present ? read(in, p, out) : Status::ok();
+}
+
 // -- nodes --------------------------------------------------------------------
 
 Status read(const pb::NodeSpec& in, const Path& p, core::NodeSpec& out) {
@@ -366,6 +391,7 @@ Status read(const pb::JobSpec& in, const Path& p, core::JobSpec& out) {
   CLAIMSCHED_TRY(read_u32(in.max_retries(), Path{p, "max_retries"}, out.max_retries));
   if (in.has_max_lost_retries())
     CLAIMSCHED_TRY(read_u32(in.max_lost_retries(), Path{p, "max_lost_retries"}, out.max_lost_retries));
+  out.wait_for_nodes = in.wait_for_nodes();
   return Status::ok();
 }
 
@@ -435,6 +461,7 @@ Status read(const pb::NodeEvent& in, const Path& p, core::NodeEvent& out) {
   CLAIMSCHED_TRY(read(in.task(), Path{p, "task"}, out.task));
   CLAIMSCHED_TRY(
       read_enum(in.final_state(), kLastTaskState, Path{p, "final_state"}, out.final_state));
+  CLAIMSCHED_TRY(read_end(in.has_end(), in.end(), Path{p, "end"}, out.end));
   return read_exit_code(in.exit_code(), Path{p, "exit_code"}, out.exit_code);
 }
 
@@ -531,6 +558,9 @@ Status read(const pb::TaskView& in, const Path& p, core::TaskView& out) {
   if (in.node() != 0) CLAIMSCHED_TRY(read_id(in.node(), Path{p, "node"}, out.node));
   out.exit_code = in.exit_code();
   CLAIMSCHED_TRY(read_u32(in.failures(), Path{p, "failures"}, out.failures));
+  CLAIMSCHED_TRY(read_end(in.has_end(), in.end(), Path{p, "end"}, out.end));
+  out.preempted_by = core::JobId{in.preempted_by()};
+  out.node_name = in.node_name();
   return read_u32(in.losses(), Path{p, "losses"}, out.losses);
 }
 
@@ -563,6 +593,37 @@ Status read(const pb::NodeStatus& in, const Path& p, core::NodeStatus& out) {
   out.alive = in.alive();
   out.silent_ms = in.silent_ms();
   return read_u32(in.running_tasks(), Path{p, "running_tasks"}, out.running_tasks);
+}
+
+Status read(const pb::JobFilter& in, const Path& p, core::JobFilter& out) {
+  out.user = in.user();
+  out.pool = in.pool();
+  out.states.clear();
+  for (int i = 0; i < in.states_size(); ++i) {
+    core::JobState s{};
+    CLAIMSCHED_TRY(read_enum(in.states(i), kLastJobState, Path{Path{p, "states"}, i}, s));
+    out.states.push_back(s);
+  }
+  out.since = read_time(in.since_ns());
+  return read_u32(in.limit(), Path{p, "limit"}, out.limit);
+}
+
+Status read(const pb::LogRequest& in, const Path& p, core::LogRequest& out) {
+  if (!in.has_task()) return corrupt(Path{p, "task"}, "missing");
+  CLAIMSCHED_TRY(read(in.task(), Path{p, "task"}, out.task));
+  out.stderr_stream = in.stderr_stream();
+  out.offset = in.offset();
+  CLAIMSCHED_TRY(read_u32(in.tail_lines(), Path{p, "tail_lines"}, out.tail_lines));
+  return read_u32(in.max_bytes(), Path{p, "max_bytes"}, out.max_bytes);
+}
+
+Status read(const pb::LogChunk& in, const Path&, core::LogChunk& out) {
+  out.data = in.data();
+  out.offset = in.offset();
+  out.size = in.size();
+  out.running = in.running();
+  out.node = in.node();
+  return Status::ok();
 }
 
 // -- top level ----------------------------------------------------------------
@@ -618,6 +679,14 @@ Status from_proto(const pb::Resources& in, core::Resources& out) {
 
 // -- to_proto -----------------------------------------------------------------
 
+void to_proto(const core::TaskEnd& in, pb::TaskEnd& out) {
+  out.Clear();
+  out.set_reason(static_cast<pb::EndReason>(to_wire(in.reason)));
+  out.set_stage(static_cast<pb::SpawnStage>(to_wire(in.stage)));
+  out.set_signal(in.signal);
+  out.set_exit_code(in.exit_code);
+}
+
 void to_proto(const core::NodeSpec& in, pb::NodeSpec& out) {
   out.Clear();
   out.set_id(in.id.value);
@@ -662,6 +731,7 @@ void to_proto(const core::JobSpec& in, pb::JobSpec& out) {
   out.set_workdir(in.workdir);
   out.set_max_retries(in.max_retries);
   out.set_max_lost_retries(in.max_lost_retries);
+  out.set_wait_for_nodes(in.wait_for_nodes);
 }
 
 void to_proto(const core::ClaimRequest& in, pb::ClaimRequest& out) {
@@ -727,6 +797,7 @@ void to_proto(const core::NodeEvent& in, pb::NodeEvent& out) {
   write(in.task, *out.mutable_task());
   out.set_final_state(static_cast<pb::TaskState>(to_wire(in.final_state)));
   out.set_exit_code(in.exit_code);
+  if (in.end.reason != core::EndReason::none) to_proto(in.end, *out.mutable_end());
 }
 
 void to_proto(const core::NodeDelta& in, pb::NodeDelta& out) {
@@ -788,6 +859,9 @@ void to_proto(const core::TaskView& in, pb::TaskView& out) {
   out.set_exit_code(in.exit_code);
   out.set_failures(in.failures);
   out.set_losses(in.losses);
+  if (in.end.reason != core::EndReason::none) to_proto(in.end, *out.mutable_end());
+  out.set_preempted_by(in.preempted_by.value);
+  out.set_node_name(in.node_name);
 }
 
 void to_proto(const core::JobView& in, pb::JobView& out) {
@@ -814,6 +888,33 @@ void to_proto(const core::NodeStatus& in, pb::NodeStatus& out) {
   out.set_running_tasks(in.running_tasks);
 }
 
+void to_proto(const core::JobFilter& in, pb::JobFilter& out) {
+  out.Clear();
+  out.set_user(in.user);
+  out.set_pool(in.pool);
+  for (auto s : in.states) out.add_states(static_cast<pb::JobState>(to_wire(s)));
+  out.set_since_ns(in.since.count());
+  out.set_limit(in.limit);
+}
+
+void to_proto(const core::LogRequest& in, pb::LogRequest& out) {
+  out.Clear();
+  write(in.task, *out.mutable_task());
+  out.set_stderr_stream(in.stderr_stream);
+  out.set_offset(in.offset);
+  out.set_tail_lines(in.tail_lines);
+  out.set_max_bytes(in.max_bytes);
+}
+
+void to_proto(const core::LogChunk& in, pb::LogChunk& out) {
+  out.Clear();
+  out.set_data(in.data);
+  out.set_offset(in.offset);
+  out.set_size(in.size);
+  out.set_running(in.running);
+  out.set_node(in.node);
+}
+
 // -- from_proto / encode / decode ---------------------------------------------
 
 #define CLAIMSCHED_CODEC_IMPL(Type)                                            \
@@ -825,6 +926,7 @@ void to_proto(const core::NodeStatus& in, pb::NodeStatus& out) {
     return decode_as<pb::Type>(bytes, #Type, out);                             \
   }
 
+CLAIMSCHED_CODEC_IMPL(TaskEnd)
 CLAIMSCHED_CODEC_IMPL(NodeSpec)
 CLAIMSCHED_CODEC_IMPL(NodeSnapshot)
 CLAIMSCHED_CODEC_IMPL(JobSpec)
@@ -842,6 +944,9 @@ CLAIMSCHED_CODEC_IMPL(NodeReport)
 CLAIMSCHED_CODEC_IMPL(TaskView)
 CLAIMSCHED_CODEC_IMPL(JobView)
 CLAIMSCHED_CODEC_IMPL(NodeStatus)
+CLAIMSCHED_CODEC_IMPL(JobFilter)
+CLAIMSCHED_CODEC_IMPL(LogRequest)
+CLAIMSCHED_CODEC_IMPL(LogChunk)
 
 #undef CLAIMSCHED_CODEC_IMPL
 #undef CLAIMSCHED_TRY

@@ -13,6 +13,7 @@
 #include "core/node.hpp"
 #include "core/protocol.hpp"
 #include "core/status.hpp"
+#include "core/task_output.hpp"
 #include "messages/claimsched.pb.h"
 
 namespace claimsched::messages {
@@ -28,6 +29,7 @@ core::Status from_proto(const pb::Resources& in, core::Resources& out);
   std::string encode(const core::Type& in);                         \
   core::Status decode(std::string_view bytes, core::Type& out);
 
+CLAIMSCHED_CODEC(TaskEnd)
 CLAIMSCHED_CODEC(NodeSpec)
 CLAIMSCHED_CODEC(NodeSnapshot)
 CLAIMSCHED_CODEC(JobSpec)
@@ -45,6 +47,9 @@ CLAIMSCHED_CODEC(NodeReport)
 CLAIMSCHED_CODEC(TaskView)
 CLAIMSCHED_CODEC(JobView)
 CLAIMSCHED_CODEC(NodeStatus)
+CLAIMSCHED_CODEC(JobFilter)
+CLAIMSCHED_CODEC(LogRequest)
+CLAIMSCHED_CODEC(LogChunk)
 
 #undef CLAIMSCHED_CODEC
 

@@ -160,6 +160,7 @@ void to_proto(const StoredTask& in, pb::StoredTask& out) {
   out.set_attempts(in.attempts);
   out.set_exit_code(in.exit_code);
   out.set_updated_ns(in.updated_at.count());
+  if (in.end.reason != core::EndReason::none) to_proto(in.end, *out.mutable_end());
 }
 
 Status from_proto(const pb::StoredTask& in, StoredTask& out) {
@@ -171,6 +172,7 @@ Status from_proto(const pb::StoredTask& in, StoredTask& out) {
   CLAIMSCHED_TRY(read_u32(in.attempts(), "StoredTask.attempts", r.attempts));
   CLAIMSCHED_TRY(read_i32(in.exit_code(), "StoredTask.exit_code", r.exit_code));
   r.updated_at = core::TimePoint{in.updated_ns()};
+  if (in.has_end()) CLAIMSCHED_TRY(reroot(from_proto(in.end(), r.end), "TaskEnd", "StoredTask.end"));
   out = r;
   return Status::ok();
 }

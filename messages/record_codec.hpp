@@ -61,6 +61,8 @@ struct StoredTask {
   uint32_t attempts = 0;
   int32_t exit_code = 0;
   core::TimePoint updated_at{0};
+  /// Final states: why the run ended (reason none in older records).
+  core::TaskEnd end;
 
   friend bool operator==(const StoredTask&, const StoredTask&) = default;
 };

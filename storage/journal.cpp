@@ -19,6 +19,7 @@ void append_journal(const core::Journal& journal, core::Epoch epoch, core::TimeP
     t.claim_id = change.claim_id;
     t.epoch = epoch;
     t.exit_code = change.exit_code;
+    t.end = change.end;
     t.updated_at = wall_now;
     batch.put_tasks(change.job, change.tasks, t);
   }
@@ -36,7 +37,12 @@ core::Expected<RecoveredPartition> recover_partition(PartitionStore& store,
   };
   std::map<core::JobId, Job> jobs;
   core::Epoch stored_epoch = 0;
+  std::vector<core::NodeSpec> nodes;
   RecoveryVisitor visitor;
+  visitor.node = [&](const StoredNode& node) {
+    nodes.push_back(node.spec);
+    return core::Status::ok();
+  };
   visitor.meta = [&](const PartitionMeta& meta) {
     stored_epoch = meta.epoch;
     return core::Status::ok();
@@ -53,7 +59,7 @@ core::Expected<RecoveredPartition> recover_partition(PartitionStore& store,
     // Tasks of a job whose record a crash lost with the rest of its batch
     // have nothing to rebuild.
     if (it == jobs.end()) return core::Status::ok();
-    it->second.tasks.push_back(core::RestoredTask{index, task.state, task.node, task.exit_code});
+    it->second.tasks.push_back(core::RestoredTask{index, task.state, task.node, task.exit_code, task.end});
     return core::Status::ok();
   };
   if (auto st = store.recover(visitor); !st) return st.error();
@@ -67,6 +73,18 @@ core::Expected<RecoveredPartition> recover_partition(PartitionStore& store,
 
   out.epoch = config.epoch;
   out.scheduler = std::make_unique<core::Scheduler>(std::move(config));
+  // The partition's nodes are known again, as down until each reports: what
+  // ran where stays on record, and the pools are not empty to admission.
+  for (const auto& spec : nodes) {
+    core::NodeSnapshot down;
+    down.node = spec.id;
+    down.state = core::NodeState::down;
+    down.capacity = spec.capacity;
+    down.free = spec.capacity;
+    // A pool this partition no longer owns: the node re-registers elsewhere.
+    (void)out.scheduler->add_node(spec, down);
+  }
+  (void)out.scheduler->take_journal();  // they are on record already
   for (auto& [id, entry] : jobs) {
     if (auto st = out.scheduler->restore_job(std::move(entry.spec), std::move(entry.tasks), now,
                                              entry.cancelled);

@@ -367,6 +367,12 @@ Status Scheduler::preempt(TaskRef task, TaskState kind, const std::string& why, 
   window_.add_release(std::move(request), n, Release::Why::removal, now, for_job);
   view_.add_change_in_flight(n);
   JobNotes& notes = views_.note(task.job);
+  bool evicted = kind == TaskState::evicted;
+  j->tasks[task.index].end = TaskEnd::decided(evicted ? EndReason::evicted : EndReason::preempted);
+  if (for_job && !evicted)
+    notes.preempted_by[task.index] = *for_job;
+  else
+    notes.preempted_by.erase(task.index);
   if (kind == TaskState::evicted) {
     ++notes.evictions;
     ++stats_.evictions;
@@ -400,10 +406,11 @@ Status Scheduler::cancel(JobId id, TimePoint now, Outbox& out) {
     table_.set_state(j, t, TaskState::cancelled);
     ended.push_back(t);
   }
+  for (auto t : ended) j.tasks[t].end = TaskEnd::decided(EndReason::cancelled);
   std::sort(ended.begin(), ended.end());
   for (auto& [n, tasks] : release)
     out.releases.push_back(window_.release_request(view_.node(n).id, id, std::nullopt, std::move(tasks)));
-  journal_tasks(id, ended, TaskState::cancelled, NodeId{}, ClaimId{});
+  journal_tasks(id, ended, TaskState::cancelled, NodeId{}, ClaimId{}, -1, TaskEnd::decided(EndReason::cancelled));
   if (config_.journal) journal_.jobs_cancelled.push_back(j.spec);
   views_.note(id).reason = "cancelled";
   maybe_finished(j, now, out);

@@ -33,7 +33,10 @@ JobView JobViews::view(const JobRecord& j, const ClusterView& cluster, bool with
         tv.exit_code = r->exit_code;
         tv.failures = r->failures;
         tv.losses = r->losses;
+        tv.end = r->end;
       }
+      if (const JobNotes* n = notes(j.spec.id))
+        if (auto by = n->preempted_by.find(t); by != n->preempted_by.end()) tv.preempted_by = by->second;
       v.tasks.push_back(tv);
     }
   }

@@ -6,6 +6,7 @@
 // placement verdict recorded when the job last found no room; it builds
 // JobView from those and the task table.
 
+#include <map>
 #include <string>
 #include <unordered_map>
 
@@ -34,6 +35,8 @@ struct JobNotes {
   std::string last_removal;
   uint32_t preemptions = 0;
   uint32_t evictions = 0;
+  /// Tasks whose last run was preempted for another job: that job.
+  std::map<TaskIndex, JobId> preempted_by;
   /// The verdict when it last found no room (decided on the hot path, without words).
   PlacementVerdict verdict = PlacementVerdict::fit;
   WaitCause waits = WaitCause::none;

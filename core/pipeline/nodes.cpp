@@ -26,6 +26,10 @@ void Scheduler::on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out
 void Scheduler::process_events(const NodeDelta& delta, TimePoint now, Outbox& out) {
   for (const auto& ev : delta.events) {
     if (ev.partition != config_.partition) continue;
+    if (ev.kind == NodeEvent::Kind::task_exited) {
+      record_exit(ev);
+      continue;
+    }
     if (ev.kind == NodeEvent::Kind::task_started) {
       // DUCC: a task that started has passed initialization.
       if (JobRecord* jp = table_.find(ev.task.job); jp && jp->task(ev.task.index)) {
@@ -84,6 +88,7 @@ void Scheduler::process_events(const NodeDelta& delta, TimePoint now, Outbox& ou
 void Scheduler::end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbox& out) {
   TaskRecord& r = j.tasks[ev.task.index];
   r.exit_code = ev.exit_code;
+  r.end = ev.end.reason != EndReason::none ? ev.end : inferred_end(ev.final_state, ev.exit_code);
   bool failed = ev.final_state == TaskState::failed;
   bool lost = ev.final_state == TaskState::lost;
   bool again = !j.cancelled && ((failed && r.failures < j.spec.max_retries) ||
@@ -92,9 +97,9 @@ void Scheduler::end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbo
     ++(failed ? r.failures : r.losses);
     ++stats_.tasks_retried;
     if (lost) ++stats_.tasks_lost;
-    std::string why = failed ? "task " + std::to_string(ev.task.index) + " failed (exit code " +
-                                   std::to_string(ev.exit_code) + "), retry " + std::to_string(r.failures) +
-                                   " of " + std::to_string(j.spec.max_retries)
+    std::string why = failed ? "task " + std::to_string(ev.task.index) + " failed (" + describe(r.end) +
+                                   "), retry " + std::to_string(r.failures) + " of " +
+                                   std::to_string(j.spec.max_retries)
                              : "task " + std::to_string(ev.task.index) + " was lost with its node, retry " +
                                    std::to_string(r.losses) + " of " + std::to_string(j.spec.max_lost_retries);
     views_.note(j.spec.id).last_removal = why;
@@ -102,7 +107,7 @@ void Scheduler::end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbo
     return_to_queue(j, {ev.task.index}, false, why, now);
     return;
   }
-  r.node.reset();
+  // The node stays in the record: `status` says where a finished task ran.
   if (ev.final_state == TaskState::succeeded && now >= r.started) {
     ++j.observed.successes;
     j.observed.run_time += now - r.started;
@@ -116,7 +121,27 @@ void Scheduler::end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbo
 void Scheduler::record_final(JobRecord& j, const NodeEvent& ev) {
   j.tasks[ev.task.index].journaled = false;
   rerank(j);
-  journal_tasks(j.spec.id, {ev.task.index}, ev.final_state, NodeId{}, ev.claim_id, ev.exit_code);
+  // The node stays in the record: after a restart `status` still says where
+  // a finished task ran.
+  const TaskRecord& r = j.tasks[ev.task.index];
+  journal_tasks(j.spec.id, {ev.task.index}, ev.final_state, r.node ? view_.node(*r.node).id : NodeId{}, ev.claim_id,
+                ev.exit_code, r.end);
+}
+
+void Scheduler::record_exit(const NodeEvent& ev) {
+  JobRecord* j = table_.find(ev.task.job);
+  if (!j || ev.task.index >= j->tasks.size()) return;
+  TaskRecord& r = j->tasks[ev.task.index];
+  // Only the run the scheduler took away, and only once: a task placed
+  // again meanwhile has a new run whose end this is not.
+  bool taken = r.end.reason == EndReason::cancelled || r.end.reason == EndReason::preempted ||
+               r.end.reason == EndReason::evicted;
+  if (!taken || r.end.signal != 0 || r.end.exit_code >= 0 || ev.end.reason == EndReason::none) return;
+  r.end.signal = ev.end.signal;
+  r.end.exit_code = ev.end.exit_code;
+  r.exit_code = ev.exit_code;
+  if (is_final(r.state))
+    journal_tasks(j->spec.id, {ev.task.index}, r.state, NodeId{}, ev.claim_id, r.exit_code, r.end);
 }
 
 void Scheduler::maybe_finished(JobRecord& j, TimePoint now, Outbox& out) {
@@ -133,13 +158,18 @@ void Scheduler::maybe_finished(JobRecord& j, TimePoint now, Outbox& out) {
 void Scheduler::declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, TimePoint now) {
   if (tasks.empty()) return;
   stats_.tasks_lost += tasks.size();
+  if (!j.tasks.empty())
+    for (auto t : tasks) j.tasks[t].end = TaskEnd::decided(EndReason::node_lost);
   return_to_queue(j, tasks, false, "its node no longer holds it", now);
 }
 
 void Scheduler::reconcile_node(const NodeReport& report, TimePoint now, Outbox& out, bool restarted) {
   auto n = view_.find_node(report.spec.id);
-  for (const NodeEvent* ev : reconciler_.finished_while_away(report, n, config_.partition, table_))
-    end_task(table_.at(ev->task.job), *ev, now, out);
+  for (const NodeEvent* ev : reconciler_.finished_while_away(report, n, config_.partition, table_)) {
+    JobRecord& j = table_.at(ev->task.job);
+    if (n) j.tasks[ev->task.index].node = n;  // it ran there: its record says so after it ends
+    end_task(j, *ev, now, out);
+  }
   if (!n) return;
   apply(reconciler_.reconcile(*n, report.spec.id, report.allocations, &report.claims, restarted, config_.partition,
                               table_, window_),
@@ -209,6 +239,7 @@ void Scheduler::node_down(NodeId node, TimePoint now, Outbox& out) {
     ev.task = t;
     ev.final_state = TaskState::lost;
     ev.exit_code = -1;
+    ev.end = TaskEnd::decided(EndReason::node_lost);
     end_task(table_.at(t.job), ev, now, out);
   }
   // Anything restored onto it and still unverified is lost too.

@@ -4,6 +4,7 @@
 #include "core/pipeline/scheduler.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "core/duration.hpp"
 #include "core/pipeline/admission.hpp"
@@ -66,6 +67,7 @@ Status Scheduler::add_node(const NodeSpec& spec, const NodeSnapshot& snapshot) {
                                               "' is not owned by partition " + std::to_string(config_.partition.value));
   bool known = view_.find_node(spec.id).has_value();
   view_.add_node(spec, *pool, snapshot);
+  shape_counts_.clear();  // what the pool can ever hold may have grown
   if (config_.journal && !known) journal_.nodes_registered.push_back(spec);
   return Status::ok();
 }
@@ -74,6 +76,12 @@ Status Scheduler::submit(JobSpec job, TimePoint now) {
   (void)now;  // submit_time comes with the job (the gateway stamps it)
   auto admitted = admit(config_, view_, std::move(job));
   if (!admitted) return admitted.error();
+  if (!admitted->spec.wait_for_nodes) {
+    // As Slurm does: a job that no node of its pool can ever run is refused
+    // now, not left waiting forever (--hold keeps it, for nodes to come).
+    if (auto why = never_fits_now(*admitted); !why.empty())
+      return make_error(Errc::invalid_argument, "job field 'resources': " + why);
+  }
   auto added = table_.add(std::move(*admitted));
   if (!added) return added.error();
   JobRecord& j = **added;
@@ -107,6 +115,10 @@ Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, Time
     bool on_node = r && r->node.value != 0 && (s == TaskState::running || s == TaskState::claimed);
     if (is_final(s)) {
       table_.set_state(j, t, s);
+      TaskRecord& rec = j.tasks[t];
+      if (r && r->node.value != 0) rec.node = view_.find_node(r->node);  // where it ran (status)
+      rec.exit_code = r ? r->exit_code : 0;
+      rec.end = r && r->end.reason != EndReason::none ? r->end : inferred_end(s, rec.exit_code);
     } else if (on_node) {
       // Believed on its node until the node reports (or the grace passes).
       table_.set_state(j, t, TaskState::running);
@@ -554,69 +566,64 @@ void Scheduler::send_claim(ClaimRequest request, NodeIndex n, std::optional<Gang
 
 // --- what others read ------------------------------------------------------------
 
-namespace {
-
-/// How many tasks of `req` the pool's nodes hold now in all, and could hold
-/// if they were empty (for words about gangs, which need all at once).
-std::pair<uint64_t, uint64_t> pool_room(const ClusterView& view, const PlacementRequest& req) {
-  uint64_t now = 0, ever = 0;
-  for (NodeIndex n : view.pool(req.pool).nodes) {
-    const NodeView& v = view.node(n);
-    if (req.constraints && !label_selectors_match(*req.constraints, v.labels)) continue;
-    if (v.state != NodeState::up) continue;
-    ever += static_cast<uint64_t>(std::max<int64_t>(0, req.per_task.copies_fitting_in(v.capacity)));
-    now += tasks_that_fit(v, req.per_task, UINT32_MAX);
-  }
-  return {now, ever};
+std::string Scheduler::explain(JobId id) const {
+  auto e = explanation(id);
+  return e ? e->summary : e.error().message;
 }
 
-}  // namespace
-
-std::string Scheduler::explain(JobId id) const {
+Expected<Explanation> Scheduler::explanation(JobId id) const {
   const JobRecord* j = table_.find(id);
-  if (!j) return "unknown job " + std::to_string(id.value);
-  if (j->finished()) return "finished";
-  if (j->pending() == 0) return "all tasks placed";
+  if (!j) return make_error(Errc::unknown_name, "unknown job " + std::to_string(id.value));
+  Explanation e;
+  e.job = id;
+  e.pending = j->pending();
+  e.gang = j->spec.gang;
+  auto say = [&](WaitVerdict v, std::string words) -> Expected<Explanation> {
+    e.verdict = v;
+    e.summary = std::move(words);
+    return e;
+  };
+  if (j->finished()) return say(WaitVerdict::ended, "finished");
+  if (j->pending() == 0) return say(WaitVerdict::placed, "all tasks placed");
   const JobNotes* notes = views_.notes(id);
   if (const Hold* h = reservations_.of(id)) {
     std::string nodes;
     for (const auto& p : h->parts) nodes += (nodes.empty() ? "" : ", ") + std::to_string(view_.node(p.node).id.value);
-    return "room is held for it on node(s) " + nodes +
-           (h->waiting() == 0 ? std::string(", claimed on the next pass")
-                              : " until " + std::to_string(h->waiting()) + " task(s) taken away for it are freed") +
-           (h->why.empty() ? "" : ": " + h->why);
+    return say(h->waiting() == 0 ? WaitVerdict::fits_now : WaitVerdict::unschedulable,
+               "room is held for it on node(s) " + nodes +
+                   (h->waiting() == 0 ? std::string(", claimed on the next pass")
+                                      : " until " + std::to_string(h->waiting()) +
+                                            " task(s) taken away for it are freed") +
+                   (h->why.empty() ? "" : ": " + h->why));
   }
   if (notes && (notes->waits == WaitCause::not_granted || notes->waits == WaitCause::capped) &&
       j->queue.state != QueueState::queued)
-    return notes->reason;
+    return say(notes->waits == WaitCause::capped ? WaitVerdict::queued : WaitVerdict::unschedulable, notes->reason);
   switch (j->queue.state) {
     case QueueState::backing_off:
-      return "backing off until " + format_duration(j->queue.until) + " (" +
-             std::to_string(j->queue.backoff_level) + " backoff(s) in a row): " + (notes ? notes->reason : "");
+      return say(WaitVerdict::backing_off, "backing off until " + format_duration(j->queue.until) + " (" +
+                                               std::to_string(j->queue.backoff_level) +
+                                               " backoff(s) in a row): " + (notes ? notes->reason : ""));
     case QueueState::queued:
-      return "waiting for its turn in the queue";
+      return say(WaitVerdict::queued, "waiting for its turn in the queue");
     case QueueState::idle:
       if (j->spec.gang && j->count_in(TaskState::claimed) > 0)
-        return "gang: the tasks of an aborted attempt are being released; it is placed again, whole, then";
-      return "not in the queue";
+        return say(WaitVerdict::queued,
+                   "gang: the tasks of an aborted attempt are being released; it is placed again, whole, then");
+      return say(WaitVerdict::queued, "not in the queue");
     case QueueState::waiting_for_capacity:
       break;
   }
   PlacementRequest req = request_for(*j, true);
-  if (j->spec.gang) {
-    auto [now, ever] = pool_room(view_, req);
-    std::string pool = "pool '" + view_.pool(j->pool).name + "'";
-    if (ever < j->pending())
-      return "gang of " + std::to_string(j->pending()) + " tasks can never run: " + pool +
-             " holds at most " + std::to_string(ever) + " tasks of " + req.per_task.to_string() + " at once";
-    return "gang of " + std::to_string(j->pending()) + " tasks waits until all fit at once: " + pool + " has room for " +
-           std::to_string(now) + " now";
+  explain_waiting(e, count_placement(view_, j->pool, req.per_task, j->spec.constraints, j->pending()),
+                  view_.pool(j->pool).name, req.per_task);
+  if (!j->spec.gang && e.verdict != WaitVerdict::fits_now) {
+    // The placement stage's own words: what is free where.
+    auto result = place(view_, req, config_.classes[j->class_index].placement);
+    if (result.verdict != PlacementVerdict::fit)
+      e.summary = (e.verdict == WaitVerdict::unresolvable ? "" : "waiting for capacity: ") + result.reason;
   }
-  auto result = place(view_, req, config_.classes[j->class_index].placement);
-  if (result.verdict == PlacementVerdict::fit) return "room has appeared; it is placed on the next pass";
-  return std::string(result.verdict == PlacementVerdict::unresolvable ? "cannot run as the pool is: "
-                                                                      : "waiting for capacity: ") +
-         result.reason;
+  return e;
 }
 
 Expected<JobView> Scheduler::job_view(JobId id, bool with_tasks) const {
@@ -642,7 +649,7 @@ void Scheduler::for_each_releasing(const std::function<void(TaskRef, NodeId, con
 }
 
 void Scheduler::journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, TaskState state, NodeId node,
-                              ClaimId claim, int32_t exit_code) {
+                              ClaimId claim, int32_t exit_code, const TaskEnd& end) {
   if (!config_.journal || tasks.empty()) return;
   Journal::TaskChange c;
   c.job = job;
@@ -651,7 +658,20 @@ void Scheduler::journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, Ta
   c.node = node;
   c.claim_id = claim;
   c.exit_code = exit_code;
+  c.end = end;
   journal_.task_changes.push_back(std::move(c));
+}
+
+std::string Scheduler::never_fits_now(const JobRecord& j) const {
+  ShapeKey key{j.pool, j.spec.per_task, j.spec.constraints};
+  auto it = shape_counts_.find(key);
+  if (it == shape_counts_.end()) {
+    if (shape_counts_.size() >= 1024) shape_counts_.clear();  // many shapes: a cache, not a record
+    it = shape_counts_.emplace(std::move(key), count_placement(view_, j.pool, j.spec.per_task, j.spec.constraints,
+                                                               std::numeric_limits<uint32_t>::max()))
+             .first;
+  }
+  return never_fits(it->second, j.spec);
 }
 
 }  // namespace claimsched::core

@@ -12,6 +12,7 @@
 // stage's input, and records what must be durable (Journal) or sent (Outbox).
 
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <unordered_map>
@@ -21,6 +22,7 @@
 
 #include "core/class_config.hpp"
 #include "core/cluster_view.hpp"
+#include "core/explain.hpp"
 #include "core/pipeline/claim_window.hpp"
 #include "core/pipeline/job_queue.hpp"
 #include "core/pipeline/job_views.hpp"
@@ -127,6 +129,8 @@ struct Journal {
     NodeId node;
     ClaimId claim_id;
     int32_t exit_code = 0;
+    /// Final states: why the run ended.
+    TaskEnd end;
   };
   std::vector<JobSpec> jobs_accepted;
   std::vector<TaskChange> task_changes;
@@ -147,12 +151,18 @@ struct Journal {
 
 /// A task as the partition store remembers it, for Scheduler::restore_job.
 struct RestoredTask {
+  RestoredTask() = default;
+  RestoredTask(TaskIndex i, TaskState s, NodeId n, int32_t code, TaskEnd e = {})
+      : index(i), state(s), node(n), exit_code(code), end(e) {}
+
   TaskIndex index = 0;
   TaskState state = TaskState::pending;
   /// The node it was placed on (claimed or running); zero, the store's
   /// encoding, when none (restore_job turns it into an optional).
   NodeId node;
   int32_t exit_code = 0;
+  /// Final states: why the run ended.
+  TaskEnd end;
 };
 
 class Scheduler {
@@ -260,6 +270,8 @@ class Scheduler {
   bool fenced() const { return fenced_; }
   /// Why a job is pending, in words (from its recorded verdict and the view now).
   std::string explain(JobId id) const;
+  /// The same as data: verdict, words and placement counts.
+  Expected<Explanation> explanation(JobId id) const;
   /// What a client sees of a job (with its tasks, or without for listings).
   Expected<JobView> job_view(JobId id, bool with_tasks) const;
   /// Calls f(job, tasks, node) for every claim in flight (placements under
@@ -324,14 +336,35 @@ class Scheduler {
   /// limits it runs again or ends in the event's final state.
   void end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbox& out);
   void record_final(JobRecord& j, const NodeEvent& ev);
+  /// A released task's process ended after all (task_exited): record how.
+  void record_exit(const NodeEvent& ev);
   void maybe_finished(JobRecord& j, TimePoint now, Outbox& out);
   void apply(const ReconcileDecision& d, NodeIndex n, NodeId node, TimePoint now, Outbox& out);
   void declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, TimePoint now);
   void journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, TaskState state, NodeId node, ClaimId claim,
-                     int32_t exit_code = 0);
+                     int32_t exit_code = 0, const TaskEnd& end = {});
+  /// Why a job of this shape can never run in pool `pool` as it is, or empty
+  /// (admission: refused at the door rather than left waiting forever).
+  std::string never_fits_now(const JobRecord& j) const;
 
   SchedulerConfig config_;
   // The stages' state.
+  /// What each pool's nodes can ever hold of a task shape, computed once
+  /// per shape until a node registers (admission reads it on every submit).
+  struct ShapeKey {
+    uint32_t pool;
+    Resources per_task;
+    std::vector<std::string> constraints;
+    bool operator<(const ShapeKey& o) const {
+      if (pool != o.pool) return pool < o.pool;
+      for (size_t d = 0; d < kMaxDimensions; ++d) {
+        auto a = per_task[static_cast<DimensionId>(d)], b = o.per_task[static_cast<DimensionId>(d)];
+        if (a != b) return a < b;
+      }
+      return constraints < o.constraints;
+    }
+  };
+  mutable std::map<ShapeKey, PlacementCounts> shape_counts_;
   ClusterView view_;         // placement
   TaskTable table_;          // task table
   JobQueue queue_;           // queue

@@ -18,11 +18,14 @@
 #include "core/cluster_view.hpp"
 #include "core/error.hpp"
 #include "core/job.hpp"
+#include "core/task_end.hpp"
 
 namespace claimsched::core {
 
 struct TaskRecord {
-  /// The node it runs on; none while pending or claimed (the claim knows its node).
+  /// The node it runs on, or ran on last once final (`status` says where a
+  /// finished task ran); none while pending or claimed (the claim knows its
+  /// node).
   std::optional<NodeIndex> node;
   TaskState state = TaskState::pending;
   /// Claims of it rejected or timed out since it last ran (ClaimWindow's retry budget).
@@ -37,6 +40,8 @@ struct TaskRecord {
   uint16_t losses = 0;
   /// The exit code of its last run (0 until it ran).
   int32_t exit_code = 0;
+  /// How its last run ended (reason none until one did).
+  TaskEnd end;
   /// When its current placement was confirmed (allocations are ordered by it).
   TimePoint started{0};
 };

@@ -458,12 +458,18 @@ class Planner {
 
   std::string starving_text(uint32_t c) const {
     const auto& j = m_.jobs[c];
+    // How long, not since when: the policy's clock means nothing to a reader.
     std::string since = j.below_since == kNever ? std::string("pool starvation")
-                                                : "since " + format_duration(j.below_since) + ", for " +
-                                                      format_duration(m_.now - j.below_since);
-    return job_label(j) + " (user " + j.info->user + ", class " + m_.classes[j.cls].spec->name + ") is " +
-           std::string(to_string(j.starvation)) + " (" + since + "): usage " + fmt_share(usage_[c]) +
-           " < fair share " + fmt_share(j.fair) + " x tolerance " + fmt_ratio(m_.pools[j.pool].tolerance);
+                                                : "below its fair share for " + human_duration(m_.now - j.below_since);
+    // The numbers its status was computed on, when the cycle began: this
+    // cycle's own placements may have raised its usage since.
+    std::string s = job_label(j) + " (user " + j.info->user + ", class " + m_.classes[j.cls].spec->name + ") is " +
+                    std::string(to_string(j.starvation)) + " (" + since + "): usage " + fmt_share(j.usage) +
+                    " < fair share " + fmt_share(j.fair) + " x tolerance " + fmt_ratio(m_.pools[j.pool].tolerance) +
+                    " when the cycle began";
+    if (usage_[c] != j.usage) s += " (" + fmt_share(usage_[c]) + " with this cycle's placements)";
+    if (j.starvation != j.own_starvation) s += "; it starves with its pool";
+    return s;
   }
 
   std::vector<TaskRef> commit_victims(const VictimSet& v, uint32_t c, RemovalReason reason,
@@ -675,8 +681,8 @@ class Planner {
       if (placed_[j] > 0 || pending_[j] == 0) continue;
       const auto& job = m_.jobs[j];
       std::string note =
-          std::string(to_string(job.starvation)) + " since " +
-          (job.below_since == kNever ? std::string("(pool)") : format_duration(job.below_since));
+          std::string(to_string(job.starvation)) +
+          (job.below_since == kNever ? std::string(" (pool)") : " for " + human_duration(m_.now - job.below_since));
       if (tried_nodes[j] > 0)
         note += "; on " + std::to_string(tried_nodes[j]) +
                 " node(s) no preemptible allocations make room for " + job.per_task.to_string();
@@ -828,9 +834,9 @@ class Planner {
             fmt_ratio(m_.pools[job.pool].tolerance) + "): waits for free room";
       } else if (job.starvation == StarvationStatus::non_starving) {
         const auto& pool = m_.pools[job.pool];
-        r = "below its fair share of " + fmt_tasks(job.fair, job.delta) + " tasks since " +
-            format_duration(job.below_since) + "; starving (and preempting) from " +
-            format_duration(job.below_since + pool.starvation_timeout) + " if still below";
+        r = "below its fair share of " + fmt_tasks(job.fair, job.delta) + " tasks for " +
+            human_duration(m_.now - job.below_since) + "; starving (and preempting) in " +
+            human_duration(job.below_since + pool.starvation_timeout - m_.now) + " if still below";
       } else if (placed_[j] > 0) {
         r = "below its fair share of " + fmt_tasks(job.fair, job.delta) + " tasks and " +
             std::string(to_string(job.starvation)) + "; gets " + std::to_string(placed_[j]) +

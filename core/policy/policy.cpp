@@ -219,6 +219,12 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next,
           ur.usage += job_usage[ji];
         }
         fill_shares(ur, p.scope_capacity, p.tolerance);
+        // As for jobs: below only while one of its jobs can gain a task.
+        const auto& group_jobs = m.groups[g].jobs;
+        if (std::none_of(group_jobs.begin(), group_jobs.end(), [&](uint32_t ji) {
+              return m.jobs[ji].scheduling == SchedulingStatus::below_fair_share;
+            }))
+          ur.scheduling = SchedulingStatus::normal;
         cr.jobs += ur.jobs;
         cr.demand += ur.demand;
         cr.fair_share += ur.fair_share;

@@ -21,6 +21,14 @@ bool below(Share usage, Share fair, double tolerance) {
   return static_cast<i128>(usage) * kShareOne < static_cast<i128>(fair) * ratio_to_share(tolerance);
 }
 
+/// Whether one more task keeps the job within its fair share (or it has
+/// none yet): below its share by less than a whole task, nothing can bring it
+/// closer (a task more puts it above, and preempting for it takes another job
+/// below), so it is not below: it would starve forever otherwise.
+bool room_for_a_task(Share usage, Share fair, Share task) {
+  return usage == 0 || task <= 0 || static_cast<i128>(usage) + task <= fair;
+}
+
 /// Starvation after `since` (YTsaurus: starving after the timeout below fair
 /// share, aggressively starving after the aggressive timeout when enabled).
 StarvationStatus starvation_of(TimePoint now, TimePoint since, const ModelPool& pool) {
@@ -42,8 +50,9 @@ void compute_statuses(Model& m, const PolicyState& state, PolicyState& next) {
     auto& j = m.jobs[i];
     j.fair = i < m.fair.size() ? m.fair[i] : 0;
     const auto& pool = m.pools[j.pool];
-    j.scheduling = below(j.usage, j.fair, pool.tolerance) ? SchedulingStatus::below_fair_share
-                                                          : SchedulingStatus::normal;
+    j.scheduling = below(j.usage, j.fair, pool.tolerance) && room_for_a_task(j.usage, j.fair, j.delta)
+                       ? SchedulingStatus::below_fair_share
+                       : SchedulingStatus::normal;
     j.own_starvation = StarvationStatus::non_starving;
     j.below_since = kNever;
     if (j.scheduling == SchedulingStatus::below_fair_share) {

@@ -20,6 +20,7 @@ core::JobSpec job(uint64_t id, std::string pool = "a") {
   j.pool = std::move(pool);
   j.count = 1;
   j.per_task = core::Resources::cpu_memory(1000, kGi);
+  j.command = {"/bin/true"};
   return j;
 }
 

@@ -606,6 +606,83 @@ TEST_F(ProcessSupervisorTest, ChildGetsCleanDescriptorsAndSignals) {
   EXPECT_NE(out.find("/dev/null"), std::string::npos) << out;
 }
 
+// --- tasks that outlive their agent (drain, then adoption by the next) ----------
+
+/// Starts `spec` (writing its exit file under dir_) on an agent that then
+/// stops leaving it running; what that agent handed over.
+std::vector<DetachedTask> started_then_detached(LaunchSpec spec, const fs::path& exit_path,
+                                                std::chrono::milliseconds settle = 0ms) {
+  spec.exit_path = exit_path.string();
+  ProcessSupervisor agent(nullptr);
+  EXPECT_TRUE(agent.start(spec));
+  std::this_thread::sleep_for(settle);
+  return agent.detach_all();
+}
+
+TEST_F(ProcessSupervisorTest, ADetachedTaskOutlivesItsAgentAndTheNextOneGetsItsStatus) {
+  const fs::path go = dir_ / "go";
+  LaunchSpec spec = shell("while [ ! -e " + go.string() + " ]; do sleep 0.05; done; echo done; exit 3");
+  spec.exit_path = (dir_ / "task.exit").string();
+  std::vector<DetachedTask> detached;
+  {
+    Exits first_exits;
+    ProcessSupervisor first(first_exits.callback());
+    auto handle = first.start(spec);
+    ASSERT_TRUE(handle) << handle.error().to_string();
+    detached = first.detach_all();
+    ASSERT_EQ(detached.size(), 1u);
+    EXPECT_EQ(first.running(), 0u);
+  }  // the agent stops: a detached task is not killed
+  const DetachedTask& d = detached.front();
+  EXPECT_GT(d.start_ticks, 0u);
+  ASSERT_TRUE(alive(d.pid)) << "the keeper died with the agent";
+  std::ofstream(go) << "";
+  // The task ends while no agent watches; its keeper records the status.
+  ASSERT_TRUE(eventually([&] { return fs::exists(spec.exit_path); })) << "no exit file";
+  Exits exits;
+  ProcessSupervisor next(exits.callback());
+  uint64_t adopted = next.adopt(d);
+  auto exit = exits.wait(adopted);
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->how, How::exited);
+  EXPECT_EQ(exit->exit_code, 3);
+  EXPECT_EQ(read_file(dir_ / "out.txt"), "done\n");
+  int status = 0;
+  ::waitpid(d.pid, &status, 0);  // our zombie: the test process was its parent
+}
+
+TEST_F(ProcessSupervisorTest, AnAdoptedTaskIsWatchedAndKilledLikeAnyOther) {
+  // 100 ms: the trap is set.
+  auto detached = started_then_detached(shell("trap 'exit 7' TERM; while true; do sleep 0.05; done"),
+                                        dir_ / "task.exit", 100ms);
+  ASSERT_EQ(detached.size(), 1u);
+  Exits exits;
+  ProcessSupervisor next(exits.callback());
+  uint64_t adopted = next.adopt(detached.front());
+  EXPECT_FALSE(exits.wait(adopted, 300ms)) << "it still runs";
+  next.kill(adopted, "cancelled");
+  auto exit = exits.wait(adopted);
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->how, How::killed_on_request);
+  EXPECT_EQ(exit->exit_code, 7) << exit->detail;
+  int status = 0;
+  ::waitpid(detached.front().pid, &status, 0);
+}
+
+TEST_F(ProcessSupervisorTest, AKeeperThatWasKilledLeavesAnUnknownStatus) {
+  auto detached = started_then_detached(shell("sleep 30"), dir_ / "task.exit");
+  ASSERT_EQ(detached.size(), 1u);
+  ::kill(-detached.front().pid, SIGKILL);
+  int status = 0;
+  ::waitpid(detached.front().pid, &status, 0);
+  Exits exits;
+  ProcessSupervisor next(exits.callback());
+  auto exit = exits.wait(next.adopt(detached.front()));
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->exit_code, -1);
+  EXPECT_NE(exit->detail.find("not recorded"), std::string::npos) << exit->detail;
+}
+
 TEST(TaskEnvironmentTest, NamesEveryVariable) {
   auto env = task_environment(core::JobId{9}, 3, "n1", core::Resources::cpu_memory(1500, 512 << 20));
   std::vector<std::pair<std::string, std::string>> want{

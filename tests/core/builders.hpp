@@ -197,6 +197,10 @@ class JobBuilder {
     job_.submit_time = t;
     return *this;
   }
+  JobBuilder& max_lost_retries(uint32_t n) {
+    job_.max_lost_retries = n;
+    return *this;
+  }
   JobSpec build() const { return job_; }
 
  private:

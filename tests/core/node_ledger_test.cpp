@@ -532,11 +532,11 @@ TEST_F(NodeLedgerTest, TheEndOfAnOlderRunDoesNotEndTheTasksNewRunHere) {
   ASSERT_EQ(claim(again).outcome, ClaimOutcome::accepted);
   ASSERT_EQ(confirm(again).outcome, ConfirmOutcome::confirmed);
   std::vector<NodeEvent> events;
-  EXPECT_FALSE(ledger.finish_task(TaskRef{first.job, 0}, TaskState::failed, 143, events, ClaimId{1}))
+  EXPECT_FALSE(ledger.finish_task(TaskRef{first.job, 0}, TaskState::failed, 143, events, {}, ClaimId{1}))
       << "the killed old process's end finds nothing";
   EXPECT_TRUE(events.empty());
   ASSERT_EQ(ledger.allocations().size(), 1u);
-  EXPECT_TRUE(ledger.finish_task(TaskRef{first.job, 0}, TaskState::succeeded, 0, events, ClaimId{2}));
+  EXPECT_TRUE(ledger.finish_task(TaskRef{first.job, 0}, TaskState::succeeded, 0, events, {}, ClaimId{2}));
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].claim_id, ClaimId{2});
 }
@@ -852,10 +852,10 @@ TEST(NodeLedgerRuns, AnEarlierRunsExitDoesNotEndALaterRun) {
   ASSERT_EQ(ledger.claim(second, testing::ms(2)).outcome, ClaimOutcome::accepted);
   ASSERT_EQ(ledger.confirm(testing::confirm_of(second), testing::ms(2)).outcome, ConfirmOutcome::confirmed);
   std::vector<NodeEvent> events;
-  EXPECT_FALSE(ledger.finish_task(TaskRef{first.job, 0}, TaskState::lost, 143, events, first.claim_id));
+  EXPECT_FALSE(ledger.finish_task(TaskRef{first.job, 0}, TaskState::lost, 143, events, {}, first.claim_id));
   EXPECT_TRUE(events.empty());
   ASSERT_EQ(ledger.allocations().size(), 1u);
-  EXPECT_TRUE(ledger.finish_task(TaskRef{second.job, 0}, TaskState::succeeded, 0, events, second.claim_id));
+  EXPECT_TRUE(ledger.finish_task(TaskRef{second.job, 0}, TaskState::succeeded, 0, events, {}, second.claim_id));
   ASSERT_EQ(events.size(), 1u);
   EXPECT_EQ(events[0].claim_id, second.claim_id);
 }

@@ -236,6 +236,9 @@ class World {
     b.runtime(rng_.chance(0.1) ? Duration{0} : std::chrono::milliseconds(20 + rng_.below(1500)));
     b.submitted(cluster_.now());
     JobSpec job = b.build();
+    // Held (submit --hold): jobs that never fit must wait parked here, not be
+    // refused at the door, so the protocol is exercised with them too.
+    job.wait_for_nodes = true;
     if (job.gang) gangs_.insert(job.id);
     remember("submit job " + std::to_string(job.id.value) + " x" + std::to_string(job.count) + " " +
              job.per_task.to_string() + (job.gang ? " gang" : "") + " to s" + std::to_string(s));

@@ -96,6 +96,9 @@ TEST_F(RecoveryTest, FinishedTasksAreJournaledWithTheirEndState) {
   Journal j = cluster.scheduler(s).take_journal();
   ASSERT_EQ(j.task_changes.size(), 1u);
   EXPECT_EQ(j.task_changes[0].state, TaskState::succeeded);
+  // Where it ran stays on record (bug 5 of issue 13: a restart lost it).
+  EXPECT_EQ(j.task_changes[0].node, NodeId{1});
+  EXPECT_EQ(j.task_changes[0].end, TaskEnd::exited(0));
 }
 
 TEST_F(RecoveryTest, WithoutAJournalNothingIsRecorded) {
@@ -222,6 +225,41 @@ TEST_F(RecoveryTest, ANodeThatComesBackWithoutTasksItRanHasThemDeclaredLost) {
   EXPECT_EQ(sched.stats().tasks_lost, 2u);
   EXPECT_EQ(sched.job(JobId{1})->count_in(TaskState::running), 0u);
   EXPECT_EQ(sched.job(JobId{1})->pending(), 2u) << "requeued, to be placed again";
+}
+
+// An agent killed and restarted within node_grace registers again before its
+// node was declared down: the live scheduler must learn that what ran there
+// ended (as the node reports it) or is gone, not believe it still runs.
+TEST_F(RecoveryTest, AnAgentThatRestartedQuicklyEndsWhatItNoLongerRuns) {
+  add_nodes(1);
+  size_t s = cluster.add_scheduler(config(1, false));
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(2).cpu("1").max_lost_retries(0).build()));
+  run();
+  Scheduler& sched = cluster.scheduler(s);
+  ASSERT_EQ(sched.job(JobId{1})->count_in(TaskState::running), 2u);
+  // The restarted agent found task 0 dead with it (it reports that end) and
+  // knows nothing of task 1 any more.
+  NodeLedger fresh(NodeId{1}, cluster.ledger(0).capacity());
+  fresh.restore_generation(cluster.ledger(0).generation() + 5);
+  for (const auto& a : cluster.ledger(0).allocations()) {
+    if (a.task.index != 0) continue;
+    ASSERT_TRUE(fresh.restore_allocation(a));
+  }
+  std::vector<NodeEvent> events;
+  ASSERT_TRUE(fresh.finish_task(TaskRef{JobId{1}, 0}, TaskState::lost, -1, events,
+                                TaskEnd::decided(EndReason::agent_stopped)));
+  NodeReport r;
+  r.spec = cluster.spec(0);
+  r.snapshot = fresh.snapshot();
+  r.allocations = fresh.allocations();
+  r.finished = fresh.recent_finished();
+  Outbox out;
+  ASSERT_TRUE(sched.add_node(r.spec, r.snapshot));
+  sched.reconcile_node(r, cluster.now(), out, true);
+  const JobRecord* j = sched.job(JobId{1});
+  EXPECT_EQ(j->tasks[0].state, TaskState::lost);
+  EXPECT_EQ(j->tasks[0].end.reason, EndReason::agent_stopped);
+  EXPECT_NE(j->tasks[1].state, TaskState::running) << "gone with the agent";
   EXPECT_TRUE(sched.check_accounting()) << sched.check_accounting().error().message;
 }
 

@@ -191,10 +191,28 @@ TEST_F(SchedulerTest, RejectCorrectsTheViewAndRetriesElsewhere) {
   EXPECT_EQ(allocated_on(0, 1), 0u);
 }
 
-TEST_F(SchedulerTest, TasksThatCanNeverFitAreParkedAsUnresolvable) {
+TEST_F(SchedulerTest, TasksThatCanNeverFitAreRefusedAtSubmit) {
   add_nodes(2);
   start();
-  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(3).cpu("16").build()));
+  auto refused = cluster.submit(s, JobBuilder(1).count(3).cpu("16").build());
+  ASSERT_FALSE(refused);
+  EXPECT_EQ(refused.error().message,
+            "job field 'resources': no node of pool 'default' can hold one task of cpu=16; the largest has "
+            "cpu=4,memory=8Gi");
+  auto gang = cluster.submit(s, JobBuilder(2).count(9).cpu("1").gang().build());
+  ASSERT_FALSE(gang);
+  EXPECT_EQ(gang.error().message,
+            "job field 'resources': a gang of 9 tasks runs all at once, but the nodes of pool 'default' hold at "
+            "most 8 of them together");
+  EXPECT_EQ(sched().stats().jobs_submitted, 0u);
+}
+
+TEST_F(SchedulerTest, TasksThatCanNeverFitAreParkedAsUnresolvableWhenHeld) {
+  add_nodes(2);
+  start();
+  auto job_spec = JobBuilder(1).count(3).cpu("16").build();
+  job_spec.wait_for_nodes = true;  // submit --hold: for nodes still to come
+  ASSERT_TRUE(cluster.submit(s, job_spec));
   EXPECT_EQ(cluster.messages_in_flight(), 0u);  // nothing is even tried
   const JobRecord& j = job(1);
   EXPECT_TRUE(parked(j));
@@ -204,6 +222,7 @@ TEST_F(SchedulerTest, TasksThatCanNeverFitAreParkedAsUnresolvable) {
   std::string why = sched().explain(JobId{1});
   EXPECT_NE(why.find("no node in pool 'default' is big enough"), std::string::npos) << why;
   EXPECT_NE(why.find("cpu=16"), std::string::npos) << why;
+  EXPECT_EQ(sched().explanation(JobId{1})->verdict, WaitVerdict::unresolvable);
   // Other work is not blocked behind it.
   ASSERT_TRUE(cluster.submit(s, JobBuilder(2).count(1).cpu("1").build()));
   run();
@@ -215,6 +234,38 @@ TEST_F(SchedulerTest, TasksThatCanNeverFitAreParkedAsUnresolvable) {
   EXPECT_EQ(sched().stats().claims_sent, 1u);
   EXPECT_TRUE(parked(job(1)));
   EXPECT_EQ(job(1).count_in(TaskState::pending), 3u);
+}
+
+// Bug 2 of issue 13: a gang of 20 on 12 slots was explained forever as
+// "room has appeared; it is placed on the next pass".
+TEST_F(SchedulerTest, AGangThatCanNeverRunAtOnceIsExplainedAsSuch) {
+  add_nodes(3, "cpu=4");
+  start();
+  auto gang = JobBuilder(1).count(20).cpu("1").gang().build();
+  gang.wait_for_nodes = true;
+  ASSERT_TRUE(cluster.submit(s, gang));
+  run();
+  auto e = sched().explanation(JobId{1});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->verdict, WaitVerdict::unresolvable) << e->summary;
+  EXPECT_EQ(sched().explain(JobId{1}),
+            "a gang of 20 tasks runs all at once, but the nodes of pool 'default' hold at most 12 of them together");
+  EXPECT_EQ(e->counts.tasks_fitting_empty, 12u);
+}
+
+TEST_F(SchedulerTest, AGangWaitingForRoomSaysHowMuchThereIs) {
+  add_nodes(3, "cpu=4");
+  start();
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(5).cpu("1").build()));
+  run();
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(2).count(10).cpu("1").gang().build()));
+  run();
+  auto e = sched().explanation(JobId{2});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->verdict, WaitVerdict::unschedulable) << e->summary;
+  EXPECT_EQ(e->summary,
+            "a gang of 10 tasks waits until all fit at once: room for 7 now (2 nodes with room, 10 when the pool is "
+            "empty)");
 }
 
 TEST_F(SchedulerTest, FullClusterParksUntilCapacityFrees) {

@@ -183,12 +183,33 @@ void SimCluster::set_node_state(size_t n, NodeState state) {
   if (ledgers_[n].set_state(state)) publish(n, {}, std::nullopt);
 }
 
-bool SimCluster::finish_task(size_t n, TaskRef task, TaskState final_state, int32_t exit_code) {
+bool SimCluster::finish_task(size_t n, TaskRef task, TaskState final_state, int32_t exit_code,
+                             const TaskEnd& end) {
   advance_ledger(n);
   std::vector<NodeEvent> events;
-  if (!ledgers_[n].finish_task(task, final_state, exit_code, events)) return false;
+  if (!ledgers_[n].finish_task(task, final_state, exit_code, events, end)) return false;
   publish(n, std::move(events), std::nullopt);
   return true;
+}
+
+void SimCluster::report_exit(size_t n, PartitionId partition, TaskRef task, const TaskEnd& end) {
+  // As the node actor sends it: generation 0, not a change of the node.
+  NodeDelta note;
+  note.snapshot = ledgers_[n].snapshot();
+  note.snapshot.generation = 0;
+  NodeEvent ev;
+  ev.kind = NodeEvent::Kind::task_exited;
+  ev.partition = partition;
+  ev.task = task;
+  ev.final_state = TaskState::lost;
+  ev.exit_code = shell_exit_code(end);
+  ev.end = end;
+  note.events.push_back(ev);
+  for (size_t s = 0; s < schedulers_.size(); ++s) {
+    Outbox out;
+    schedulers_[s].scheduler->on_node_delta(note, now_, out);
+    route(s, out);
+  }
 }
 
 ClaimReply SimCluster::foreign_claim(size_t n, const ClaimRequest& c, bool publish_it) {

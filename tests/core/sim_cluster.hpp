@@ -63,7 +63,9 @@ class SimCluster {
   size_t node_count() const { return ledgers_.size(); }
   /// Node-side events that publish a delta to every subscriber.
   void set_node_state(size_t n, NodeState state);
-  bool finish_task(size_t n, TaskRef task, TaskState final_state, int32_t exit_code);
+  bool finish_task(size_t n, TaskRef task, TaskState final_state, int32_t exit_code, const TaskEnd& end = {});
+  /// Node n says how a task it already freed ended (a task_exited event).
+  void report_exit(size_t n, PartitionId partition, TaskRef task, const TaskEnd& end);
 
   /// Changes node n on behalf of someone the cluster does not model (another
   /// partition's scheduler). With `publish`, subscribers get the delta the

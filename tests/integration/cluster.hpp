@@ -96,7 +96,8 @@ class ClusterClient {
 
 class LocalCluster : public ClusterClient<LocalCluster> {
  public:
-  LocalCluster() {
+  /// `extra_config` is appended to the config file (sections the test needs).
+  explicit LocalCluster(const std::string& extra_config = "") {
     char tmpl[] = "/tmp/claimsched-cluster-XXXXXX";
     dir_ = mkdtemp(tmpl);
     config_ = dir_ + "/cluster.toml";
@@ -104,7 +105,8 @@ class LocalCluster : public ClusterClient<LocalCluster> {
                            << "[listen]\nhost = \"127.0.0.1\"\nport = 0\n"
                            << "[storage]\ndata_dir = \"" << dir_ << "/server\"\n"
                            << "[timeouts]\nheartbeat_interval = \"200ms\"\nnode_grace = \"2s\"\n"
-                           << "recovery_grace = \"5s\"\nlink_heartbeat = \"100ms\"\nlink_timeout = \"1s\"\n";
+                           << "recovery_grace = \"5s\"\nlink_heartbeat = \"100ms\"\nlink_timeout = \"1s\"\n"
+                           << extra_config;
   }
   LocalCluster(const LocalCluster&) = delete;
   LocalCluster& operator=(const LocalCluster&) = delete;
@@ -151,12 +153,13 @@ class LocalCluster : public ClusterClient<LocalCluster> {
   BackgroundProcess& server() { return *server_; }
 
   /// Starts (or restarts, with the same state directory) agent `name`.
-  void start_agent(const std::string& name, const std::string& resources = "cpu=4,memory=4Gi") {
+  void start_agent(const std::string& name, const std::string& resources = "cpu=4,memory=4Gi",
+                   const std::vector<std::string>& extra = {}) {
     agents_.erase(name);
-    agents_[name] = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{CLAIMSCHED_BINARY, "--log-level", "debug", "agent", "--server", address_, "--name", name,
-                                 "--resources", resources, "--state-dir", dir_ + "/" + name},
-        dir_ + "/" + name + ".log");
+    std::vector<std::string> argv{CLAIMSCHED_BINARY, "--log-level", "debug", "agent", "--server", address_, "--name",
+                                  name, "--resources", resources, "--state-dir", dir_ + "/" + name};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    agents_[name] = std::make_unique<BackgroundProcess>(argv, dir_ + "/" + name + ".log");
     ASSERT_TRUE(agents_[name]->started());
   }
   /// Sends `signal` (SIGSTOP, SIGCONT, ...) without waiting for an exit.
@@ -165,6 +168,7 @@ class LocalCluster : public ClusterClient<LocalCluster> {
     agents_.at(name)->kill(signal);
     agents_.at(name)->wait();
   }
+  BackgroundProcess& agent(const std::string& name) { return *agents_.at(name); }
 
   /// Runs a client command against this cluster; `args` are shell words.
   ProcessResult client(const std::string& args) const {

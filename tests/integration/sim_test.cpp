@@ -71,5 +71,20 @@ TEST(SimTest, BadFlagsGiveAClearErrorAndExitCode) {
   EXPECT_NE(r.out.find("--cas"), std::string::npos) << r.out;
 }
 
+// Bug 7 of issue 13: `sim --nodes 10 --tasks 1000000` reported 801,075 tasks
+// "not placed" and exited 0. Tasks smaller than one millicore are rounded
+// up, so such a load can never fit: it is refused before it runs, saying how
+// many tasks would; an uneven split of nodes over pools is refused the same
+// way.
+TEST(SimTest, ALoadThatCannotFitIsRefusedNotReportedAsDone) {
+  auto r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --quiet --nodes 10 --tasks 1000000 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("smaller than one cpu millicore"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Use at most 180000 tasks"), std::string::npos) << r.out;
+  r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --quiet --nodes 10 --tasks 100000 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("leave pool-2 with"), std::string::npos) << r.out;
+}
+
 }  // namespace
 }  // namespace claimsched::testing

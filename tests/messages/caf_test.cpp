@@ -142,7 +142,8 @@ using CafTypes =
     ::testing::Types<core::NodeId, core::JobId, core::NodeSpec, core::NodeSnapshot, core::JobSpec,
                      core::ClaimRequest, core::ClaimReply, core::ConfirmRequest, core::ConfirmReply,
                      core::ReleaseRequest, core::ReleaseReply, core::NodeDelta, core::NodeReport,
-                     messages::ChangeBatch, core::JobView, core::NodeStatus>;
+                     messages::ChangeBatch, core::JobView, core::NodeStatus, core::JobFilter,
+                     core::LogRequest, core::LogChunk>;
 
 struct CafTypeNames {
   template <class T>
@@ -154,7 +155,7 @@ struct CafTypeNames {
 
 TYPED_TEST_SUITE(CafTyped, CafTypes, CafTypeNames);
 
-static_assert(caf::id_block::claimsched::end - caf::id_block::claimsched::begin == 16,
+static_assert(caf::id_block::claimsched::end - caf::id_block::claimsched::begin == 19,
               "CafTypes must list every type of the claimsched block");
 
 TYPED_TEST(CafTyped, RoundTripThroughBinarySerializer) {

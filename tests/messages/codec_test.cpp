@@ -48,6 +48,10 @@ CLAIMSCHED_PROTO_OF(NodeReport)
 CLAIMSCHED_PROTO_OF(TaskView)
 CLAIMSCHED_PROTO_OF(JobView)
 CLAIMSCHED_PROTO_OF(NodeStatus)
+CLAIMSCHED_PROTO_OF(TaskEnd)
+CLAIMSCHED_PROTO_OF(JobFilter)
+CLAIMSCHED_PROTO_OF(LogRequest)
+CLAIMSCHED_PROTO_OF(LogChunk)
 #undef CLAIMSCHED_PROTO_OF
 
 /// Fails for every field (recursively) that holds its Protobuf default: the
@@ -107,7 +111,7 @@ using AllTypes =
                      core::ClaimReply, core::ConfirmRequest, core::ConfirmReply,
                      core::ReleaseRequest, core::ReleaseReply, core::NodeEvent, core::NodeDelta,
                      core::LiveClaim, core::Allocation, core::NodeReport, core::TaskView,
-                     core::JobView, core::NodeStatus>;
+                     core::JobView, core::NodeStatus, core::TaskEnd, core::LogRequest>;
 
 struct TypeNames {
   template <class T>
@@ -162,6 +166,25 @@ TYPED_TEST(CodecTyped, EmptyBytesAreNeverAValue) {
   auto e = decode_error<TypeParam>("");
   EXPECT_EQ(e.code, core::Errc::corrupt);
   EXPECT_THAT(e.message, StartsWith(std::string(ProtoOf<TypeParam>::name) + "."));
+}
+
+// Types where every field may hold its default (an empty filter lists every
+// job; an empty chunk is an empty file): all defaults decode to the default.
+template <class T>
+class CodecAllDefaults : public ::testing::Test {};
+using AllDefaultTypes = ::testing::Types<core::JobFilter, core::LogChunk>;
+TYPED_TEST_SUITE(CodecAllDefaults, AllDefaultTypes, TypeNames);
+
+TYPED_TEST(CodecAllDefaults, SampleSetsEveryFieldAndRoundTrips) {
+  typename ProtoOf<TypeParam>::type msg;
+  to_proto(sample<TypeParam>(), msg);
+  expect_every_field_set(msg, ProtoOf<TypeParam>::name);
+  TypeParam out;
+  ASSERT_TRUE(decode(encode(sample<TypeParam>()), out));
+  EXPECT_EQ(out, sample<TypeParam>());
+  ASSERT_TRUE(decode(std::string{}, out));
+  EXPECT_EQ(out, TypeParam{});
+  EXPECT_FALSE(decode(std::string(8, '\xff'), out));
 }
 
 TYPED_TEST(CodecTyped, UnparseableBytesNameTheType) {
@@ -552,9 +575,13 @@ TEST(CodecErrors, EnumsOutOfRange) {
 
   pb::NodeDelta delta;
   to_proto(sample_delta(), delta);
-  delta.mutable_events(0)->set_kind(static_cast<pb::NodeEventKind>(4));
+  delta.mutable_events(0)->set_kind(static_cast<pb::NodeEventKind>(5));
   EXPECT_EQ(decode_error_of<core::NodeDelta>(delta).message,
-            "NodeDelta.events[0].kind: unknown enum value 4");
+            "NodeDelta.events[0].kind: unknown enum value 5");
+  to_proto(sample_delta(), delta);
+  delta.mutable_events(0)->mutable_end()->set_reason(static_cast<pb::EndReason>(pb::EndReason_MAX + 1));
+  EXPECT_EQ(decode_error_of<core::NodeDelta>(delta).message,
+            "NodeDelta.events[0].end.reason: unknown enum value 12");
   to_proto(sample_delta(), delta);
   delta.mutable_events(1)->set_final_state(static_cast<pb::TaskState>(99));
   EXPECT_EQ(decode_error_of<core::NodeDelta>(delta).message,

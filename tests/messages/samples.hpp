@@ -75,6 +75,7 @@ inline core::JobSpec sample_job(bool preemptible = true) {
   j.workdir = "/srv/train";
   j.max_retries = 2;
   j.max_lost_retries = 5;
+  j.wait_for_nodes = true;
   return j;
 }
 
@@ -151,6 +152,8 @@ inline core::NodeEvent sample_event(int n = 0) {
   e.task = core::TaskRef{core::JobId{123}, 4'000'000'000u};
   e.final_state = core::TaskState::lost;
   e.exit_code = -9;
+  e.end = core::TaskEnd::spawn_failed(core::SpawnStage::bad_workdir, 2);
+  e.end.signal = 9;
   return e;
 }
 
@@ -270,6 +273,10 @@ inline core::TaskView sample_task_view(int n = 0) {
   t.exit_code = -9;
   t.failures = 2;
   t.losses = 1;
+  t.end = core::TaskEnd::observed(core::EndReason::preempted, 0, 15);
+  t.end.exit_code = 7;
+  t.preempted_by = core::JobId{99};
+  t.node_name = "node-17";
   return t;
 }
 template <>
@@ -300,6 +307,46 @@ inline core::NodeStatus sample<core::NodeStatus>() {
   n.silent_ms = 1234;
   n.running_tasks = 7;
   return n;
+}
+
+template <>
+inline core::TaskEnd sample<core::TaskEnd>() {
+  core::TaskEnd e = core::TaskEnd::spawn_failed(core::SpawnStage::permission_denied, 13);
+  e.signal = 6;
+  return e;
+}
+
+template <>
+inline core::JobFilter sample<core::JobFilter>() {
+  core::JobFilter f;
+  f.user = "alice";
+  f.pool = "gpu";
+  f.states = {core::JobState::failed, core::JobState::cancelled};
+  f.since = core::TimePoint{1'700'000'000'000'000'000LL};
+  f.limit = 25;
+  return f;
+}
+
+template <>
+inline core::LogRequest sample<core::LogRequest>() {
+  core::LogRequest r;
+  r.task = core::TaskRef{core::JobId{42}, 3};
+  r.stderr_stream = true;
+  r.offset = 1'000'000;
+  r.tail_lines = 20;
+  r.max_bytes = 4096;
+  return r;
+}
+
+template <>
+inline core::LogChunk sample<core::LogChunk>() {
+  core::LogChunk c;
+  c.data = std::string("line 1\n\0binary\n", 16);
+  c.offset = 1'000'000;
+  c.size = 1'000'016;
+  c.running = true;
+  c.node = "gpu-01";
+  return c;
 }
 
 }  // namespace claimsched::messages::samples

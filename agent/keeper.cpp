@@ -1,0 +1,183 @@
+#include "agent/keeper.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <fstream>
+
+namespace claimsched::agent::keeper {
+
+namespace {
+
+// Fixed descriptors in the keeper (both close-on-exec: the task gets 0-2 only).
+constexpr int kReportFd = 3;
+constexpr int kControlFd = 4;
+/// How often a keeper without a pidfd looks at its task.
+constexpr int kPollMs = 50;
+
+[[noreturn]] void fail(int report_fd, Stage stage) {
+  Report report{stage, errno};
+  // Nothing to do if this fails: the agent then sees a keeper that exited
+  // 127 without a report, which it reports as a failed start too.
+  [[maybe_unused]] ssize_t n = ::write(report_fd, &report, sizeof report);
+  ::_exit(127);
+}
+
+/// Moves the report and control pipes to 3 and 4 and closes everything else
+/// above 2: the keeper holds no other task's control pipe (its end of file
+/// must mean the agent is gone) and no descriptor of the agent's libraries.
+void settle_descriptors(const Args& a) {
+  int report = ::fcntl(a.report_fd, F_DUPFD_CLOEXEC, 64);
+  int control = ::fcntl(a.control_fd, F_DUPFD_CLOEXEC, 64);
+  if (report < 0 || control < 0) fail(a.report_fd, Stage::dup_stdin);
+  if (::dup3(report, kReportFd, O_CLOEXEC) < 0) fail(report, Stage::dup_stdin);
+  if (::dup3(control, kControlFd, O_CLOEXEC) < 0) fail(kReportFd, Stage::dup_stdin);
+  if (::close_range(kControlFd + 1, ~0U, 0) != 0)
+    for (int fd = kControlFd + 1; fd < a.max_fd; ++fd) ::close(fd);
+}
+
+/// The task: runs in the vfork child, so only execve or _exit end it.
+[[noreturn]] void run_task(const Args& a, pid_t keeper) {
+  // Killed with its keeper (and so with an agent that died undetached).
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(kReportFd, Stage::pdeathsig);
+  if (::getppid() != keeper) {
+    errno = ESRCH;
+    fail(kReportFd, Stage::parent_gone);
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(a.path, a.argv, a.envp);
+  fail(kReportFd, Stage::exec);
+}
+
+/// Writes `status` in decimal to the exit file (tmp, then rename: a reader
+/// sees all of it or nothing).
+void write_exit_file(const Args& a, int status) {
+  if (a.exit_path == nullptr || a.exit_tmp_path == nullptr) return;
+  char buf[16];
+  int n = 0;
+  unsigned v = static_cast<unsigned>(status);
+  char digits[16];
+  do {
+    digits[n++] = static_cast<char>('0' + v % 10);
+    v /= 10;
+  } while (v != 0 && n < 15);
+  for (int i = 0; i < n; ++i) buf[i] = digits[n - 1 - i];
+  buf[n++] = '\n';
+  int fd = ::open(a.exit_tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return;
+  [[maybe_unused]] ssize_t w = ::write(fd, buf, static_cast<size_t>(n));
+  ::fsync(fd);
+  ::close(fd);
+  ::rename(a.exit_tmp_path, a.exit_path);
+}
+
+/// Ends the keeper the way its task ended.
+[[noreturn]] void end_like(int status) {
+  if (WIFEXITED(status)) ::_exit(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    struct rlimit no_core {0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    struct sigaction dfl {};
+    dfl.sa_handler = SIG_DFL;
+    sigemptyset(&dfl.sa_mask);
+    ::sigaction(sig, &dfl, nullptr);
+    sigset_t only;
+    sigemptyset(&only);
+    sigaddset(&only, sig);
+    ::sigprocmask(SIG_UNBLOCK, &only, nullptr);
+    ::raise(sig);
+    ::_exit(128 + sig);
+  }
+  ::_exit(127);
+}
+
+}  // namespace
+
+[[noreturn]] void run(const Args& a) {
+  if (::setsid() < 0) fail(a.report_fd, Stage::setsid);
+  // No PDEATHSIG here: a detached keeper outlives the agent. An agent that
+  // dies before the keeper starts is caught here, one that dies later by the
+  // control pipe's end of file.
+  if (::getppid() != a.parent) {
+    errno = ESRCH;
+    fail(a.report_fd, Stage::parent_gone);
+  }
+  // The task inherits dispositions: ignored ones survive execve, so all go
+  // back to the default. The keeper itself keeps every signal blocked.
+  struct sigaction dfl {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int s = 1; s < NSIG; ++s)
+    if (s != SIGKILL && s != SIGSTOP) ::sigaction(s, &dfl, nullptr);  // EINVAL for glibc's own: fine
+  if (::dup2(a.stdin_fd, 0) < 0) fail(a.report_fd, Stage::dup_stdin);
+  if (::dup2(a.stdout_fd, 1) < 0) fail(a.report_fd, Stage::dup_stdout);
+  if (::dup2(a.stderr_fd, 2) < 0) fail(a.report_fd, Stage::dup_stderr);
+  if (a.workdir != nullptr && ::chdir(a.workdir) != 0) fail(a.report_fd, Stage::chdir);
+  settle_descriptors(a);
+
+  const pid_t self = ::getpid();
+  pid_t task = ::vfork();
+  if (task < 0) fail(kReportFd, Stage::fork);
+  if (task == 0) run_task(a, self);
+  // The task has exec'd (or failed and said so): the agent's start is done.
+  ::close(kReportFd);
+
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, task, 0));
+  bool detached = false;
+  bool control_open = true;
+  int status = 0;
+  for (;;) {
+    pid_t r = ::waitpid(task, &status, WNOHANG);
+    if (r == task) break;
+    if (r < 0 && errno != EINTR) {
+      status = 127 << 8;  // cannot happen for our own child; end as "not run"
+      break;
+    }
+    pollfd fds[2];
+    nfds_t n = 0;
+    if (control_open) fds[n++] = {kControlFd, POLLIN, 0};
+    if (pidfd >= 0) fds[n++] = {pidfd, POLLIN, 0};
+    ::poll(fds, n, pidfd >= 0 ? -1 : kPollMs);
+    if (control_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
+      char byte = 0;
+      ssize_t got = ::read(kControlFd, &byte, 1);
+      if (got == 1 && byte == kDetach) {
+        detached = true;
+      } else if (got == 0 || (got < 0 && errno != EINTR && errno != EAGAIN)) {
+        control_open = false;
+        ::close(kControlFd);
+        // The agent is gone. Detached: its successor adopts the task.
+        // Otherwise it died without meaning to (kill -9, a crash): the task
+        // must not run on unwatched, so its whole group dies now, keeper
+        // included.
+        if (!detached) ::kill(0, SIGKILL);
+      }
+    }
+  }
+  if (detached) {
+    write_exit_file(a, status);
+    // No agent watches this group any more: what the task left behind dies
+    // with the keeper, as the agent would have killed it.
+    ::kill(0, SIGKILL);
+  }
+  end_like(status);
+}
+
+std::optional<int> read_exit_file(const std::string& path) {
+  std::ifstream in(path);
+  long long status = 0;
+  if (!(in >> status) || status < 0 || status > 0xffff) return std::nullopt;
+  return static_cast<int>(status);
+}
+
+}  // namespace claimsched::agent::keeper

@@ -1,0 +1,64 @@
+#pragma once
+
+// A task's keeper: the process the supervisor forks for every task. It sets
+// the task's session, files and directory up, starts the task (vfork +
+// execve) and waits for it, then ends the way the task ended (same exit
+// code, same signal), so the supervisor sees the task's own status.
+//
+// Why a process between the agent and the task: so that a task can outlive
+// its agent. When the agent stops on purpose (drain, `local-cluster.sh
+// stop`) it tells each keeper to detach (one byte on the keeper's control
+// pipe); a detached keeper keeps waiting for its task and, when the task
+// ends, writes the wait status to the task's exit file for the next agent,
+// which adopts the keeper by pid. When the agent dies without detaching
+// (kill -9, a crash), the control pipe reaches end of file and the keeper
+// kills its task's whole process group at once: a task never outlives an
+// agent that did not mean it to (it would run a second time elsewhere).
+//
+// The keeper blocks every signal (the supervisor thread's mask), so the
+// SIGTERM that stops a task's process group stops only the task; SIGKILL
+// ends both, and the task also has PR_SET_PDEATHSIG tied to its keeper.
+// Between fork and exit it uses only async-signal-safe calls.
+
+#include <optional>
+#include <string>
+
+namespace claimsched::agent::keeper {
+
+/// What failed when the start failed (sent on the report pipe with errno).
+enum class Stage : int32_t { setsid, parent_gone, dup_stdin, dup_stdout, dup_stderr, chdir, fork, pdeathsig, exec };
+
+struct Report {
+  Stage stage;
+  int32_t error;
+};
+
+/// Everything the keeper needs, prepared before the fork.
+struct Args {
+  const char* path;
+  char* const* argv;
+  char* const* envp;
+  const char* workdir;  // nullptr: stay
+  int stdin_fd, stdout_fd, stderr_fd;
+  /// Written a Report on failure; closed when the task has exec'd.
+  int report_fd;
+  /// Read end of the control pipe (kDetach, or end of file).
+  int control_fd;
+  pid_t parent;
+  int max_fd;
+  /// Where a detached keeper writes the task's wait status (and tmp first);
+  /// nullptr: nowhere.
+  const char* exit_path;
+  const char* exit_tmp_path;
+};
+
+/// The byte that tells a keeper to outlive the agent.
+inline constexpr char kDetach = 'D';
+
+/// Runs the keeper (in the forked child); never returns.
+[[noreturn]] void run(const Args& args);
+
+/// The wait status a detached keeper wrote to `path`, if it did.
+std::optional<int> read_exit_file(const std::string& path);
+
+}  // namespace claimsched::agent::keeper

@@ -1,0 +1,205 @@
+#include "apps/client_session.hpp"
+
+#include <caf/io/all.hpp>
+#include <deque>
+#include <sstream>
+#include <thread>
+
+#include "actors/actors.hpp"
+#include "actors/connect.hpp"
+#include "actors/gateway_actor.hpp"
+#include "actors/registration.hpp"
+
+namespace claimsched::apps {
+
+struct ClientSession::Impl {
+  explicit Impl(caf::actor_system_config& cfg) : sys(cfg), self(sys) {}
+
+  caf::actor_system sys;
+  caf::scoped_actor self;
+  std::vector<std::pair<std::string, uint16_t>> members;
+  size_t current = 0;
+  actors::gateway_actor gateway;
+  std::string address;
+  core::Duration timeout = std::chrono::seconds(10);
+  std::chrono::steady_clock::time_point deadline;
+
+  /// One attempt's limit: with several members, a silent one must leave time
+  /// to try the others.
+  std::chrono::milliseconds attempt_timeout() const {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    auto cap = members.size() > 1 ? std::chrono::milliseconds(3000)
+                                  : std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+    return std::max(std::chrono::milliseconds(100), std::min(left, cap));
+  }
+
+  bool time_left() const { return std::chrono::steady_clock::now() + std::chrono::milliseconds(100) < deadline; }
+
+  /// Connects to members from `current` on, round and round, until one
+  /// answers or the deadline passes.
+  std::optional<ClientError> reach() {
+    for (size_t attempt = 0;; ++attempt) {
+      const auto& [host, port] = members[current];
+      address = host + ":" + std::to_string(port);
+      auto remote = actors::connect_gateway(sys, host, port, attempt_timeout());
+      if (remote) {
+        gateway = *remote;
+        return std::nullopt;
+      }
+      ClientError e{3, "cannot reach the server at " + address + ": " + sys.render(remote.error())};
+      // One server: nobody else to ask (a refused connection says so at once).
+      if (members.size() == 1 || !time_left()) return e;
+      current = (current + 1) % members.size();
+      // Every member tried: a takeover or a restart is under way.
+      if (attempt + 1 >= members.size()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+  /// Whether `err` says "ask again, maybe elsewhere": no answer, or the
+  /// partition has no owner right now.
+  bool retryable(const caf::error& err) const {
+    if (err == caf::sec::request_timeout || err == caf::sec::request_receiver_down) return true;
+    return err.category() == messages::kErrorCategory &&
+           messages::from_caf_error(err, &sys).code == core::Errc::unavailable;
+  }
+
+  ClientError error_of(const caf::error& err) const {
+    if (err == caf::sec::request_timeout || err == caf::sec::request_receiver_down)
+      return {3, "the server at " + address + " did not answer: " + sys.render(err)};
+    auto e = messages::from_caf_error(err, &sys);
+    return {e.code == core::Errc::unavailable ? 3 : 1, e.message};
+  }
+
+  template <class T, class... Ts>
+  ClientResult<T> ask(Ts&&... xs) {
+    return ask_with<T>(true, std::forward<Ts>(xs)...);
+  }
+
+  /// `may_retry` false: a request that must not be sent twice.
+  template <class T, class... Ts>
+  ClientResult<T> ask_with(bool may_retry, Ts&&... xs) {
+    deadline = std::chrono::steady_clock::now() + timeout;
+    for (;;) {
+      if (!gateway)
+        if (auto unreachable = reach()) return *unreachable;
+      std::optional<ClientResult<T>> out;
+      bool again = false;
+      self->request(gateway, attempt_timeout(), xs...)
+          .receive([&](T& value) { out.emplace(std::move(value)); },
+                   [&](caf::error& err) {
+                     again = may_retry && members.size() > 1 && retryable(err) && time_left();
+                     if (!again) out.emplace(error_of(err));
+                   });
+      if (!again) return std::move(*out);
+      gateway = nullptr;
+      current = (current + 1) % members.size();
+    }
+  }
+};
+
+namespace {
+
+caf::actor_system_config& client_config() {
+  static caf::actor_system_config cfg = [] {
+    caf::actor_system_config c;
+    actors::LinkOptions link;
+    link.threads = 2;
+    link.shared_queue = true;
+    actors::configure(c, link);
+    return c;
+  }();
+  return cfg;
+}
+
+}  // namespace
+
+ClientSession::ClientSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+ClientSession::~ClientSession() = default;
+
+ClientResult<std::unique_ptr<ClientSession>> ClientSession::connect(const std::string& addresses,
+                                                                   core::Duration timeout) {
+  auto impl = std::make_unique<Impl>(client_config());
+  std::stringstream items(addresses);
+  for (std::string item; std::getline(items, item, ',');) {
+    auto hp = actors::split_address(item);
+    if (!hp) return ClientError{2, "server '" + item + "' is not HOST:PORT (with a port in 1-65535)"};
+    impl->members.push_back(*hp);
+  }
+  if (impl->members.empty()) return ClientError{2, "no server given"};
+  impl->timeout = timeout;
+  impl->deadline = std::chrono::steady_clock::now() + timeout;
+  if (auto unreachable = impl->reach()) return *unreachable;
+  return std::unique_ptr<ClientSession>(new ClientSession(std::move(impl)));
+}
+
+const std::string& ClientSession::address() const { return impl_->address; }
+
+ClientResult<core::JobId> ClientSession::submit(const core::JobSpec& job) {
+  if (job.id.value != 0 || impl_->members.size() == 1) return impl_->ask_with<core::JobId>(job.id.value != 0, job);
+  // HA: an id of the client's own makes a retry (on another member) the
+  // same job. A single server numbers its jobs 1, 2, 3...
+  core::JobSpec named = job;
+  named.id = actors::fresh_job_id();
+  return impl_->ask<core::JobId>(named);
+}
+
+ClientResult<std::vector<core::JobId>> ClientSession::submit_many(const core::JobSpec& job, uint32_t n) {
+  constexpr size_t kWindow = 256;
+  auto& im = *impl_;
+  std::vector<core::JobId> ids;
+  std::optional<ClientError> failed;
+  // Ids from the server: a retry would submit them again, so no retries.
+  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(im.timeout);
+  std::deque<decltype(im.self->request(im.gateway, timeout, job))> inflight;
+  uint32_t sent = 0;
+  while (sent < n || !inflight.empty()) {
+    while (inflight.size() < kWindow && sent < n && !failed) {
+      inflight.push_back(im.self->request(im.gateway, timeout, job));
+      ++sent;
+    }
+    if (inflight.empty()) break;
+    inflight.front().receive([&](core::JobId id) { ids.push_back(id); },
+                             [&](caf::error& err) {
+                               if (!failed) failed = im.error_of(err);
+                             });
+    inflight.pop_front();
+  }
+  if (failed) return *failed;
+  return ids;
+}
+
+ClientResult<core::JobView> ClientSession::status(core::JobId job) {
+  return impl_->ask<core::JobView>(actors::status_atom::value, job);
+}
+
+ClientResult<core::JobView> ClientSession::cancel(core::JobId job) {
+  return impl_->ask<core::JobView>(actors::cancel_atom::value, job);
+}
+
+ClientResult<std::vector<core::JobView>> ClientSession::queue() {
+  return impl_->ask<std::vector<core::JobView>>(actors::queue_atom::value);
+}
+
+ClientResult<std::vector<core::JobView>> ClientSession::history(const core::JobFilter& filter) {
+  return impl_->ask<std::vector<core::JobView>>(actors::history_atom::value, filter);
+}
+
+ClientResult<std::vector<core::NodeStatus>> ClientSession::nodes() {
+  return impl_->ask<std::vector<core::NodeStatus>>(actors::nodes_atom::value);
+}
+
+ClientResult<std::vector<std::string>> ClientSession::pools() {
+  return impl_->ask<std::vector<std::string>>(actors::pools_atom::value);
+}
+
+ClientResult<std::string> ClientSession::explain(core::JobId job) {
+  return impl_->ask<std::string>(actors::explain_atom::value, job);
+}
+
+ClientResult<core::LogChunk> ClientSession::logs(const core::LogRequest& request) {
+  return impl_->ask<core::LogChunk>(actors::logs_atom::value, request);
+}
+
+ClientResult<std::string> ClientSession::members() { return impl_->ask<std::string>(actors::members_atom::value); }
+
+}  // namespace claimsched::apps

@@ -1,0 +1,61 @@
+#pragma once
+
+// The client's connection to the server's gateway: one method per request,
+// each answering the value or a ClientError that carries the exit code
+// (1 refused, 3 unreachable or no answer in time). Only client_session.cpp
+// knows CAF; the commands are plain C++.
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.hpp"
+#include "core/job.hpp"
+#include "core/status.hpp"
+#include "core/task_output.hpp"
+
+namespace claimsched::apps {
+
+struct ClientError {
+  int exit_code = 1;
+  std::string message;
+};
+
+template <class T>
+using ClientResult = core::Expected<T, ClientError>;
+
+class ClientSession {
+ public:
+  /// Connects to HOST:PORT, or to the first reachable of several
+  /// comma-separated HA members (2 on a malformed address, 3 if none answers
+  /// within `timeout`). A request that finds its member unreachable, or its
+  /// partition between owners, is tried again on the next member until
+  /// `timeout` has passed; a submit carries its job id from the client on,
+  /// so a retry is the same job, never a second one.
+  static ClientResult<std::unique_ptr<ClientSession>> connect(const std::string& addresses, core::Duration timeout);
+  ~ClientSession();
+
+  const std::string& address() const;
+  ClientResult<core::JobId> submit(const core::JobSpec& job);
+  /// Submits `n` copies with a window of requests in flight; ids in order.
+  ClientResult<std::vector<core::JobId>> submit_many(const core::JobSpec& job, uint32_t n);
+  ClientResult<core::JobView> status(core::JobId job);
+  ClientResult<core::JobView> cancel(core::JobId job);
+  ClientResult<std::vector<core::JobView>> queue();
+  ClientResult<std::vector<core::JobView>> history(const core::JobFilter& filter);
+  ClientResult<std::vector<core::NodeStatus>> nodes();
+  /// One JSON document per partition.
+  ClientResult<std::vector<std::string>> pools();
+  /// A JSON document.
+  ClientResult<std::string> explain(core::JobId job);
+  ClientResult<core::LogChunk> logs(const core::LogRequest& request);
+  /// Members, partition owners, epochs and standbys (a JSON document).
+  ClientResult<std::string> members();
+
+ private:
+  struct Impl;
+  explicit ClientSession(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace claimsched::apps

@@ -1,0 +1,88 @@
+#pragma once
+
+// Why a job's tasks wait, as data (`claimsched explain`): a verdict, the words
+// for it, and counts over the nodes of the job's pool that a user can check
+// (how many nodes match, could ever hold a task, have room now). Computed from
+// a scheduler's view, on demand: nothing here runs on the placement path.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/cluster_view.hpp"
+#include "core/job.hpp"
+#include "core/placement.hpp"
+
+namespace claimsched::core {
+
+/// What the nodes of one pool can do for one task shape.
+struct PlacementCounts {
+  uint32_t nodes = 0;
+  /// Up (not draining, not down).
+  uint32_t nodes_up = 0;
+  /// Whose labels satisfy the job's constraints (any state).
+  uint32_t nodes_matching = 0;
+  /// Matching, and big enough for one task when empty (any state).
+  uint32_t nodes_big_enough = 0;
+  /// Matching, up, and with room for a task now.
+  uint32_t nodes_with_room = 0;
+  /// Tasks that fit now over all matching up nodes (at most `wanted`).
+  uint64_t tasks_fitting_now = 0;
+  /// Tasks the matching nodes could hold at once if they were empty (at most
+  /// `wanted`): what a gang can ever get.
+  uint64_t tasks_fitting_empty = 0;
+  /// The matching node that comes closest to holding one task (its capacity;
+  /// zero if no node matches).
+  Resources largest;
+};
+
+/// Counts over the nodes of pool `pool` for `wanted` tasks of `per_task` with
+/// `constraints`.
+PlacementCounts count_placement(const ClusterView& view, uint32_t pool, const Resources& per_task,
+                                 const std::vector<std::string>& constraints, uint64_t wanted);
+
+enum class WaitVerdict : uint8_t {
+  /// Every task ended.
+  ended = 0,
+  /// Nothing pending: every task is placed (or being placed).
+  placed,
+  /// Waiting for its turn in the queue.
+  queued,
+  /// Its claims were rejected; it tries again after a backoff.
+  backing_off,
+  /// Room has appeared; it is placed on the next pass.
+  fits_now,
+  /// No room now; may fit when capacity frees up.
+  unschedulable,
+  /// Can never run in its pool as the pool is (no node is big enough, or a
+  /// gang larger than the pool).
+  unresolvable,
+};
+
+std::string_view to_string(WaitVerdict v);
+
+struct Explanation {
+  JobId job;
+  WaitVerdict verdict = WaitVerdict::queued;
+  /// The verdict in words, with the numbers that back it.
+  std::string summary;
+  uint32_t pending = 0;
+  bool gang = false;
+  /// Placement counts for its pending tasks (computed only when they wait
+  /// for room: unschedulable, unresolvable, fits_now).
+  PlacementCounts counts;
+  bool counted = false;
+};
+
+/// The verdict and words for a parked job's pending tasks from `counts`:
+/// fits_now, unschedulable or unresolvable (a gang needs all `pending` at once).
+void explain_waiting(Explanation& e, const PlacementCounts& counts, std::string_view pool,
+                     const Resources& per_task);
+
+/// Why `job` can never run in its pool as the pool is now, or empty if it
+/// could: no node big enough (naming the largest), or a gang larger than what
+/// the pool holds at once. A pool without nodes says nothing (nodes may come).
+std::string never_fits(const PlacementCounts& counts, const JobSpec& job);
+
+}  // namespace claimsched::core

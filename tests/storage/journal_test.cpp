@@ -1,0 +1,69 @@
+// The scheduler's journal through the partition store and back: what a
+// restarted server rebuilds is what a user saw before the restart.
+
+#include "storage/journal.hpp"
+
+#include <gtest/gtest.h>
+
+#include "tests/storage/storage_test_util.hpp"
+
+namespace claimsched::storage {
+namespace {
+
+using namespace testing;
+
+core::SchedulerConfig scheduler_config() {
+  core::SchedulerConfig c;
+  c.partition = core::PartitionId{1};
+  c.pools = {"default"};
+  return c;
+}
+
+// Bug 5 of issue 13: after a restart, finished tasks lost their node in
+// `status`; their typed ends must survive too.
+TEST(Journal, FinishedTasksKeepTheirNodeAndWhyTheyEndedAcrossARestart) {
+  TempDir tmp;
+  {
+    auto store = PartitionStore::open(tmp.path(), partition_id(), {});
+    ASSERT_TRUE(store) << store.error().to_string();
+    core::Journal journal;
+    journal.nodes_registered.push_back(node_spec(7));
+    journal.jobs_accepted.push_back(job_spec(1, 2));
+    auto change = [](core::TaskIndex t, core::TaskState s, int32_t code, core::TaskEnd end) {
+      core::Journal::TaskChange c;
+      c.job = core::JobId{1};
+      c.tasks = {t};
+      c.state = s;
+      c.node = core::NodeId{7};
+      c.claim_id = core::ClaimId{3};
+      c.exit_code = code;
+      c.end = end;
+      return c;
+    };
+    journal.task_changes.push_back(change(0, core::TaskState::succeeded, 0, core::TaskEnd::exited(0)));
+    journal.task_changes.push_back(change(1, core::TaskState::failed, -1,
+                                          core::TaskEnd::spawn_failed(core::SpawnStage::no_such_file, 2)));
+    auto batch = (*store)->batch();
+    append_journal(journal, 1, core::TimePoint{std::chrono::seconds(100)}, batch);
+    ASSERT_TRUE((*store)->write(std::move(batch)));
+  }
+  auto store = PartitionStore::open(tmp.path(), partition_id(), {});
+  ASSERT_TRUE(store) << store.error().to_string();
+  auto recovered = recover_partition(**store, scheduler_config(), core::TimePoint{0});
+  ASSERT_TRUE(recovered) << recovered.error().to_string();
+  auto view = recovered->scheduler->job_view(core::JobId{1}, true);
+  ASSERT_TRUE(view);
+  ASSERT_EQ(view->tasks.size(), 2u);
+  EXPECT_EQ(view->tasks[0].state, core::TaskState::succeeded);
+  EXPECT_EQ(view->tasks[0].node, core::NodeId{7});
+  EXPECT_EQ(view->tasks[0].end, core::TaskEnd::exited(0));
+  EXPECT_EQ(view->tasks[1].node, core::NodeId{7});
+  EXPECT_EQ(view->tasks[1].end, core::TaskEnd::spawn_failed(core::SpawnStage::no_such_file, 2));
+  // The node is known again, down until its agent reports.
+  auto n = recovered->scheduler->view().find_node(core::NodeId{7});
+  ASSERT_TRUE(n);
+  EXPECT_EQ(recovered->scheduler->view().node(*n).state, core::NodeState::down);
+}
+
+}  // namespace
+}  // namespace claimsched::storage
