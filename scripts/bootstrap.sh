@@ -10,6 +10,8 @@ packages=(
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev
   python3 procps
+  # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers' runtimes.
+  clang-14 libclang-rt-14-dev
 )
 if [[ "${CLAIMSCHED_WITH_ETCD:-0}" == 1 ]]; then packages+=(etcd-server etcd-client); fi
 
