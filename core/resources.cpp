@@ -59,7 +59,22 @@ constexpr Suffix kByteSuffixes[] = {
 
 bool is_byte_dimension(DimensionId d) { return d == dim::memory || d == dim::disk; }
 
+Error too_many_dimensions_error(std::string_view name, size_t number) {
+  return make_error(Errc::capacity_exceeded,
+                    "too many resource dimensions: '" + std::string(name) + "' would be number " +
+                        std::to_string(number) + ", the limit is " + std::to_string(kMaxDimensions));
+}
+
 }  // namespace
+
+Status DimensionRegistry::check_new_name(std::string_view name, const std::vector<std::string>& pending) {
+  if (!valid_dimension_name(name)) return invalid_name_error(name);
+  size_t number = count() + 1;
+  for (const auto& other : pending)
+    if (other != name && !find(other)) ++number;
+  if (number > kMaxDimensions) return too_many_dimensions_error(name, number);
+  return Status::ok();
+}
 
 Expected<DimensionId> DimensionRegistry::intern(std::string_view name) {
   if (auto found = find(name)) return *found;
@@ -69,11 +84,7 @@ Expected<DimensionId> DimensionRegistry::intern(std::string_view name) {
   size_t n = r.count.load(std::memory_order_relaxed);
   for (size_t i = 0; i < n; ++i)
     if (r.names[i] == name) return static_cast<DimensionId>(i);
-  if (n == kMaxDimensions)
-    return make_error(Errc::capacity_exceeded,
-                      "too many resource dimensions: '" + std::string(name) + "' would be number " +
-                          std::to_string(n + 1) + ", the limit is " +
-                          std::to_string(kMaxDimensions));
+  if (n == kMaxDimensions) return too_many_dimensions_error(name, n + 1);
   r.names[n] = std::string(name);
   r.count.store(n + 1, std::memory_order_release);
   return static_cast<DimensionId>(n);
