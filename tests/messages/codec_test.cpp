@@ -13,12 +13,14 @@
 #include <string>
 
 #include "core/limits.hpp"
+#include "tests/messages/decode_helpers.hpp"
 #include "tests/messages/samples.hpp"
 
 namespace claimsched::messages {
 namespace {
 
 using namespace samples;
+using namespace decode_testing;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
@@ -73,29 +75,6 @@ void expect_every_field_set(const google::protobuf::Message& m, const std::strin
         expect_every_field_set(r->GetMessage(m, f), where);
     }
   }
-}
-
-/// The error of a decode that must fail; fails the test if it succeeded.
-template <class T>
-core::Error decode_error(const std::string& bytes) {
-  T out;
-  auto st = decode(bytes, out);
-  EXPECT_FALSE(st) << "decoded although it should not";
-  return st ? core::Error{} : st.error();
-}
-
-template <class T, class Pb>
-core::Error decode_error_of(const Pb& msg) {
-  return decode_error<T>(msg.SerializeAsString());
-}
-
-/// Runs `body` in a forked child (gtest death-test machinery) and expects it
-/// to return true. Used where the body interns resource names: the dimension
-/// registry is process-wide and append-only, so such tests must not leave
-/// names behind for the other tests of this binary.
-void run_isolated(const std::function<bool()>& body) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(std::exit(body() ? 0 : 1), ::testing::ExitedWithCode(0), "");
 }
 
 // -- round trips of every type ------------------------------------------------

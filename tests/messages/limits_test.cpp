@@ -6,40 +6,21 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <cstdlib>
-#include <functional>
 #include <limits>
 #include <string>
 
 #include "core/limits.hpp"
 #include "messages/codec.hpp"
 #include "messages/record_codec.hpp"
+#include "tests/messages/decode_helpers.hpp"
 #include "tests/messages/samples.hpp"
 
 namespace claimsched::messages {
 namespace {
 
 using namespace samples;
+using namespace decode_testing;
 using ::testing::StartsWith;
-
-template <class T>
-core::Error decode_error(const std::string& bytes) {
-  T out;
-  auto st = decode(bytes, out);
-  EXPECT_FALSE(st) << "decoded although it should not";
-  return st ? core::Error{} : st.error();
-}
-
-template <class T, class Pb>
-core::Error decode_error_of(const Pb& msg) {
-  return decode_error<T>(msg.SerializeAsString());
-}
-
-/// As in codec_test: a body that may register resource names runs in a child.
-void run_isolated(const std::function<bool()>& body) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(std::exit(body() ? 0 : 1), ::testing::ExitedWithCode(0), "");
-}
 
 // -- whole messages -----------------------------------------------------------
 
