@@ -298,8 +298,9 @@ using member_actor = caf::typed_actor<
     caf::reacts_to<start_atom, gateway_actor, std::string>,
     /// Internal timer: read etcd and act on what changed.
     caf::reacts_to<tick_atom>,
-    /// From the lease keeper's thread: 0 healthy, 1 at risk, 2 lost; why.
-    caf::reacts_to<lease_atom, uint8_t, std::string>>;
+    /// From the lease keeper's thread: 0 healthy, 1 at risk, 2 lost; why;
+    /// the lease it keeps (a stopped keeper's last word is ignored).
+    caf::reacts_to<lease_atom, uint8_t, std::string, uint64_t>>;
 
 /// Outcome of a synthetic load run. Local only.
 struct LoadResult {

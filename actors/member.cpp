@@ -434,6 +434,9 @@ bool join(self_ptr self) {
   auto r = st.etcd->txn({etcd::Compare::absent(key)}, {etcd::Operation::put(key, etcd::HaKeys::member_value(me), st.lease)},
                         {etcd::Operation::get(key)});
   if (!r) {
+    // The lease expired while nothing kept it (a join that waited): ask
+    // for a new one next time rather than for ever with this one.
+    if (r.error().message.find("lease not found") != std::string::npos) st.lease = 0;
     etcd_problem(self, r.error().to_string());
     return false;
   }
@@ -446,6 +449,13 @@ bool join(self_ptr self) {
     std::string address = other.is_object() ? other.value("address", "") : "";
     if (host == me.host && pid > 0 && pid != me.pid && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) {
       spdlog::info("{}: an earlier run of this member (pid {}) left its lease; revoking it", st.log_name, pid);
+      if (auto rv = st.etcd->revoke(kv.lease); !rv) etcd_problem(self, rv.error().to_string());
+      return false;
+    }
+    if (host == me.host && pid == me.pid) {
+      // This process itself, on a lease it gave up (it lost it and joined
+      // again): that lease is no longer kept alive, so end it now.
+      spdlog::info("{}: its key is still on an earlier lease of its own; revoking that lease", st.log_name);
       if (auto rv = st.etcd->revoke(kv.lease); !rv) etcd_problem(self, rv.error().to_string());
       return false;
     }
@@ -476,13 +486,15 @@ bool join(self_ptr self) {
   ko.ttl = ttl;
   auto me_handle = caf::actor_cast<member_actor>(self);
   auto owned = st.owned;
-  auto keeper = etcd::LeaseKeeper::start(ko, [me_handle, owned](etcd::LeaseKeeper::Event e, const std::string& why) {
+  auto lease = static_cast<uint64_t>(st.lease);
+  auto keeper = etcd::LeaseKeeper::start(ko, [me_handle, owned, lease](etcd::LeaseKeeper::Event e,
+                                                                       const std::string& why) {
     // Hold at once, from this thread: the member may be busy (a takeover).
     if (e == etcd::LeaseKeeper::Event::at_risk) {
       std::lock_guard<std::mutex> guard(owned->mutex);
       for (const auto& s : owned->schedulers) caf::anon_send(s, hold_atom::value);
     }
-    caf::anon_send(me_handle, lease_atom::value, static_cast<uint8_t>(e), why);
+    caf::anon_send(me_handle, lease_atom::value, static_cast<uint8_t>(e), why, lease);
   });
   if (!keeper) {
     etcd_problem(self, keeper.error().to_string());
@@ -686,8 +698,11 @@ member_actor::behavior_type member(self_ptr self, MemberConfig config) {
         self->state.tick_pending = false;
         tick(self);
       },
-      [=](lease_atom, uint8_t event, std::string& why) {
+      [=](lease_atom, uint8_t event, std::string& why, uint64_t lease) {
         auto& st = self->state;
+        // A keeper stopped with its lease may still have said something: it
+        // is about a lease this member no longer holds (it joined again).
+        if (lease != static_cast<uint64_t>(st.lease)) return;
         switch (static_cast<etcd::LeaseKeeper::Event>(event)) {
           case etcd::LeaseKeeper::Event::healthy:
             if (!st.lease_at_risk) return;

@@ -8,6 +8,7 @@
 
 #include "apps/policy_toml.hpp"
 #include "core/duration.hpp"
+#include "core/limits.hpp"
 
 namespace claimsched::apps {
 
@@ -515,6 +516,12 @@ class ConfigReader {
               "'" + l + "' is not a label (key or key=value, no spaces or commas, not starting with '!')");
           ok = false;
         }
+      }
+      if (labels.size() > core::kMaxLabels) {  // the server would refuse the node
+        r_.problem(*t->get("labels"), "agent.labels",
+                   std::to_string(labels.size()) + " labels, above the limit of " +
+                       std::to_string(core::kMaxLabels) + " (kMaxLabels)");
+        ok = false;
       }
       if (ok) a.labels = std::move(labels);
     }

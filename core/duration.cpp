@@ -4,6 +4,9 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/decimal.hpp"
+#include "core/limits.hpp"
+
 namespace claimsched::core {
 
 namespace {
@@ -33,18 +36,16 @@ Expected<Duration> parse_duration(std::string_view text) {
   for (const auto& u : kUnits) {
     if (text.size() <= u.suffix.size() || !text.ends_with(u.suffix)) continue;
     std::string_view number = text.substr(0, text.size() - u.suffix.size());
-    // "5m" must not be read as "5" + "m" of "ms" etc.; digits and '.' only.
-    for (char c : number)
-      if (!((c >= '0' && c <= '9') || c == '.'))
-        return make_error(Errc::parse_error, "not a duration: '" + std::string(text) +
-                                                 "' (use e.g. 250ms, 10s, 5m, 2h)");
-    double value = 0;
-    auto [p, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-    if (ec != std::errc{} || p != number.data() + number.size() || !std::isfinite(value) || value < 0)
-      return make_error(Errc::parse_error, "not a duration: '" + std::string(text) + "'");
-    double nanos = value * static_cast<double>(u.nanos);
-    if (nanos > 9.2e18) return make_error(Errc::parse_error, "duration too long: '" + std::string(text) + "'");
-    return Duration{static_cast<int64_t>(std::llround(nanos))};
+    // Exact decimal arithmetic, not a double: "8099952999s" is exactly
+    // 8099952999000000000ns, and "0.2ns" is refused rather than rounded to 0.
+    auto nanos = parse_scaled_decimal(number, u.nanos);
+    if (!nanos)
+      return make_error(Errc::parse_error, "not a duration: '" + std::string(text) + "': " +
+                                               nanos.error().message + " (use e.g. 250ms, 10s, 1.5s, 5m, 2h)");
+    if (*nanos > kMaxDuration.count())
+      return make_error(Errc::parse_error,
+                        "duration too long: '" + std::string(text) + "' (the limit is 36500d, kMaxDuration)");
+    return Duration{*nanos};
   }
   return make_error(Errc::parse_error,
                     "not a duration: '" + std::string(text) + "' (needs a unit: ns, us, ms, s, m, h, d)");

@@ -2,6 +2,7 @@
 
 // Durations as operators write them: "250ms", "10s", "1.5s", "5m", "2h", "1d"
 // (also "us", "ns"). A bare number is rejected: the unit is never guessed.
+// Read exactly (never rounded: "0.2ns" is an error), at most kMaxDuration.
 
 #include <string>
 #include <string_view>

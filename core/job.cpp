@@ -1,5 +1,6 @@
 #include "core/job.hpp"
 
+#include "core/limits.hpp"
 #include "core/node.hpp"
 
 namespace claimsched::core {
@@ -43,10 +44,33 @@ Status validate(const JobSpec& job) {
       return bad("resources", "count x resources overflows");
   if (job.pool.empty()) return bad("pool", "must name a pool");
   if (job.user.empty()) return bad("user", "must not be empty");
+  // The limits every receiver applies (core/limits.hpp): a job accepted here
+  // is never one the server's decoder would refuse.
+  auto too_many = [&](std::string field, size_t entries, size_t limit, const char* name) {
+    return bad(std::move(field), std::to_string(entries) + " entries, above the limit of " +
+                                     std::to_string(limit) + " (" + name + ")");
+  };
+  if (job.constraints.size() > kMaxLabels)
+    return too_many("constraints", job.constraints.size(), kMaxLabels, "kMaxLabels");
+  if (job.command.size() > kMaxArguments)
+    return too_many("command", job.command.size(), kMaxArguments, "kMaxArguments");
+  if (job.env.size() > kMaxEnvironment)
+    return too_many("env", job.env.size(), kMaxEnvironment, "kMaxEnvironment");
+  size_t text = job.name.size() + job.user.size() + job.job_class.size() + job.pool.size() + job.workdir.size();
+  for (const auto& c : job.constraints) text += c.size();
+  for (const auto& a : job.command) text += a.size();
+  for (const auto& [k, v] : job.env) text += k.size() + v.size() + 1;
+  if (text > kMaxJobTextBytes)
+    return bad("command", "the job's text (command, environment, names) is " + std::to_string(text) +
+                              " bytes, above the limit of " + std::to_string(kMaxJobTextBytes) +
+                              " (kMaxJobTextBytes)");
   for (const auto& c : job.constraints)
     if (auto st = validate_label_selector(c); !st) return bad("constraints", st.error().message);
   if (job.max_run_time.count() < 0) return bad("max_run_time", "must not be negative");
   if (job.simulated_runtime.count() < 0) return bad("simulated_runtime", "must not be negative");
+  if (job.max_run_time > kMaxDuration) return bad("max_run_time", "above the limit of 100 years (kMaxDuration)");
+  if (job.simulated_runtime > kMaxDuration)
+    return bad("simulated_runtime", "above the limit of 100 years (kMaxDuration)");
   for (const auto& a : job.command)
     if (a.find('\0') != std::string::npos) return bad("command", "an argument contains a NUL byte");
   for (const auto& [k, v] : job.env) {

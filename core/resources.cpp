@@ -2,11 +2,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <charconv>
 #include <limits>
 #include <mutex>
-#include <numeric>
 #include <vector>
+
+#include "core/decimal.hpp"
 
 namespace claimsched::core {
 
@@ -59,57 +59,22 @@ constexpr Suffix kByteSuffixes[] = {
 
 bool is_byte_dimension(DimensionId d) { return d == dim::memory || d == dim::disk; }
 
-// Parses "12" or "1.5" into an integer scaled by `scale` (1000 for cores →
-// millicores). Rejects precision below one unit of the result.
-Expected<int64_t> parse_scaled_decimal(std::string_view text, int64_t scale) {
-  auto dot = text.find('.');
-  std::string_view whole = text.substr(0, dot);
-  std::string_view frac = dot == std::string_view::npos ? std::string_view{} : text.substr(dot + 1);
-  if (whole.empty() && frac.empty())
-    return make_error(Errc::parse_error, "empty number");
-  int64_t w = 0;
-  if (!whole.empty()) {
-    auto [p, ec] = std::from_chars(whole.data(), whole.data() + whole.size(), w);
-    if (ec == std::errc::result_out_of_range)
-      return make_error(Errc::parse_error, "number out of range: " + std::string(text));
-    if (ec != std::errc{} || p != whole.data() + whole.size() || w < 0)
-      return make_error(Errc::parse_error, "not a non-negative number: " + std::string(text));
-  }
-  if (w > std::numeric_limits<int64_t>::max() / scale)
-    return make_error(Errc::parse_error, "number out of range: " + std::string(text));
-  int64_t result = w * scale;
-  if (dot != std::string_view::npos) {
-    if (frac.empty())
-      return make_error(Errc::parse_error, "not a number: " + std::string(text));
-    for (char c : frac)
-      if (c < '0' || c > '9')
-        return make_error(Errc::parse_error, "not a number: " + std::string(text));
-    while (!frac.empty() && frac.back() == '0') frac.remove_suffix(1);
-    // The fraction is n / 10^k; it must be a whole number of units once
-    // scaled: 1.5Gi is 1610612736 bytes, 0.1Ki (102.4 bytes) is not. More
-    // than 18 significant decimals (n would not fit in 64 bits) are refused.
-    if (frac.size() > 18)
-      return make_error(Errc::parse_error, "too many decimals: " + std::string(text));
-    if (!frac.empty()) {
-      int64_t n = 0;
-      int64_t den = 1;
-      for (char c : frac) {
-        n = n * 10 + (c - '0');
-        den *= 10;
-      }
-      int64_t g = std::gcd(scale, den);
-      if (n % (den / g) != 0)
-        return make_error(Errc::parse_error, "too many decimals: " + std::string(text));
-      int64_t part = n / (den / g) * (scale / g);  // < scale: no overflow
-      if (result > std::numeric_limits<int64_t>::max() - part)
-        return make_error(Errc::parse_error, "number out of range: " + std::string(text));
-      result += part;
-    }
-  }
-  return result;
+Error too_many_dimensions_error(std::string_view name, size_t number) {
+  return make_error(Errc::capacity_exceeded,
+                    "too many resource dimensions: '" + std::string(name) + "' would be number " +
+                        std::to_string(number) + ", the limit is " + std::to_string(kMaxDimensions));
 }
 
 }  // namespace
+
+Status DimensionRegistry::check_new_name(std::string_view name, const std::vector<std::string>& pending) {
+  if (!valid_dimension_name(name)) return invalid_name_error(name);
+  size_t number = count() + 1;
+  for (const auto& other : pending)
+    if (other != name && !find(other)) ++number;
+  if (number > kMaxDimensions) return too_many_dimensions_error(name, number);
+  return Status::ok();
+}
 
 Expected<DimensionId> DimensionRegistry::intern(std::string_view name) {
   if (auto found = find(name)) return *found;
@@ -119,11 +84,7 @@ Expected<DimensionId> DimensionRegistry::intern(std::string_view name) {
   size_t n = r.count.load(std::memory_order_relaxed);
   for (size_t i = 0; i < n; ++i)
     if (r.names[i] == name) return static_cast<DimensionId>(i);
-  if (n == kMaxDimensions)
-    return make_error(Errc::capacity_exceeded,
-                      "too many resource dimensions: '" + std::string(name) + "' would be number " +
-                          std::to_string(n + 1) + ", the limit is " +
-                          std::to_string(kMaxDimensions));
+  if (n == kMaxDimensions) return too_many_dimensions_error(name, n + 1);
   r.names[n] = std::string(name);
   r.count.store(n + 1, std::memory_order_release);
   return static_cast<DimensionId>(n);

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.hpp"
 
@@ -36,6 +37,10 @@ class DimensionRegistry {
  public:
   /// Returns the id of `name`, registering it if new.
   static Expected<DimensionId> intern(std::string_view name);
+  /// The error intern(name) would give for a name not registered yet, if
+  /// `pending` (other new names, to be registered with it) were registered
+  /// first: an invalid name, or too many dimensions. Registers nothing.
+  static Status check_new_name(std::string_view name, const std::vector<std::string>& pending);
   static std::optional<DimensionId> find(std::string_view name);
   static std::string_view name(DimensionId id);
   /// Number of registered dimensions (ids are 0 .. count()-1).

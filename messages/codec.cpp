@@ -5,7 +5,12 @@
 #include <cstdint>
 #include <limits>
 #include <optional>
+#include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
+
+#include "core/limits.hpp"
 
 // Decoding contract (see codec.hpp):
 // - every error names the offending field by its path from the top-level
@@ -14,8 +19,16 @@
 // - structural problems (unparseable bytes, a missing sub-message or enum, an
 //   enum value out of range, a number that does not fit the core type, a
 //   negative quantity or duration, a duplicate name) are Errc::corrupt;
-//   DimensionRegistry::intern's own error (invalid name, too many dimensions)
-//   is passed on with its code, prefixed with the field;
+//   DimensionRegistry's own errors (invalid name, too many dimensions) are
+//   passed on with their code, prefixed with the field;
+// - sizes are bounded (core/limits.hpp): a message above kMaxMessageBytes
+//   (kMaxBulkMessageBytes for a node's or a job's whole state), a list above
+//   its limit, a duration above kMaxDuration is Errc::corrupt naming the
+//   limit, checked before anything is built from it;
+// - a message that fails to decode registers no resource name: the registry
+//   is process-wide, append-only and small, and garbage must not fill it (a
+//   message naming new dimensions is decoded twice: once to check it, once to
+//   register the names, see DecodeContext);
 // - proto3 cannot tell a missing scalar from a zero, so a zero is rejected
 //   wherever zero is not a legal value (claim ids of claims and confirms, a
 //   job's count, a claim's task list), and enums start with UNSPECIFIED;
@@ -105,13 +118,27 @@ constexpr int to_wire(E value) {
 
 // -- field paths, rendered only when an error names them ----------------------
 
+/// What one decode shares across its fields: whether resource names this
+/// process has not seen yet may be registered. The first pass may not; it
+/// records the new names, and only if the whole message decodes does a second
+/// pass register them (DimensionRegistry is append-only: a name registered by
+/// a message that turns out to be garbage would hold a slot for ever).
+struct DecodeContext {
+  bool register_names = false;
+  std::vector<std::string> new_names;
+};
+
 /// A field's path from the top-level message, as a chain of stack frames:
-/// building one costs nothing, rendering happens only on error.
+/// building one costs nothing, rendering happens only on error. Every frame
+/// points to its decode's context.
 class Path {
  public:
-  explicit Path(std::string_view root) : name_(root) {}
-  Path(const Path& parent, std::string_view field) : parent_(&parent), name_(field) {}
-  Path(const Path& parent, int index) : parent_(&parent), index_(index) {}
+  Path(std::string_view root, DecodeContext& context) : context_(&context), name_(root) {}
+  Path(const Path& parent, std::string_view field)
+      : parent_(&parent), context_(parent.context_), name_(field) {}
+  Path(const Path& parent, int index) : parent_(&parent), context_(parent.context_), index_(index) {}
+
+  DecodeContext& context() const { return *context_; }
 
   std::string str() const {
     std::string out;
@@ -133,6 +160,7 @@ class Path {
   }
 
   const Path* parent_ = nullptr;
+  DecodeContext* context_;
   std::string_view name_;
   int index_ = -1;
 };
@@ -150,6 +178,16 @@ Error corrupt(const Path& p, std::string_view what) {
       return st_;                  \
     }                              \
   } while (false)
+
+// -- sizes (core/limits.hpp) --------------------------------------------------
+
+/// "NodeReport.claims: 1000001 entries, above the limit of 1000000 (kMaxTasksPerNode)".
+Status check_entries(int entries, size_t limit, std::string_view limit_name, const Path& p) {
+  if (static_cast<size_t>(entries) <= limit) return Status::ok();
+  return corrupt(p, std::to_string(entries) + " entries, above the limit of " + std::to_string(limit) +
+                        " (" + std::string(limit_name) + ")");
+}
+#define CLAIMSCHED_CHECK_ENTRIES(entries, limit, path) check_entries(entries, core::limit, #limit, path)
 
 // -- scalars ------------------------------------------------------------------
 
@@ -187,6 +225,9 @@ Status read_exit_code(int64_t in, const Path& p, int32_t& out) {
 
 Status read_duration(int64_t ns, const Path& p, core::Duration& out) {
   if (ns < 0) return corrupt(p, "negative duration " + std::to_string(ns) + "ns");
+  if (ns > core::kMaxDuration.count())
+    return corrupt(p, "duration " + std::to_string(ns) + "ns, above the limit of " +
+                          std::to_string(core::kMaxDuration.count()) + "ns (kMaxDuration)");
   out = core::Duration{ns};
   return Status::ok();
 }
@@ -205,6 +246,7 @@ Status read_enum(int wire, E last, const Path& p, E& out) {
 Status read_tasks(const google::protobuf::RepeatedField<uint64_t>& in, const Path& p,
                   bool non_empty, std::vector<core::TaskIndex>& out) {
   if (non_empty && in.empty()) return corrupt(p, "empty");
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.size(), kMaxTasksPerNode, p));
   out.clear();
   out.reserve(static_cast<size_t>(in.size()));
   for (int i = 0; i < in.size(); ++i) {
@@ -226,25 +268,41 @@ void write_tasks(const std::vector<core::TaskIndex>& in,
 
 enum class Negatives { reject, allow };
 
-static_assert(core::kMaxDimensions <= 32, "the duplicate check uses a 32-bit mask");
-
 Status read(const pb::Resources& in, const Path& p, Negatives negatives, core::Resources& out) {
+  Path list{p, "quantities"};
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.quantities_size(), kMaxDimensions, list));
+  for (int i = 0; i < in.quantities_size(); ++i)
+    for (int k = 0; k < i; ++k)
+      if (in.quantities(k).name() == in.quantities(i).name())
+        return corrupt(Path{p, in.quantities(i).name()}, "duplicate resource name");
+  DecodeContext& context = p.context();
   core::Resources r;
-  uint32_t seen = 0;
   for (int i = 0; i < in.quantities_size(); ++i) {
     const auto& q = in.quantities(i);
-    auto id = core::DimensionRegistry::intern(q.name());
-    if (!id) {
-      Path list{p, "quantities"};
-      Path item{list, i};
-      Path name{item, "name"};
-      return Error{id.error().code, name.str() + ": " + id.error().message};
-    }
     Path dim_path{p, q.name()};
-    if (seen & (uint32_t{1} << *id)) return corrupt(dim_path, "duplicate resource name");
-    seen |= uint32_t{1} << *id;
     if (q.value() < 0 && negatives == Negatives::reject)
       return corrupt(dim_path, "negative quantity " + std::to_string(q.value()));
+    auto name_error = [&](const core::Error& e) {
+      Path item{list, i};
+      Path name{item, "name"};
+      return Error{e.code, name.str() + ": " + e.message};
+    };
+    auto id = core::DimensionRegistry::find(q.name());
+    if (!id && !context.register_names) {
+      // New to this process: checked now, registered only once the whole
+      // message has decoded (the second pass, DecodeContext).
+      if (auto st = core::DimensionRegistry::check_new_name(q.name(), context.new_names); !st)
+        return name_error(st.error());
+      if (std::find(context.new_names.begin(), context.new_names.end(), q.name()) ==
+          context.new_names.end())
+        context.new_names.push_back(q.name());
+      continue;
+    }
+    if (!id) {
+      auto interned = core::DimensionRegistry::intern(q.name());
+      if (!interned) return name_error(interned.error());
+      id = *interned;
+    }
     r.set(*id, q.value());
   }
   out = r;
@@ -292,6 +350,7 @@ Status read(const pb::NodeSpec& in, const Path& p, core::NodeSpec& out) {
   out.pool = in.pool();
   CLAIMSCHED_TRY(read_resources(in.has_capacity(), in.capacity(), Path{p, "capacity"},
                                 Negatives::reject, out.capacity));
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.labels_size(), kMaxLabels, Path(p, "labels")));
   out.labels.assign(in.labels().begin(), in.labels().end());
   return read_u32(in.max_starting(), Path{p, "max_starting"}, out.max_starting);
 }
@@ -319,6 +378,7 @@ Status read_snapshot(bool present, const pb::NodeSnapshot& in, const Path& p,
 
 Status read_env(const google::protobuf::RepeatedPtrField<pb::EnvVar>& in, const Path& p,
                 std::vector<std::pair<std::string, std::string>>& out) {
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.size(), kMaxEnvironment, p));
   out.clear();
   out.reserve(static_cast<size_t>(in.size()));
   for (int i = 0; i < in.size(); ++i) {
@@ -335,6 +395,7 @@ Status read_env(const google::protobuf::RepeatedPtrField<pb::EnvVar>& in, const 
 
 Status read_argv(const google::protobuf::RepeatedPtrField<std::string>& in, const Path& p,
                  std::vector<std::string>& out) {
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.size(), kMaxArguments, p));
   out.assign(in.begin(), in.end());
   for (size_t i = 0; i < out.size(); ++i)
     if (out[i].find('\0') != std::string::npos)
@@ -378,6 +439,8 @@ Status read(const pb::JobSpec& in, const Path& p, core::JobSpec& out) {
   CLAIMSCHED_TRY(read_u32(in.count(), Path{p, "count"}, out.count));
   CLAIMSCHED_TRY(read_resources(in.has_per_task(), in.per_task(), Path{p, "per_task"},
                                 Negatives::reject, out.per_task));
+  CLAIMSCHED_TRY(
+      CLAIMSCHED_CHECK_ENTRIES(in.constraints_size(), kMaxLabels, Path(p, "constraints")));
   out.constraints.assign(in.constraints().begin(), in.constraints().end());
   out.gang = in.gang();
   out.preemptible = in.preemptible();
@@ -495,12 +558,14 @@ Status read(const pb::NodeDelta& in, const Path& p, core::NodeDelta& out) {
   CLAIMSCHED_TRY(
       read_snapshot(in.has_snapshot(), in.snapshot(), Path{p, "snapshot"}, out.snapshot));
   Path events{p, "events"};
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.events_size(), kMaxTasksPerNode, events));
   out.events.clear();
   out.events.resize(static_cast<size_t>(in.events_size()));
   for (int i = 0; i < in.events_size(); ++i)
     CLAIMSCHED_TRY(read(in.events(i), Path{events, i}, out.events[static_cast<size_t>(i)]));
   out.full = in.full();
   Path allocations{p, "allocations"};
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.allocations_size(), kMaxTasksPerNode, allocations));
   out.allocations.clear();
   out.allocations.resize(static_cast<size_t>(in.allocations_size()));
   for (int i = 0; i < in.allocations_size(); ++i)
@@ -516,6 +581,7 @@ Status read(const pb::NodeReport& in, const Path& p, core::NodeReport& out) {
       read_snapshot(in.has_snapshot(), in.snapshot(), Path{p, "snapshot"}, out.snapshot));
 
   Path epochs{p, "epochs"};
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.epochs_size(), kMaxPartitions, epochs));
   out.epochs.clear();
   out.epochs.reserve(static_cast<size_t>(in.epochs_size()));
   for (int i = 0; i < in.epochs_size(); ++i) {
@@ -532,18 +598,21 @@ Status read(const pb::NodeReport& in, const Path& p, core::NodeReport& out) {
     return corrupt(epochs, "duplicate partition " + std::to_string(dup->value));
 
   Path claims{p, "claims"};
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.claims_size(), kMaxTasksPerNode, claims));
   out.claims.clear();
   out.claims.resize(static_cast<size_t>(in.claims_size()));
   for (int i = 0; i < in.claims_size(); ++i)
     CLAIMSCHED_TRY(read(in.claims(i), Path{claims, i}, out.claims[static_cast<size_t>(i)]));
 
   Path allocations{p, "allocations"};
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.allocations_size(), kMaxTasksPerNode, allocations));
   out.allocations.clear();
   out.allocations.resize(static_cast<size_t>(in.allocations_size()));
   for (int i = 0; i < in.allocations_size(); ++i)
     CLAIMSCHED_TRY(
         read(in.allocations(i), Path{allocations, i}, out.allocations[static_cast<size_t>(i)]));
   Path finished{p, "finished"};
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.finished_size(), kMaxTasksPerNode, finished));
   out.finished.clear();
   out.finished.resize(static_cast<size_t>(in.finished_size()));
   for (int i = 0; i < in.finished_size(); ++i)
@@ -577,6 +646,11 @@ Status read(const pb::JobView& in, const Path& p, core::JobView& out) {
   CLAIMSCHED_TRY(read_u32(in.preemptions(), Path{p, "preemptions"}, out.preemptions));
   CLAIMSCHED_TRY(read_u32(in.evictions(), Path{p, "evictions"}, out.evictions));
   Path tasks{p, "tasks"};
+  // One entry per task of the job, at most.
+  CLAIMSCHED_TRY(CLAIMSCHED_CHECK_ENTRIES(in.tasks_size(), kMaxTasksPerJob, tasks));
+  if (static_cast<uint64_t>(in.tasks_size()) > out.spec.count)
+    return corrupt(tasks, std::to_string(in.tasks_size()) + " entries, more than the job's count " +
+                              std::to_string(out.spec.count));
   out.tasks.clear();
   out.tasks.resize(static_cast<size_t>(in.tasks_size()));
   for (int i = 0; i < in.tasks_size(); ++i)
@@ -628,13 +702,31 @@ Status read(const pb::LogChunk& in, const Path&, core::LogChunk& out) {
 
 // -- top level ----------------------------------------------------------------
 
-/// Decodes into a fresh value, so `out` changes only on success.
-template <class Core, class Pb>
-Status from_proto_as(const Pb& in, std::string_view root, Core& out) {
+/// Decodes into a fresh value, so `out` changes only on success; registers
+/// the resource names new to this process only once the message decoded
+/// (DecodeContext).
+template <class Core, class Pb, class... Args>
+Status from_proto_as(const Pb& in, std::string_view root, Core& out, Args... args) {
+  DecodeContext context;
   Core tmp;
-  CLAIMSCHED_TRY(read(in, Path{root}, tmp));
+  CLAIMSCHED_TRY(read(in, Path{root, context}, args..., tmp));
+  if (!context.new_names.empty()) {
+    context.register_names = true;
+    tmp = Core{};
+    CLAIMSCHED_TRY(read(in, Path{root, context}, args..., tmp));
+  }
   out = std::move(tmp);
   return Status::ok();
+}
+
+/// The largest encoding of `Pb` a decoder accepts (core/limits.hpp).
+template <class Pb>
+constexpr std::pair<size_t, std::string_view> byte_limit() {
+  if constexpr (std::is_same_v<Pb, pb::NodeReport> || std::is_same_v<Pb, pb::NodeDelta> ||
+                std::is_same_v<Pb, pb::JobView>)
+    return {core::kMaxBulkMessageBytes, "kMaxBulkMessageBytes"};
+  else
+    return {core::kMaxMessageBytes, "kMaxMessageBytes"};
 }
 
 template <class Pb, class Core>
@@ -646,10 +738,15 @@ std::string encode_as(const Core& in) {
 
 template <class Pb, class Core>
 Status decode_as(std::string_view bytes, std::string_view root, Core& out) {
+  constexpr auto limit = byte_limit<Pb>();
+  static_assert(limit.first <= static_cast<size_t>(INT_MAX));
+  if (bytes.size() > limit.first)
+    return Error{Errc::corrupt, std::string(root) + ": " + std::to_string(bytes.size()) +
+                                    " bytes, above the limit of " + std::to_string(limit.first) + " (" +
+                                    std::string(limit.second) + ")"};
   Pb msg;
-  if (bytes.size() > static_cast<size_t>(INT_MAX) ||
-      !msg.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
-    return Error{Errc::corrupt, "bytes are not a valid " + msg.GetTypeName()};
+  if (!msg.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    return Error{Errc::corrupt, std::string(root) + ": bytes are not a valid " + msg.GetTypeName()};
   return from_proto_as(msg, root, out);
 }
 
@@ -671,10 +768,7 @@ void to_proto(const core::Resources& in, pb::Resources& out) {
 }
 
 Status from_proto(const pb::Resources& in, core::Resources& out) {
-  core::Resources tmp;
-  CLAIMSCHED_TRY(read(in, Path{"Resources"}, Negatives::reject, tmp));
-  out = tmp;
-  return Status::ok();
+  return from_proto_as(in, "Resources", out, Negatives::reject);
 }
 
 // -- to_proto -----------------------------------------------------------------

@@ -1,13 +1,18 @@
 #include "messages/record_codec.hpp"
 
+#include <algorithm>
 #include <limits>
+#include <type_traits>
+#include <utility>
+#include <vector>
 
+#include "core/limits.hpp"
 #include "messages/codec.hpp"
 
 // Decoding contract: see record_codec.hpp and codec.cpp. Errors name the field
 // from the top-level record ("StoredJob.spec.count: ..."); a nested core type
 // is decoded by codec.hpp and its error's root ("JobSpec") is replaced by the
-// field's path.
+// field's path. Sizes are bounded as on the wire (core/limits.hpp).
 
 namespace claimsched::messages {
 
@@ -82,8 +87,14 @@ Status read_i32(int64_t in, std::string_view path, int32_t& out) {
 
 template <class Proto>
 Status parse(std::string_view bytes, std::string_view root, Proto& out) {
-  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()))
-    return corrupt(root, "record too large");
+  // A ChangeBatch is one RocksDB write of the replica stream (merged bursts).
+  constexpr bool bulk = std::is_same_v<Proto, pb::ChangeBatch>;
+  constexpr size_t limit = bulk ? core::kMaxBulkMessageBytes : core::kMaxMessageBytes;
+  static_assert(limit <= static_cast<size_t>(std::numeric_limits<int>::max()));
+  if (bytes.size() > limit)
+    return corrupt(root, std::to_string(bytes.size()) + " bytes, above the limit of " +
+                             std::to_string(limit) +
+                             (bulk ? " (kMaxBulkMessageBytes)" : " (kMaxMessageBytes)"));
   if (!out.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
     return corrupt(root, "not a valid " + std::string{root} + " encoding (" +
                              std::to_string(bytes.size()) + " bytes)");
@@ -237,15 +248,30 @@ Status from_proto(const pb::StoredNodeHeader& in, StoredNodeHeader& out) {
   CLAIMSCHED_TRY(reroot(from_proto(in.spec(), r.spec), "NodeSpec", "StoredNodeHeader.spec"));
   CLAIMSCHED_TRY(read_enum(in.state(), core::NodeState::down, "StoredNodeHeader.state", r.state));
   r.generation = in.generation();
+  if (static_cast<size_t>(in.epochs_size()) > core::kMaxPartitions)
+    return corrupt("StoredNodeHeader.epochs", std::to_string(in.epochs_size()) +
+                                                  " entries, above the limit of " +
+                                                  std::to_string(core::kMaxPartitions) + " (kMaxPartitions)");
   r.epochs.reserve(static_cast<size_t>(in.epochs_size()));
   for (int i = 0; i < in.epochs_size(); ++i) {
     const auto& e = in.epochs(i);
     core::PartitionId partition;
     std::string path = "StoredNodeHeader.epochs[" + std::to_string(i) + "].partition";
     CLAIMSCHED_TRY(read_u32(e.partition(), path, partition.value));
-    for (const auto& seen : r.epochs)
-      if (seen.first == partition) return corrupt(path, "duplicate partition");
     r.epochs.emplace_back(partition, e.epoch());
+  }
+  // Sorted, not pairwise: a pairwise check is quadratic in a list a corrupt
+  // record chooses.
+  std::vector<core::PartitionId> partitions;
+  partitions.reserve(r.epochs.size());
+  for (const auto& [partition, epoch] : r.epochs) partitions.push_back(partition);
+  std::sort(partitions.begin(), partitions.end());
+  if (auto dup = std::adjacent_find(partitions.begin(), partitions.end()); dup != partitions.end()) {
+    size_t second = 0;  // the entry that repeats an earlier one, for the error's path
+    for (bool seen = false; second < r.epochs.size(); ++second)
+      if (r.epochs[second].first == *dup && std::exchange(seen, true)) break;
+    return corrupt("StoredNodeHeader.epochs[" + std::to_string(second) + "].partition",
+                   "duplicate partition " + std::to_string(dup->value));
   }
   out = std::move(r);
   return Status::ok();

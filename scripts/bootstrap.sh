@@ -13,6 +13,8 @@ packages=(
   # HA members elect partition owners in etcd; the suite starts throwaway
   # etcd members on loopback (and its short chaos run needs three).
   etcd-server etcd-client
+  # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers' runtimes.
+  clang-14 libclang-rt-14-dev
 )
 
 missing=()

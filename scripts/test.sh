@@ -2,10 +2,24 @@
 # Installs what is missing, builds everything (Release with assertions) and
 # runs the whole test suite through CTest; then builds the tests again with
 # AddressSanitizer + UndefinedBehaviorSanitizer (cmake/Build.cmake says where
-# UBSan is left out) and runs them too.
-# Usage: scripts/test.sh [--no-sanitizers]
+# UBSan is left out) and runs them too; then builds the libFuzzer targets with
+# clang (build-fuzz, the decoders only) and runs each for a few seconds
+# (tests/fuzz/README.md).
+# Usage: scripts/test.sh [--no-sanitizers] [--no-fuzz]
+#   --no-sanitizers  the Release pass only (no ASan pass, no fuzzing)
+#   --no-fuzz        skip the fuzz step
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+sanitizers=1
+fuzz=1
+for arg in "$@"; do
+  case "$arg" in
+    --no-sanitizers) sanitizers=0; fuzz=0 ;;
+    --no-fuzz) fuzz=0 ;;
+    *) echo "test.sh: unknown argument '$arg'" >&2; exit 2 ;;
+  esac
+done
 
 "$(pwd)/scripts/bootstrap.sh"
 jobs=$(nproc)
@@ -14,7 +28,7 @@ cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
 
-if [[ "${1:-}" != "--no-sanitizers" ]]; then
+if ((sanitizers)); then
   # Warnings are the Release pass's job: at -O1 with sanitizers GCC 12 adds
   # false -Wmaybe-uninitialized positives in libstdc++ (std::regex, std::function).
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DCLAIMSCHED_SANITIZE=ON \
@@ -22,5 +36,11 @@ if [[ "${1:-}" != "--no-sanitizers" ]]; then
   cmake --build build-asan -j"$jobs"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900
+fi
+
+if ((fuzz)); then
+  fuzz_started=$(date +%s)
+  tests/fuzz/run.sh --quick --seconds 5 --jobs "$jobs"
+  echo "test.sh: fuzz step took $(($(date +%s) - fuzz_started)) s (build included)"
 fi
 echo "test.sh: all tests passed"

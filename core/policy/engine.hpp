@@ -13,7 +13,6 @@
 
 #include <cstdint>
 #include <optional>
-#include <ranges>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,6 +24,25 @@
 namespace claimsched::core::policy {
 
 inline constexpr uint32_t kNone = UINT32_MAX;
+
+/// The indices [first, last), for `for (uint32_t i : range)`. Not
+/// std::views::iota: clang 14, which builds the fuzz targets (tests/fuzz),
+/// cannot compile libstdc++ 12's iota_view.
+struct IndexRange {
+  struct iterator {
+    uint32_t i;
+    uint32_t operator*() const { return i; }
+    iterator& operator++() {
+      ++i;
+      return *this;
+    }
+    bool operator==(const iterator&) const = default;
+  };
+  uint32_t first = 0;
+  uint32_t last = 0;
+  iterator begin() const { return {first}; }
+  iterator end() const { return {last}; }
+};
 
 struct ModelPool {
   const PoolSpec* spec = nullptr;
@@ -144,7 +162,7 @@ struct ModelJob {
   /// Its allocations are model.allocs[alloc_begin, alloc_end), by (start, index).
   uint32_t alloc_begin = 0;
   uint32_t alloc_end = 0;
-  auto allocs() const { return std::views::iota(alloc_begin, alloc_end); }
+  IndexRange allocs() const { return {alloc_begin, alloc_end}; }
   /// Capped demand (cap tasks), clamped to the whole pool.
   Share demand = 0;
   /// The how-much phase's result (a copy of Model::fair made by compute_statuses).

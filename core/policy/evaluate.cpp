@@ -51,18 +51,7 @@ Expected<CycleResult> evaluate(const Snapshot& snap, const PolicyState& state) {
   std::sort(nodes.begin(), nodes.end(), [](auto* a, auto* b) { return a->id < b->id; });
   for (const NodeInfo* n : nodes) {
     const NodeView& v = reference.node(*reference.find_node(n->id));
-    NodeSpec spec;
-    spec.id = n->id;
-    spec.name = n->name;
-    spec.pool = n->pool;
-    spec.capacity = n->capacity;
-    spec.labels = n->labels;
-    NodeSnapshot s;
-    s.node = n->id;
-    s.state = n->state;
-    s.capacity = n->capacity;
-    s.free = v.reported_free;
-    if (auto st = sched.add_node(spec, s); !st) return st.error();
+    if (auto st = sched.add_node(spec_of(*n), snapshot_of(*n, v.reported_free)); !st) return st.error();
   }
   // Jobs with their allocations: running where the snapshot says, adopted
   // as a node's report would have them adopted.

@@ -193,4 +193,23 @@ Status validate(const Snapshot& snap) {
   return Status::ok();
 }
 
+NodeSpec spec_of(const NodeInfo& n) {
+  NodeSpec spec;
+  spec.id = n.id;
+  spec.name = n.name;
+  spec.pool = n.pool;
+  spec.capacity = n.capacity;
+  spec.labels = n.labels;
+  return spec;
+}
+
+NodeSnapshot snapshot_of(const NodeInfo& n, const Resources& free) {
+  NodeSnapshot s;
+  s.node = n.id;
+  s.state = n.state;
+  s.capacity = n.capacity;
+  s.free = free;
+  return s;
+}
+
 }  // namespace claimsched::core::policy

@@ -121,6 +121,11 @@ struct NodeInfo {
   std::vector<std::string> labels;
 };
 
+/// The node as a scheduler registers it, and its snapshot with `free` (the
+/// views the policy and `policy eval` build from a snapshot).
+NodeSpec spec_of(const NodeInfo& n);
+NodeSnapshot snapshot_of(const NodeInfo& n, const Resources& free);
+
 /// One running task of a job on a node.
 struct AllocationInfo {
   TaskIndex index = 0;

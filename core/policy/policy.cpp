@@ -286,18 +286,8 @@ ClusterView view_of(const Snapshot& snap) {
     }
   }
   for (const auto& [id, n] : nodes) {
-    NodeSpec spec;
-    spec.id = n->id;
-    spec.name = n->name;
-    spec.pool = n->pool;
-    spec.capacity = n->capacity;
-    spec.labels = n->labels;
-    NodeSnapshot s;
-    s.node = n->id;
-    s.state = n->state;
-    s.capacity = n->capacity;
-    s.free = n->free ? *n->free : n->capacity - used[n->id];
-    if (auto pool = view.find_pool(n->pool)) view.add_node(spec, *pool, s);
+    if (auto pool = view.find_pool(n->pool))
+      view.add_node(spec_of(*n), *pool, snapshot_of(*n, n->free ? *n->free : n->capacity - used[n->id]));
   }
   return view;
 }

@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
+#include "core/limits.hpp"
+
 namespace claimsched::core {
 namespace {
 
@@ -33,6 +37,33 @@ TEST(Duration, RejectsWhatItCannotReadNamingIt) {
   EXPECT_NE(d.error().message.find("'10'"), std::string::npos) << d.error().message;
   EXPECT_NE(d.error().message.find("unit"), std::string::npos) << d.error().message;
   EXPECT_FALSE(parse_duration("999999999d"));  // out of range
+}
+
+TEST(Duration, ReadsExactlyNeverRounding) {
+  // Found by tests/fuzz (duration): the number went through a double, so
+  // large values came out wrong and sub-nanosecond ones silently became 0.
+  EXPECT_EQ(parse_duration("9007199254740993ns")->count(), 9'007'199'254'740'993LL);
+  EXPECT_EQ(parse_duration("3000000000000000001ns")->count(), 3'000'000'000'000'000'001LL);
+  EXPECT_EQ(parse_duration("3000000000.000000001s")->count(), 3'000'000'000'000'000'001LL);
+  EXPECT_EQ(*parse_duration("1.000000000000000000000000s"), 1s);
+  EXPECT_EQ(*parse_duration("0.000000001s"), 1ns);
+  for (const char* too_fine : {"0.2ns", "1.5ns", "0.0000000001s"}) {
+    auto d = parse_duration(too_fine);
+    ASSERT_FALSE(d) << too_fine << " parsed as " << d->count() << "ns";
+    EXPECT_NE(d.error().message.find(std::string("'") + too_fine + "'"), std::string::npos)
+        << d.error().message;
+  }
+  EXPECT_FALSE(parse_duration("-0.5s"));
+  EXPECT_FALSE(parse_duration("5.s"));
+}
+
+TEST(Duration, AtMostAHundredYearsSoTimePointsNeverOverflow) {
+  EXPECT_EQ(*parse_duration("36500d"), kMaxDuration);
+  auto d = parse_duration("36501d");
+  ASSERT_FALSE(d);
+  EXPECT_NE(d.error().message.find("kMaxDuration"), std::string::npos) << d.error().message;
+  EXPECT_FALSE(parse_duration("106752d"));      // above INT64_MAX nanoseconds
+  EXPECT_FALSE(parse_duration("8099952999s"));  // the fuzzer's input: once rounded, now too long
 }
 
 TEST(Duration, FormatUsesTheLargestExactUnitAndRoundTrips) {

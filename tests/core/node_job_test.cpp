@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "core/job.hpp"
+#include "core/limits.hpp"
 #include "core/node.hpp"
 #include "tests/core/builders.hpp"
 
@@ -93,6 +94,34 @@ TEST(JobValidation, EachProblemNamesItsField) {
     EXPECT_EQ(st.error().code, Errc::invalid_argument);
     EXPECT_NE(st.error().message.find(c.field), std::string::npos) << st.error().message;
   }
+}
+
+TEST(JobValidation, AppliesTheLimitsEveryDecoderApplies) {
+  // A job accepted here is one the server's decoder accepts (core/limits.hpp):
+  // otherwise the server would drop it without an answer.
+  auto with = [](auto change) {
+    JobSpec j = JobBuilder().count(1).cpu("1").pool("p").build();
+    change(j);
+    return validate(j);
+  };
+  struct Case {
+    Status st;
+    const char* says;
+  };
+  std::vector<Case> cases{
+      {with([](JobSpec& j) { j.constraints.assign(kMaxLabels + 1, "ssd"); }), "(kMaxLabels)"},
+      {with([](JobSpec& j) { j.command.assign(kMaxArguments + 1, "x"); }), "(kMaxArguments)"},
+      {with([](JobSpec& j) { j.env.assign(kMaxEnvironment + 1, {"A", "1"}); }), "(kMaxEnvironment)"},
+      {with([](JobSpec& j) { j.command = {"/bin/echo", std::string(kMaxJobTextBytes, 'x')}; }),
+       "(kMaxJobTextBytes)"},
+      {with([](JobSpec& j) { j.max_run_time = kMaxDuration + Duration{1}; }), "(kMaxDuration)"},
+      {with([](JobSpec& j) { j.simulated_runtime = kMaxDuration + Duration{1}; }), "(kMaxDuration)"},
+  };
+  for (const auto& c : cases) {
+    ASSERT_FALSE(c.st) << c.says;
+    EXPECT_NE(c.st.error().message.find(c.says), std::string::npos) << c.st.error().message;
+  }
+  EXPECT_TRUE(with([](JobSpec& j) { j.command.assign(kMaxArguments, "x"); }));
 }
 
 }  // namespace

@@ -253,9 +253,10 @@ TEST_F(CafGarbage, UnparseablePayloadIsAClaimschedError) {
   EXPECT_EQ(err.category(), kErrorCategory);
   auto e = from_caf_error(err, &sys_);
   EXPECT_EQ(e.code, core::Errc::corrupt);
-  EXPECT_EQ(e.message, "claimsched.ClaimRequest: bytes are not a valid claimsched.pb.ClaimRequest");
+  EXPECT_EQ(e.message,
+            "claimsched.ClaimRequest: ClaimRequest: bytes are not a valid claimsched.pb.ClaimRequest");
   EXPECT_EQ(sys_.render(err),
-            "claimsched: corrupt data: claimsched.ClaimRequest: bytes are not a valid "
+            "claimsched: corrupt data: claimsched.ClaimRequest: ClaimRequest: bytes are not a valid "
             "claimsched.pb.ClaimRequest");
   // The hook saw the same error, and the failure was counted.
   EXPECT_EQ(HookLog::take(), std::vector<std::string>{"corrupt data: " + e.message});

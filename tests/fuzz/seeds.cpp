@@ -1,0 +1,149 @@
+// Writes the binary seed corpora of the `wire`, `records` and `recovery`
+// targets from real values (tests/messages/samples.hpp, storage/keys.hpp):
+//   build-fuzz/tests/fuzz/fuzz_seeds tests/fuzz/corpus
+// Each file is named after what it holds. The text targets' seeds (configs,
+// job files, resource strings, durations) are written by hand.
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <string_view>
+
+#include "storage/keys.hpp"
+#include "tests/fuzz/wire_types.hpp"
+#include "tests/messages/samples.hpp"
+
+using namespace claimsched;
+namespace samples = messages::samples;
+
+namespace {
+
+std::filesystem::path g_root;
+
+void put(const std::string& target, const std::string& name, std::string_view bytes) {
+  auto dir = g_root / target;
+  std::filesystem::create_directories(dir);
+  std::ofstream out(dir / name, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  if (!out) {
+    std::fprintf(stderr, "cannot write %s\n", (dir / name).c_str());
+    std::exit(1);
+  }
+}
+
+std::string with_selector(size_t index, const std::string& bytes) {
+  return std::string(1, static_cast<char>(index)) + bytes;
+}
+
+messages::StoredJob stored_job() {
+  return {samples::sample_job(), messages::JobStatus::active, core::TimePoint{1'700'000'000'000'000'000LL},
+          core::TimePoint{0}};
+}
+
+messages::StoredTask stored_task() {
+  messages::StoredTask t;
+  t.state = core::TaskState::running;
+  t.node = core::NodeId{17};
+  t.claim_id = core::ClaimId{(uint64_t{3} << 40) | 99};
+  t.epoch = 3;
+  t.attempts = 1;
+  t.exit_code = 0;
+  t.updated_at = core::TimePoint{1'700'000'000'500'000'000LL};
+  return t;
+}
+
+messages::StoredNode stored_node() {
+  return {samples::sample_node_spec(), core::NodeState::up, core::TimePoint{1'700'000'000'000'000'000LL}};
+}
+
+messages::StoredNodeHeader node_header() {
+  messages::StoredNodeHeader h;
+  h.spec = samples::sample_node_spec();
+  h.state = core::NodeState::draining;
+  h.generation = 12;
+  h.epochs = {{core::PartitionId{1}, 3}, {core::PartitionId{2}, 9}};
+  return h;
+}
+
+void wire() {
+  size_t index = 0;
+  for (; index < fuzz::kWireTypes; ++index)
+    fuzz::visit_wire_type(index, [&](auto named) {
+      using T = typename decltype(named)::type;
+      put("wire", std::string(named.root), with_selector(index, messages::encode(samples::sample<T>())));
+    });
+  // A synthetic claim (no launch, no expected generation) and a delta that is not full.
+  core::ClaimRequest synthetic = samples::sample_claim();
+  synthetic.launch = core::LaunchRef{};
+  synthetic.expected_generation.reset();
+  put("wire", "ClaimRequest.synthetic", with_selector(3, messages::encode(synthetic)));
+  core::NodeDelta delta = samples::sample_delta();
+  delta.full = false;
+  delta.allocations.clear();
+  put("wire", "NodeDelta.incremental", with_selector(10, messages::encode(delta)));
+}
+
+void records() {
+  put("records", "StoredJob", with_selector(0, messages::encode(stored_job())));
+  put("records", "StoredTask", with_selector(1, messages::encode(stored_task())));
+  put("records", "StoredNode", with_selector(2, messages::encode(stored_node())));
+  messages::StoreIdentity partition{messages::StoreKind::partition, "c1", core::PartitionId{3}, "", 1};
+  messages::StoreIdentity nodes{messages::StoreKind::nodes, "c1", core::PartitionId{}, "host-7", 1};
+  put("records", "StoreIdentity.partition", with_selector(3, messages::encode(partition)));
+  put("records", "StoreIdentity.nodes", with_selector(3, messages::encode(nodes)));
+  put("records", "StoredNodeHeader", with_selector(4, messages::encode(node_header())));
+  messages::ChangeBatch batch{41, 3, std::string("\x29\0\0\0\0\0\0\0\x03\0\0\0", 12) + "payload"};
+  put("records", "ChangeBatch", with_selector(5, messages::encode(batch)));
+  put("records", "MetaCounter", with_selector(fuzz::kRecordTypes, messages::encode_counter(42)));
+}
+
+/// One record of a `recovery` input (recovery_fuzz.cpp has the format).
+std::string record(bool node_store, size_t cf, std::string_view key, std::string_view value) {
+  std::string out;
+  out += static_cast<char>((node_store ? 0x80 : 0) | cf);
+  out += static_cast<char>(key.size());
+  out += key;
+  out += static_cast<char>(value.size() & 0xFF);
+  out += static_cast<char>(value.size() >> 8);
+  out += value;
+  return out;
+}
+
+void recovery() {
+  namespace keys = storage::keys;
+  // Partition store: column families jobs, tasks, nodes, meta (PartitionStore::Cf).
+  auto job = stored_job();
+  auto node = stored_node();
+  std::string partition = record(false, 2, keys::node(node.spec.id), messages::encode(node)) +
+                          record(false, 0, keys::job(job.spec.id), messages::encode(job)) +
+                          record(false, 1, keys::task(job.spec.id, 0), messages::encode(stored_task())) +
+                          record(false, 1, keys::task(job.spec.id, 7), messages::encode(stored_task())) +
+                          record(false, 3, keys::kEpoch, messages::encode_counter(3)) +
+                          record(false, 3, keys::kAppliedSequence, messages::encode_counter(1200));
+  put("recovery", "partition_store", partition);
+  // Node store: node_headers, node_claims, node_allocations, meta (NodeStore::Cf).
+  auto header = node_header();
+  auto claim = samples::sample_live_claim();
+  auto allocation = samples::sample_allocation();
+  std::string nodes =
+      record(true, 0, keys::node_header(header.spec.id), messages::encode(header)) +
+      record(true, 1, keys::node_claim(header.spec.id, claim.id), messages::encode(claim)) +
+      record(true, 2, keys::node_allocation(header.spec.id, allocation.task), messages::encode(allocation));
+  put("recovery", "node_store", nodes);
+  put("recovery", "both_stores", partition + nodes);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR (tests/fuzz/corpus)\n", argv[0]);
+    return 2;
+  }
+  g_root = argv[1];
+  wire();
+  records();
+  recovery();
+  return 0;
+}
