@@ -251,12 +251,14 @@ JobDraft merge_jobs(JobDraft base, const JobDraft& over) {
   take("constraints", &core::JobSpec::constraints);
   take("hold", &core::JobSpec::wait_for_nodes);
   if (over.has("env")) {
-    for (const auto& [name, value] : o.env) {
+    for (const auto& variable : o.env) {
+      // Not a structured binding: clang 14 (the fuzz build) cannot capture one.
+      const std::string& name = variable.first;
       auto it = std::find_if(b.env.begin(), b.env.end(), [&](const auto& e) { return e.first == name; });
       if (it != b.env.end())
-        it->second = value;
+        it->second = variable.second;
       else
-        b.env.emplace_back(name, value);
+        b.env.push_back(variable);
     }
     base.given.insert("env");
   }

@@ -30,7 +30,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                   parsed.error().message);
     return 0;
   }
-  core::JobSpec job = *parsed;
+  core::JobSpec job = parsed->spec;
   fuzz::require(job.count >= 1 && job.count <= core::kMaxTasksPerJob, "count out of bounds", text);
   fuzz::require(job.max_retries <= 1000 && job.max_lost_retries <= 1000, "retries out of bounds", text);
   fuzz::require(job.max_run_time.count() >= 0 && job.simulated_runtime.count() >= 0,
