@@ -266,7 +266,7 @@ class Chaos:
         # cluster does not hold it any more; one still queued or running
         # did not finish in time (also a failure, named apart).
         if result["lost_acked_jobs"]:
-            queue = self.cluster.client_json(["queue", "--timeout", "30s"])
+            queue = self.cluster.client_json(["queue", "--limit", "0", "--timeout", "30s"])
             held = {j["job"] for j in queue} if queue is not None else set()
             incomplete = self.incomplete_jobs()
             result["unfinished_acked_jobs"] = sum(1 for job in incomplete if job in held)

@@ -170,7 +170,7 @@ class Bench:
         raise RuntimeError("the fill did not run within 600 s (%d running)" % self.running_tasks())
 
     def running_tasks(self):
-        queue = self.cluster.client_json(["queue", "--timeout", "60s"]) or []
+        queue = self.cluster.client_json(["queue", "--limit", "0", "--timeout", "60s"]) or []
         return sum(j.get("tasks_by_state", {}).get("running", 0) for j in queue)
 
     def probe(self, kill_ns, result):
@@ -256,7 +256,7 @@ class Bench:
 
     def check(self, probes):
         c = self.cluster
-        queue = c.client_json(["queue", "--timeout", "60s"]) or []
+        queue = c.client_json(["queue", "--limit", "0", "--timeout", "60s"]) or []
         open_jobs = {j["job"]: j for j in queue}
         fill_running = sum(j.get("tasks_by_state", {}).get("running", 0) for j in queue)
         per_job = self.args.allocations // self.args.fill_jobs
