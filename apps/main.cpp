@@ -72,7 +72,9 @@ void add_sim(CLI::App& app, claimsched::apps::SimOptions& o) {
   sim->add_option("--scenario", o.scenario, "starvation: a class arrives in a full cluster (fair share)")
       ->check(CLI::IsMember({"", "starvation"}));
   add_duration(*sim, "--starvation-timeout", o.starvation_timeout, "Starvation scenario: the starvation timeout");
-  add_duration(*sim, "--policy-interval", o.policy_interval, "Starvation scenario: the policy cycle");
+  sim->add_flag("--policy", o.policy,
+                "Classes (fair_share with weights, fixed_share, reserve), users with allotments, the policy cycle");
+  add_duration(*sim, "--policy-interval", o.policy_interval, "--policy and the starvation scenario: the policy cycle");
   sim->add_option("--sync", o.sync, "With --data-dir: always, batch or none")
       ->check(CLI::IsMember({"always", "batch", "none"}))
       ->capture_default_str();

@@ -15,6 +15,7 @@
 #include "actors/router_actor.hpp"
 #include "apps/process_stats.hpp"
 #include "apps/sim_data_dir.hpp"
+#include "apps/sim_policy.hpp"
 #include "apps/sim_report.hpp"
 #include "core/invariants.hpp"
 #include "core/synthetic.hpp"
@@ -154,6 +155,11 @@ core::Status SimOptions::validate() const {
   if (claim_ttl.count() <= 0) return bad("--claim-ttl must be positive");
   if (resume && data_dir.empty()) return bad("--resume needs --data-dir");
   if (replicas && data_dir.empty()) return bad("--replicas needs --data-dir");
+  if (policy && overlap)
+    return bad("--policy cannot be combined with --overlap: each partition enforces its allotments over its own "
+               "pool, and overlapping partitions share one");
+  if (policy && !scenario.empty()) return bad("--policy and --scenario are separate runs");
+  if (policy_interval.count() <= 0) return bad("--policy-interval must be positive");
   if (auto s = storage::parse_sync_mode(sync); !s) return bad("--sync: " + s.error().message);
   return core::Status::ok();
 }
@@ -210,6 +216,13 @@ int run_sim(const SimOptions& cli) {
   auto specs = core::make_nodes(cluster);
   core::Resources capacity;
   for (const auto& s : specs) capacity += s.capacity;
+  std::map<std::string, core::Resources> per_pool;
+  for (const auto& n : specs) per_pool[n.pool] += n.capacity;
+  auto smallest = std::min_element(per_pool.begin(), per_pool.end(), [](const auto& a, const auto& b) {
+    return a.second[core::dim::cpu] < b.second[core::dim::cpu];
+  });
+  std::optional<SimPolicy> policy;
+  if (opt.policy) policy = make_sim_policy(smallest->second, opt.policy_interval);
 
   {
     core::SyntheticLoadConfig sized;
@@ -229,11 +242,6 @@ int run_sim(const SimOptions& cli) {
       return 2;
     }
     // Each pool gets an equal part of the load: the smallest must hold it.
-    std::map<std::string, core::Resources> per_pool;
-    for (const auto& n : specs) per_pool[n.pool] += n.capacity;
-    auto smallest = std::min_element(per_pool.begin(), per_pool.end(), [](const auto& a, const auto& b) {
-      return a.second[core::dim::cpu] < b.second[core::dim::cpu];
-    });
     if (per_pool.size() > 1) {
       double fill = core::SyntheticLoad(sized, capacity).expected_fill(
           smallest->second.times(static_cast<int64_t>(per_pool.size())));
@@ -268,7 +276,11 @@ int run_sim(const SimOptions& cli) {
     sc.scheduler.partition = core::PartitionId{k + 1};
     sc.scheduler.epoch = 1;
     sc.scheduler.pools = {opt.overlap ? pools[0] : pools[k]};
-    sc.scheduler.classes[0].placement.scorers = {{*scorer, 1.0}};
+    if (policy) {
+      policy->apply(sc.scheduler);
+      sc.policy = policy->policy_for(sc.scheduler.pools.front());
+    }
+    for (auto& cls : sc.scheduler.classes) cls.placement.scorers = {{*scorer, 1.0}};
     sc.scheduler.max_claims_in_flight = opt.window;
     sc.scheduler.max_tasks_per_claim = opt.max_tasks_per_claim;
     sc.scheduler.strict_cas = opt.cas == "strict";
@@ -377,6 +389,10 @@ int run_sim(const SimOptions& cli) {
   load.gang_fraction = opt.gang_fraction;
   load.pools = pools;
   load.seed = opt.seed;
+  if (policy) {
+    load.classes = policy->load_classes;
+    load.machine = specs.front().capacity;
+  }
   uint64_t heap_before_jobs = heap_in_use();
   actors::LoadGeneratorConfig lg{load, capacity, router, 1024, {}};
   if (data) lg.on_acknowledged = [&data](core::JobId id) { data->append_acknowledged(id); };
@@ -483,14 +499,19 @@ int run_sim(const SimOptions& cli) {
   if (!report_error.empty()) failures.push_back("a node did not report: " + report_error);
   if (!node_check) failures.push_back(node_check.error().message);
   report.double_allocations += cluster_totals.duplicate_tasks;
-  if (totals.pending > 0 && !timed_out) {
-    std::vector<core::JobView> queued;
-    for (const auto& s : schedulers)
-      self->request(s, caf::infinite, actors::queue_atom::value)
-          .receive([&](std::vector<core::JobView>& v) { queued.insert(queued.end(), v.begin(), v.end()); },
+  if ((totals.pending > 0 && !timed_out) || policy) {
+    std::vector<std::vector<core::JobView>> queued(schedulers.size());
+    for (size_t k = 0; k < schedulers.size(); ++k)
+      self->request(schedulers[k], caf::infinite, actors::queue_atom::value)
+          .receive([&](std::vector<core::JobView>& v) { queued[k] = std::move(v); },
                    [&](caf::error& err) { failures.push_back("queue request failed: " + sys.render(err)); });
-    if (auto stranded = core::check_no_stranded_tasks(reports, queued); !stranded)
-      failures.push_back(stranded.error().message);
+    if (policy) check_policy(reports, pools, *policy, core::SyntheticLoad(load, capacity), queued, report);
+    if (totals.pending > 0 && !timed_out) {
+      std::vector<core::JobView> all;
+      for (auto& q : queued) all.insert(all.end(), q.begin(), q.end());
+      if (auto stranded = core::check_no_stranded_tasks(reports, all); !stranded)
+        failures.push_back(stranded.error().message);
+    }
   }
   for (const auto& r : reports)
     for (const auto& c : r.claims)
@@ -561,7 +582,7 @@ int run_sim(const SimOptions& cli) {
   for (auto& r : replicas) self->send_exit(r, caf::exit_reason::user_shutdown);
   for (auto& p : partitions) actors::disassemble_partition(sys, p);
   if (!report.invariants_ok()) return 1;
-  if (report.unplaced > 0) {
+  if (report.unplaced > report.unplaced_refused_by_allotment) {
     // A load larger than the cluster was refused before the run; the checks
     // above prove that none of these fits any node's free room (none is
     // stranded by a stale view): the shapes left do not pack into what is
@@ -569,7 +590,7 @@ int run_sim(const SimOptions& cli) {
     std::fprintf(stderr,
                  "claimsched sim: %llu task(s) were never placed: no node has room left for their shape (a "
                  "packing effect; lower --utilization to place them all)\n",
-                 static_cast<unsigned long long>(report.unplaced));
+                 static_cast<unsigned long long>(report.unplaced - report.unplaced_refused_by_allotment));
   }
   return 0;
 }

@@ -55,9 +55,13 @@ struct SimOptions {
   /// Start the replicas this long after placement began (they bootstrap from
   /// a checkpoint, then follow).
   core::Duration replica_delay{0};
+  /// The policy on (see apps/sim_policy.hpp): classes of every policy, users
+  /// with allotments, the fair-share cycle every policy_interval.
+  bool policy = false;
   /// "" (the synthetic load) or "starvation" (see apps/starvation.hpp).
   std::string scenario;
-  /// The starvation scenario's fair_share_starvation_timeout and policy cycle.
+  /// The starvation scenario's fair_share_starvation_timeout; its policy
+  /// cycle, and --policy's.
   core::Duration starvation_timeout = std::chrono::seconds(2);
   core::Duration policy_interval = std::chrono::milliseconds(250);
 

@@ -44,6 +44,8 @@ nlohmann::json to_json(const SimOptions& o, const std::string& cluster_id) {
           {"heterogeneous", o.heterogeneous},
           {"max_starting", o.max_starting},
           {"gang_fraction", o.gang_fraction},
+          {"policy", o.policy},
+          {"policy_interval", core::format_duration(o.policy_interval)},
           {"sync", o.sync}};
 }
 
@@ -70,6 +72,13 @@ core::Status from_json(const nlohmann::json& j, SimOptions& o, std::string& clus
     o.heterogeneous = j.at("heterogeneous").get<bool>();
     o.max_starting = j.at("max_starting").get<uint32_t>();
     o.gang_fraction = j.at("gang_fraction").get<double>();
+    // Runs made before --policy existed ran without it.
+    o.policy = j.value("policy", false);
+    if (j.contains("policy_interval")) {
+      auto interval = core::parse_duration(j.at("policy_interval").get<std::string>());
+      if (!interval) return interval.error();
+      o.policy_interval = *interval;
+    }
   } catch (const nlohmann::json::exception& e) {
     return core::make_error(core::Errc::corrupt, e.what());
   }

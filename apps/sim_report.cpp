@@ -46,6 +46,11 @@ std::string to_json(const SimOptions& o, const SimReport& r) {
   j["jobs_already_present"] = r.jobs_already_present;
   j["placements"] = placements;
   j["unplaced"] = r.unplaced;
+  j["policy"] = r.policy;
+  j["non_preemptible_tasks"] = r.non_preemptible_tasks;
+  j["reserved_machines"] = r.reserved_machines;
+  j["jobs_refused_by_allotment"] = r.jobs_refused_by_allotment;
+  j["unplaced_refused_by_allotment"] = r.unplaced_refused_by_allotment;
   j["elapsed_s"] = r.elapsed_s;
   j["placements_per_sec"] = r.placements_per_sec();
   j["claims"] = s.claims_sent;
@@ -123,8 +128,16 @@ std::string to_text(const SimOptions& o, const SimReport& r) {
                 "                scheduler views and indexes); %.1f bytes per pending task\n",
                 static_cast<double>(r.peak_rss_bytes) / (1 << 20), thousands(r.bytes_per_node).c_str(),
                 thousands(r.bytes_per_node_actor).c_str(), r.bytes_per_pending_task);
+  if (r.policy)
+    out += format("  policy        %s preemptions, %s evictions; %s non-preemptible tasks held, %s reserved "
+                  "machines; %s jobs (%s tasks) wait for their user's allotment\n",
+                  thousands(s.preemptions).c_str(), thousands(s.evictions).c_str(),
+                  thousands(r.non_preemptible_tasks).c_str(), thousands(r.reserved_machines).c_str(),
+                  thousands(r.jobs_refused_by_allotment).c_str(),
+                  thousands(r.unplaced_refused_by_allotment).c_str());
   if (r.invariants_ok()) {
-    out += "  invariants    ok: no node over capacity, no task allocated twice, every job accounted for\n";
+    out += std::string("  invariants    ok: no node over capacity, no task allocated twice, every job accounted for") +
+           (r.policy ? ", every allotment held, every reservation a whole machine\n" : "\n");
   } else {
     out += "  invariants    FAILED:\n";
     for (const auto& f : r.failures) out += "    - " + f + "\n";

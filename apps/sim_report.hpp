@@ -43,6 +43,14 @@ struct SimReport {
   /// Tasks allocated on two nodes at once, plus jobs held by two partitions
   /// (must be 0).
   uint64_t double_allocations = 0;
+  /// --policy: what the policy's invariant check saw.
+  bool policy = false;
+  uint64_t non_preemptible_tasks = 0;
+  uint64_t reserved_machines = 0;
+  /// Jobs (and their pending tasks, part of `unplaced`) that wait because
+  /// their user's allotment refuses them, as it should.
+  uint64_t jobs_refused_by_allotment = 0;
+  uint64_t unplaced_refused_by_allotment = 0;
   std::vector<std::string> failures;
 
   uint64_t placements() const { return stats.placements; }

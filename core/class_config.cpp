@@ -129,4 +129,9 @@ Status validate_classes(const std::vector<ClassConfig>& classes) {
   return Status::ok();
 }
 
+Resources reservation_charge(Resources machine, int64_t quantum) {
+  if (quantum > 0) machine.set(dim::memory, machine[dim::memory] / quantum * quantum);
+  return machine;
+}
+
 }  // namespace claimsched::core

@@ -100,6 +100,11 @@ struct ClassConfig {
   const Limits& allotment_of(std::string_view user) const;
 };
 
+/// What a reservation of `machine` counts against its user's allotments: the
+/// machine, its memory rounded down to whole quanta (DUCC counts shares in
+/// quanta); without a quantum, the machine.
+Resources reservation_charge(Resources machine, int64_t quantum);
+
 /// Checks one class on its own: the error names the class and the field.
 Status validate(const ClassConfig& c);
 /// Checks a set of classes: unique names, each valid, and (DUCC) classes of

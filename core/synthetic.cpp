@@ -87,11 +87,24 @@ uint64_t SyntheticLoad::max_tasks_per_wave(const Resources& capacity, double uti
   return static_cast<uint64_t>(std::max(1.0, std::floor(std::min(cpu, mem))));
 }
 
+const SyntheticClass* SyntheticLoad::draw_class(Rng& rng) const {
+  if (config_.classes.empty()) return nullptr;
+  double total = 0;
+  for (const auto& c : config_.classes) total += c.share;
+  double u = rng.unit() * total;
+  for (const auto& c : config_.classes) {
+    if (u < c.share) return &c;
+    u -= c.share;
+  }
+  return &config_.classes.back();
+}
+
 JobSpec SyntheticLoad::job(uint64_t i, TimePoint submit_time, uint64_t id_offset) const {
   Rng rng(mix64(config_.seed) ^ mix64(i + 0x1234));
   JobSpec j;
   j.id = JobId{i + 1 + id_offset};
-  j.user = config_.user_prefix + std::to_string(i % std::max<uint32_t>(1, config_.users));
+  // Every pool sees every user (job i goes to pool i % pools).
+  j.user = config_.user_prefix + std::to_string((i / config_.pools.size()) % std::max<uint32_t>(1, config_.users));
   j.pool = config_.pools[i % config_.pools.size()];
   uint64_t first = i * config_.tasks_per_job;
   j.count = static_cast<uint32_t>(
@@ -99,6 +112,14 @@ JobSpec SyntheticLoad::job(uint64_t i, TimePoint submit_time, uint64_t id_offset
   j.per_task = Resources::cpu_memory(base_[dim::cpu] * multiplier(rng),
                                      base_[dim::memory] * multiplier(rng));
   j.gang = config_.gang_fraction > 0 && rng.chance(config_.gang_fraction);
+  if (const SyntheticClass* c = draw_class(rng)) {
+    j.job_class = c->name;
+    if (c->whole_machine) {
+      j.count = 1;
+      j.per_task = config_.machine;
+      j.gang = false;
+    }
+  }
   if (config_.runtime.count() > 0) {
     auto half = config_.runtime.count() / 2;
     j.simulated_runtime = Duration{half + static_cast<int64_t>(rng.below(static_cast<uint64_t>(

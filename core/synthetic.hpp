@@ -9,6 +9,7 @@
 
 #include "core/job.hpp"
 #include "core/node.hpp"
+#include "core/random.hpp"
 
 namespace claimsched::core {
 
@@ -27,6 +28,16 @@ struct SyntheticClusterConfig {
 /// in cpu=16,memory=64Gi and cpu=64,memory=512Gi,gpu=4 (ratios 4:2:1 by count).
 std::vector<NodeSpec> make_nodes(const SyntheticClusterConfig& config);
 
+/// A scheduling class of the load's mix.
+struct SyntheticClass {
+  std::string name;
+  /// Relative share of the jobs that name it.
+  double share = 1.0;
+  /// Each of its jobs is one task asking for SyntheticLoadConfig::machine (a
+  /// DUCC reservation); otherwise its tasks are shaped like the rest.
+  bool whole_machine = false;
+};
+
 struct SyntheticLoadConfig {
   uint64_t tasks = 100'000;
   uint32_t tasks_per_job = 10;
@@ -43,6 +54,11 @@ struct SyntheticLoadConfig {
   double gang_fraction = 0.0;
   /// Pools jobs go to, round-robin.
   std::vector<std::string> pools{"default"};
+  /// Classes the jobs name, drawn by share; empty: jobs name no class (the
+  /// scheduler's default).
+  std::vector<SyntheticClass> classes;
+  /// What a whole-machine job asks for.
+  Resources machine;
   std::string user_prefix = "user";
   uint32_t users = 16;
   uint64_t seed = 1;
@@ -68,6 +84,8 @@ class SyntheticLoad {
   static uint64_t max_tasks_per_wave(const Resources& capacity, double utilization);
 
  private:
+  const SyntheticClass* draw_class(Rng& rng) const;
+
   SyntheticLoadConfig config_;
   uint64_t jobs_ = 0;
   Resources base_;

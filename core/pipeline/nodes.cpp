@@ -150,7 +150,10 @@ void Scheduler::maybe_finished(JobRecord& j, TimePoint now, Outbox& out) {
   // What the policy and the allotments kept about it.
   drop_hold(j.spec.id);
   marks_.erase(j.spec.id);
-  non_preemptible_.erase(j.spec.id);
+  if (auto mine = reserve_jobs_.find(j.spec.user); mine != reserve_jobs_.end()) {
+    mine->second.erase(j.spec.id);
+    if (mine->second.empty()) reserve_jobs_.erase(mine);
+  }
   machines_.erase(j.spec.id);
   out.finished_jobs.push_back(j.spec.id);
 }

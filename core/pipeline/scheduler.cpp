@@ -88,7 +88,7 @@ Status Scheduler::submit(JobSpec job, TimePoint now) {
   ++stats_.jobs_submitted;
   stats_.tasks_submitted += j.spec.count;
   if (config_.journal) journal_.jobs_accepted.push_back(j.spec);
-  if (config_.classes[j.class_index].non_preemptible()) non_preemptible_.insert(j.spec.id);
+  if (config_.classes[j.class_index].policy == ClassPolicy::reserve) reserve_jobs_[j.spec.user].insert(j.spec.id);
   queue_.enqueue(j);
   return Status::ok();
 }
@@ -138,7 +138,8 @@ Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, Time
   }
   ++stats_.jobs_submitted;
   stats_.tasks_submitted += j.spec.count;
-  if (config_.classes[j.class_index].non_preemptible() && !j.finished()) non_preemptible_.insert(j.spec.id);
+  if (config_.classes[j.class_index].policy == ClassPolicy::reserve && !j.finished())
+    reserve_jobs_[j.spec.user].insert(j.spec.id);
   queue_.enqueue(j);
   return Status::ok();
 }
@@ -257,8 +258,7 @@ Resources Scheduler::held_resources(const JobRecord& j) const {
     r = view_.node(*t->node).capacity;  // restored: its node tells
   else
     r = j.spec.per_task;
-  if (config_.quantum > 0) r.set(dim::memory, r[dim::memory] / config_.quantum * config_.quantum);
-  return r;
+  return reservation_charge(r, config_.quantum);
 }
 
 std::optional<std::string> Scheduler::refuse_by_allotment(const JobRecord& j, const Resources& need) const {
@@ -267,13 +267,18 @@ std::optional<std::string> Scheduler::refuse_by_allotment(const JobRecord& j, co
   const Limits& class_limit = cls.allotment_of(j.spec.user);
   if (user_limit.empty() && class_limit.empty()) return std::nullopt;
   Resources user_use, class_use;
-  for (JobId id : non_preemptible_) {
-    const JobRecord* k = table_.find(id);
-    if (!k || k->spec.user != j.spec.user) continue;
-    Resources r = held_resources(*k);
-    user_use += r;
-    if (k->class_index == j.class_index) class_use += r;
+  if (const TaskTable::UserHold* held = table_.allotted_held(j.spec.user)) {
+    user_use = held->total;
+    if (j.class_index < held->by_class.size()) class_use = held->by_class[j.class_index];
   }
+  if (auto mine = reserve_jobs_.find(j.spec.user); mine != reserve_jobs_.end())
+    for (JobId id : mine->second) {
+      const JobRecord* k = table_.find(id);
+      if (!k) continue;
+      Resources r = held_resources(*k);
+      user_use += r;
+      if (k->class_index == j.class_index) class_use += r;
+    }
   std::string who = "user '" + j.spec.user + "' would exceed the allotment ";
   if (!user_limit.allows(user_use + need))
     return who + user_limit.to_string() + " (holds " + user_use.to_string() + ", asks " + need.to_string() + ")";
@@ -495,9 +500,7 @@ void Scheduler::place_machine(JobRecord& j, TimePoint now, Outbox& out) {
     return;
   }
   Resources whole = view_.node(*machine).capacity;
-  Resources counted = whole;
-  if (config_.quantum > 0) counted.set(dim::memory, whole[dim::memory] / config_.quantum * config_.quantum);
-  if (auto no = refuse_by_allotment(j, counted)) {
+  if (auto no = refuse_by_allotment(j, reservation_charge(whole, config_.quantum))) {
     wait(j, WaitCause::not_granted, "not granted: " + *no);
     return;
   }

@@ -380,8 +380,9 @@ class Scheduler {
     std::optional<uint32_t> cap;
   };
   std::unordered_map<JobId, PolicyMark> marks_;
-  /// Non-preemptible jobs not finished (their usage counts against allotments).
-  std::set<JobId> non_preemptible_;
+  /// Reservations not finished, by user: the machines they hold count
+  /// against that user's allotments (fixed_share jobs: TaskTable::allotted_held).
+  std::map<std::string, std::set<JobId>, std::less<>> reserve_jobs_;
   /// Reservations: the machine each holds (claimed or running).
   std::unordered_map<JobId, Resources> machines_;
   /// resource_limits by the view's pool index (none: unlimited).

@@ -58,6 +58,17 @@ void TaskTable::set_state(JobRecord& j, TaskIndex t, TaskState s) {
       held_by_pool_[j.pool] += j.spec.per_task;
     else
       held_by_pool_[j.pool] -= j.spec.per_task;
+    if (j.allotted) {
+      UserHold& u = allotted_by_user_[j.spec.user];
+      if (u.by_class.size() <= j.class_index) u.by_class.resize(j.class_index + 1);
+      if (held(s)) {
+        u.total += j.spec.per_task;
+        u.by_class[j.class_index] += j.spec.per_task;
+      } else {
+        u.total -= j.spec.per_task;
+        u.by_class[j.class_index] -= j.spec.per_task;
+      }
+    }
   }
   if (r.state == TaskState::running) --running_tasks_;
   if (r.state == TaskState::pending) --pending_tasks_;

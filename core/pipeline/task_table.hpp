@@ -76,6 +76,10 @@ struct JobRecord {
   /// Per task, allocated on the first placement (empty: all pending).
   std::vector<TaskRecord> tasks;
   TaskCounts by_state{};
+  /// fixed_share: its claimed and running tasks count against its user's
+  /// allotments (the table keeps the sums; a reservation counts its machine,
+  /// which the scheduler knows).
+  bool allotted = false;
   /// The user cancelled it: nothing of it is placed or confirmed any more.
   bool cancelled = false;
   /// Some task of it started on its node (DUCC's "passed initialization").
@@ -154,6 +158,17 @@ class TaskTable {
   /// resource_limits count it).
   Resources held_in_pool(uint32_t p) const { return p < held_by_pool_.size() ? held_by_pool_[p] : Resources{}; }
 
+  /// What one user's allotted jobs hold (claimed or running), in all and by class index.
+  struct UserHold {
+    Resources total;
+    std::vector<Resources> by_class;
+  };
+  /// Null: the user's allotted jobs never held anything.
+  const UserHold* allotted_held(const std::string& user) const {
+    auto it = allotted_by_user_.find(user);
+    return it == allotted_by_user_.end() ? nullptr : &it->second;
+  }
+
   /// Calls f for every job, in id order.
   void for_each_in_id_order(const std::function<void(const JobRecord&)>& f) const;
   /// Every job's counts add up, and every task is in exactly one state.
@@ -162,6 +177,7 @@ class TaskTable {
  private:
   std::unordered_map<JobId, JobRecord> jobs_;
   std::vector<Resources> held_by_pool_;
+  std::unordered_map<std::string, UserHold> allotted_by_user_;
   uint64_t pending_tasks_ = 0;
   uint64_t running_tasks_ = 0;
 };

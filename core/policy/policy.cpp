@@ -116,8 +116,8 @@ void fill_shares(ShareRow& row, const Resources& scope, double tolerance) {
   row.scheduling = status_of(row.usage_share, row.fair_share_share, tolerance);
 }
 
-CycleResult make_result(const Model& m, Plan plan, PolicyState next,
-                        const std::vector<std::string>& reasons) {
+CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::vector<std::string>& reasons,
+                        bool allocation_rows) {
   CycleResult out;
   out.now = m.now;
   // Jobs.
@@ -144,6 +144,7 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next,
     for (uint32_t a : j.allocs()) {
       const auto& alloc = m.allocs[a];
       if (!alloc.lost) r.usage += alloc.res;
+      if (!allocation_rows) continue;
       AllocationRow ar;
       ar.task = TaskRef{j.info->id, alloc.info->index};
       ar.node = m.nodes[alloc.node].info->id;
@@ -242,7 +243,8 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next,
 
 }  // namespace
 
-Expected<CycleResult> run_cycle(const Snapshot& snapshot, const ClusterView& view, const PolicyState& state) {
+Expected<CycleResult> run_cycle(const Snapshot& snapshot, const ClusterView& view, const PolicyState& state,
+                                bool allocation_rows) {
   auto model = build_model(snapshot);
   if (!model) return model.error();
   compute_fair_shares(*model);
@@ -250,7 +252,7 @@ Expected<CycleResult> run_cycle(const Snapshot& snapshot, const ClusterView& vie
   compute_statuses(*model, state, next);
   std::vector<std::string> reasons;
   Plan plan = plan_cycle(*model, view, state, next, reasons);
-  return make_result(*model, std::move(plan), std::move(next), reasons);
+  return make_result(*model, std::move(plan), std::move(next), reasons, allocation_rows);
 }
 
 Expected<CycleResult> run_cycle(const Snapshot& snapshot, const PolicyState& state) {

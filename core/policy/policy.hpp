@@ -25,7 +25,11 @@ namespace claimsched::core::policy {
 /// the placement engine over `view` (the scheduler's cluster view). Free room
 /// is the scheduler's queue's to fill (see evaluate() for the whole pipeline).
 /// Errors are bad snapshots only.
-Expected<CycleResult> run_cycle(const Snapshot& snapshot, const ClusterView& view, const PolicyState& state = {});
+/// Without `allocation_rows` the job rows carry no per-allocation rows: the
+/// live scheduler reads only shares, ranks, caps and the plan, and a row per
+/// running task every cycle is most of a cycle's allocations.
+Expected<CycleResult> run_cycle(const Snapshot& snapshot, const ClusterView& view, const PolicyState& state = {},
+                                bool allocation_rows = true);
 /// The same over a view built from the snapshot (view_of).
 Expected<CycleResult> run_cycle(const Snapshot& snapshot, const PolicyState& state = {});
 

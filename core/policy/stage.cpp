@@ -207,7 +207,7 @@ Expected<CycleResult> PolicyStage::rank(Scheduler& scheduler, TimePoint now) {
 }
 
 Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, Outbox& out) {
-  auto result = run_cycle(snapshot_of(scheduler, now), scheduler.view(), state_);
+  auto result = run_cycle(snapshot_of(scheduler, now), scheduler.view(), state_, false);
   if (!result) return result.error();
   state_ = result->next_state;
   CycleSummary summary;

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "core/node_ledger.hpp"
 #include "tests/core/builders.hpp"
 
@@ -121,6 +123,116 @@ TEST_F(InvariantsTest, APendingTaskThatFitsNoNodeIsFragmentationNotAFault) {
   // Gangs need room for all tasks at once; a placed job has nothing pending.
   EXPECT_TRUE(check_no_stranded_tasks(nodes, {pending_view(testing::JobBuilder().gang().build(), 1)}));
   EXPECT_TRUE(check_no_stranded_tasks(nodes, {pending_view(testing::JobBuilder().build(), 0)}));
+}
+
+// -- the policy's invariants (DUCC allotments and reservations) -----------------
+
+class PolicyInvariantsTest : public ::testing::Test {
+ protected:
+  PolicyInvariantsTest() {
+    config.pools = {"p"};
+    auto service = ClassConfig::named("service", 10);
+    service.policy = ClassPolicy::fixed_share;
+    service.allotment.set(dim::cpu, 6000);
+    auto whole = ClassConfig::named("whole", 20);
+    whole.policy = ClassPolicy::reserve;
+    config.classes = {ClassConfig::named("batch"), service, whole};
+    config.default_class = "batch";
+    config.global_allotment.set(dim::cpu, 8000);
+    Limits small;
+    small.set(dim::cpu, 2000);
+    config.user_allotments = {{"ann", small}};
+    add_job(testing::JobBuilder().id(1).user("bob").job_class("service").cpu("2").count(4).build());
+    add_job(testing::JobBuilder().id(2).user("bob").job_class("whole").resources("cpu=1,memory=16Gi").build());
+    add_job(testing::JobBuilder().id(3).user("bob").cpu("2").count(4).build());  // batch: not counted
+  }
+  void add_job(JobSpec j) { jobs[j.id.value] = std::move(j); }
+  NodeReport node(uint32_t id, std::string_view capacity, std::vector<std::pair<TaskRef, std::string_view>> held) {
+    NodeReport r;
+    r.spec = testing::NodeBuilder(id).pool("p").capacity(capacity).build();
+    r.snapshot.capacity = r.spec.capacity;
+    r.snapshot.free = r.spec.capacity;
+    for (auto [task, amount] : held) {
+      Allocation a;
+      a.task = task;
+      a.resources = res(amount);
+      a.running = true;
+      r.allocations.push_back(a);
+      r.snapshot.free -= a.resources;
+    }
+    return r;
+  }
+  Status check(const std::vector<NodeReport>& nodes, const std::vector<JobView>& queued = {}) {
+    return check_policy_invariants(
+        nodes, config,
+        [&](JobId id) -> const JobSpec* {
+          auto it = jobs.find(id.value);
+          return it == jobs.end() ? nullptr : &it->second;
+        },
+        queued, totals);
+  }
+  SchedulerConfig config;
+  std::map<uint64_t, JobSpec> jobs;
+  PolicyTotals totals;
+};
+
+TEST_F(PolicyInvariantsTest, WorkWithinTheAllotmentsAndAWholeMachinePass) {
+  auto st = check({node(1, "cpu=8,memory=16Gi", {{{JobId{1}, 0}, "cpu=2"}, {{JobId{1}, 1}, "cpu=2"},
+                                                  {{JobId{3}, 0}, "cpu=2"}, {{JobId{3}, 1}, "cpu=2"}}),
+                   node(2, "cpu=4,memory=16Gi", {{{JobId{2}, 0}, "cpu=4,memory=16Gi"}})});
+  EXPECT_TRUE(st) << st.error().message;
+  EXPECT_EQ(totals.non_preemptible_tasks, 3u);
+  EXPECT_EQ(totals.reserved_machines, 1u);
+}
+
+TEST_F(PolicyInvariantsTest, AUserOverAClassAllotmentIsNamed) {
+  // bob: 8 cpus of service (class allotment 6) ...
+  add_job(testing::JobBuilder().id(4).user("bob").job_class("service").cpu("4").build());
+  auto st = check({node(1, "cpu=16", {{{JobId{1}, 0}, "cpu=2"}, {{JobId{1}, 1}, "cpu=2"}, {{JobId{4}, 0}, "cpu=4"}})});
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("user 'bob' holds cpu=8 in class 'service', over its allotment cpu=6"),
+            std::string::npos)
+      << st.error().message;
+}
+
+TEST_F(PolicyInvariantsTest, AUserOverTheirOwnAllotmentIsNamedAndAReservationCountsItsMachine) {
+  // ann may hold 2 cpus in all: her reservation holds a 4-cpu machine.
+  add_job(testing::JobBuilder().id(5).user("ann").job_class("whole").resources("cpu=1,memory=16Gi").build());
+  auto st = check({node(1, "cpu=4,memory=16Gi", {{{JobId{5}, 0}, "cpu=4,memory=16Gi"}})});
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("user 'ann' holds cpu=4,memory=16Gi of non-preemptible work, over the "
+                                    "allotment cpu=2"),
+            std::string::npos)
+      << st.error().message;
+}
+
+TEST_F(PolicyInvariantsTest, AReservationThatSharesItsMachineOrHoldsPartOfItIsReported) {
+  auto shared = check({node(1, "cpu=8,memory=16Gi", {{{JobId{2}, 0}, "cpu=4,memory=8Gi"}, {{JobId{3}, 0}, "cpu=2"}})});
+  ASSERT_FALSE(shared);
+  EXPECT_NE(shared.error().message.find("not a whole machine of its own"), std::string::npos)
+      << shared.error().message;
+  // A whole machine, but with more memory than the request's quantum.
+  auto bigger = check({node(1, "cpu=4,memory=64Gi", {{{JobId{2}, 0}, "cpu=4,memory=64Gi"}})});
+  ASSERT_FALSE(bigger);
+  EXPECT_NE(bigger.error().message.find("does not match within the quantum"), std::string::npos)
+      << bigger.error().message;
+}
+
+TEST_F(PolicyInvariantsTest, APendingRequestIsRefusedOnlyWhenItWouldExceedAnAllotment) {
+  // bob holds 4 cpus of service: 2 more fit the class's 6, 4 more do not.
+  auto nodes = std::vector<NodeReport>{node(1, "cpu=16", {{{JobId{1}, 0}, "cpu=2"}, {{JobId{1}, 1}, "cpu=2"}})};
+  add_job(testing::JobBuilder().id(6).user("bob").job_class("service").cpu("1").count(2).build());
+  add_job(testing::JobBuilder().id(7).user("bob").job_class("service").cpu("2").count(2).build());
+  add_job(testing::JobBuilder().id(8).user("bob").cpu("8").count(2).build());  // batch: never refused
+  auto st = check(nodes, {pending_view(jobs[6], 2), pending_view(jobs[7], 2), pending_view(jobs[8], 2)});
+  EXPECT_TRUE(st) << st.error().message;
+  EXPECT_EQ(totals.refused_by_allotment, std::vector<JobId>{JobId{7}});
+}
+
+TEST_F(PolicyInvariantsTest, ATaskOfAnUnknownJobIsReported) {
+  auto st = check({node(1, "cpu=4", {{{JobId{99}, 0}, "cpu=1"}})});
+  ASSERT_FALSE(st);
+  EXPECT_NE(st.error().message.find("of a job nobody submitted"), std::string::npos) << st.error().message;
 }
 
 }  // namespace

@@ -106,7 +106,7 @@ TEST_F(SyntheticLoadTest, JobsAreValidAndNumbered) {
     JobSpec j = load.job(i, std::chrono::seconds(5), 100);
     EXPECT_EQ(j.id, JobId{i + 101});
     EXPECT_EQ(j.pool, c.pools[i % 2]);
-    EXPECT_EQ(j.user, "user" + std::to_string(i % 3));
+    EXPECT_EQ(j.user, "user" + std::to_string(i / 2 % 3)) << "every pool sees every user";
     EXPECT_EQ(j.submit_time, std::chrono::seconds(5));
     EXPECT_TRUE(validate(j)) << validate(j).error().to_string();
     tasks += j.count;
@@ -177,6 +177,29 @@ TEST_F(SyntheticLoadTest, RuntimesAndGangs) {
   SyntheticLoad forever(c, capacity);
   EXPECT_EQ(forever.job(3, TimePoint{0}).simulated_runtime, Duration{0});
   EXPECT_FALSE(forever.job(3, TimePoint{0}).gang);
+}
+
+TEST_F(SyntheticLoadTest, ClassesAreDrawnByShareAndAWholeMachineJobAsksForOneMachine) {
+  SyntheticLoadConfig c;
+  c.tasks = 100'000;
+  c.tasks_per_job = 10;
+  c.classes = {{"batch", 0.75, false}, {"whole", 0.25, true}};
+  c.machine = Resources::cpu_memory(32'000, int64_t{128} << 30);
+  SyntheticLoad load(c, capacity);
+  uint64_t whole = 0;
+  for (uint64_t i = 0; i < load.job_count(); ++i) {
+    JobSpec j = load.job(i, TimePoint{0});
+    ASSERT_TRUE(j.job_class == "batch" || j.job_class == "whole") << j.job_class;
+    if (j.job_class != "whole") continue;
+    ++whole;
+    EXPECT_EQ(j.count, 1u);
+    EXPECT_EQ(j.per_task, c.machine);
+    EXPECT_FALSE(j.gang);
+  }
+  EXPECT_NEAR(static_cast<double>(whole) / static_cast<double>(load.job_count()), 0.25, 0.02);
+  // Without classes the jobs name none (the scheduler's default class).
+  SyntheticLoadConfig plain;
+  EXPECT_EQ(SyntheticLoad(plain, capacity).job(0, TimePoint{0}).job_class, "");
 }
 
 }  // namespace

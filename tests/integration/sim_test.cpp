@@ -50,6 +50,27 @@ TEST(SimTest, OverlappingSchedulersRaceWithoutOvercommitting) {
   }
 }
 
+TEST(SimTest, WithThePolicyOnEveryAllotmentHoldsAndEveryReservationGetsAWholeMachine) {
+  auto j = run_sim("--nodes 400 --partitions 2 --tasks 40000 --policy --policy-interval 100ms --seed 5");
+  // invariants_ok includes the policy's: no user past an allotment, each
+  // reservation alone on a machine of its memory; what waits for an
+  // allotment is not stranded.
+  EXPECT_TRUE(j["invariants_ok"].get<bool>()) << j.dump(2);
+  EXPECT_TRUE(j["policy"].get<bool>());
+  EXPECT_GT(j["reserved_machines"].get<uint64_t>(), 0u) << j.dump(2);
+  EXPECT_GT(j["non_preemptible_tasks"].get<uint64_t>(), 0u) << j.dump(2);
+  EXPECT_GT(j["jobs_refused_by_allotment"].get<uint64_t>(), 0u) << "user0's own allotment binds: " << j.dump(2);
+  // A reservation is one task where other jobs have ten.
+  EXPECT_EQ(j["placements"].get<uint64_t>() + j["unplaced"].get<uint64_t>(), j["tasks"].get<uint64_t>());
+  EXPECT_LT(j["tasks"].get<uint64_t>(), 40000u) << j.dump(2);
+}
+
+TEST(SimTest, ThePolicyIsRefusedWithOverlappingPartitions) {
+  auto r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --policy --overlap --quiet 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--policy cannot be combined with --overlap"), std::string::npos) << r.out;
+}
+
 TEST(SimTest, ChurnPlacesMoreTasksThanTheClusterHoldsAtOnce) {
   auto j = run_sim("--nodes 50 --partitions 2 --tasks 8000 --churn --waves 4 --task-runtime 100ms");
   EXPECT_TRUE(j["invariants_ok"].get<bool>()) << j.dump(2);
