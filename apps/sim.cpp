@@ -40,6 +40,7 @@ struct Totals {
   uint64_t unverified = 0;
   uint64_t jobs_finished = 0;
   uint64_t store_writes = 0;
+  uint64_t policy_cycles = 0;
   bool fenced = false;
   std::string problem;
   core::TimePoint last_placement{0};
@@ -65,6 +66,7 @@ Totals collect(caf::scoped_actor& self, const std::vector<actors::scheduler_acto
           t.unverified += st.unverified_tasks;
           t.jobs_finished += st.jobs_finished;
           t.store_writes += st.store_writes;
+          t.policy_cycles += st.policy_cycles;
           t.fenced |= st.fenced;
           if (t.problem.empty() && !st.accounting_error.empty()) t.problem = st.accounting_error;
           if (t.problem.empty() && !st.store_error.empty()) t.problem = "store failed: " + st.store_error;
@@ -566,6 +568,7 @@ int run_sim(const SimOptions& cli) {
   report.stats = totals.stats;
   report.unplaced = totals.pending;
   report.store_writes = totals.store_writes;
+  report.policy_cycles = totals.policy_cycles;
   report.elapsed_s = std::chrono::duration<double>(std::max(totals.last_placement, started) - started).count();
   report.utilization_cpu = ratio(static_cast<double>(cluster_totals.allocated[core::dim::cpu]),
                                  static_cast<double>(cluster_totals.capacity[core::dim::cpu]));

@@ -47,6 +47,7 @@ std::string to_json(const SimOptions& o, const SimReport& r) {
   j["placements"] = placements;
   j["unplaced"] = r.unplaced;
   j["policy"] = r.policy;
+  j["policy_cycles"] = r.policy_cycles;
   j["non_preemptible_tasks"] = r.non_preemptible_tasks;
   j["reserved_machines"] = r.reserved_machines;
   j["jobs_refused_by_allotment"] = r.jobs_refused_by_allotment;
@@ -129,9 +130,9 @@ std::string to_text(const SimOptions& o, const SimReport& r) {
                 static_cast<double>(r.peak_rss_bytes) / (1 << 20), thousands(r.bytes_per_node).c_str(),
                 thousands(r.bytes_per_node_actor).c_str(), r.bytes_per_pending_task);
   if (r.policy)
-    out += format("  policy        %s preemptions, %s evictions; %s non-preemptible tasks held, %s reserved "
-                  "machines; %s jobs (%s tasks) wait for their user's allotment\n",
-                  thousands(s.preemptions).c_str(), thousands(s.evictions).c_str(),
+    out += format("  policy        %s cycles, %s preemptions, %s evictions; %s non-preemptible tasks held, %s "
+                  "reserved machines; %s jobs (%s tasks) wait for their user's allotment\n",
+                  thousands(r.policy_cycles).c_str(), thousands(s.preemptions).c_str(), thousands(s.evictions).c_str(),
                   thousands(r.non_preemptible_tasks).c_str(), thousands(r.reserved_machines).c_str(),
                   thousands(r.jobs_refused_by_allotment).c_str(),
                   thousands(r.unplaced_refused_by_allotment).c_str());

@@ -45,6 +45,8 @@ struct SimReport {
   uint64_t double_allocations = 0;
   /// --policy: what the policy's invariant check saw.
   bool policy = false;
+  /// Policy cycles run, over all partitions.
+  uint64_t policy_cycles = 0;
   uint64_t non_preemptible_tasks = 0;
   uint64_t reserved_machines = 0;
   /// Jobs (and their pending tasks, part of `unplaced`) that wait because

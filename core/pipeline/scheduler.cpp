@@ -279,11 +279,11 @@ std::optional<std::string> Scheduler::refuse_by_allotment(const JobRecord& j, co
       user_use += r;
       if (k->class_index == j.class_index) class_use += r;
     }
-  std::string who = "user '" + j.spec.user + "' would exceed the allotment ";
+  auto who = [&] { return "user '" + j.spec.user + "' would exceed the allotment "; };
   if (!user_limit.allows(user_use + need))
-    return who + user_limit.to_string() + " (holds " + user_use.to_string() + ", asks " + need.to_string() + ")";
+    return who() + user_limit.to_string() + " (holds " + user_use.to_string() + ", asks " + need.to_string() + ")";
   if (!class_limit.allows(class_use + need))
-    return who + class_limit.to_string() + " of class '" + cls.name + "' (holds " + class_use.to_string() +
+    return who() + class_limit.to_string() + " of class '" + cls.name + "' (holds " + class_use.to_string() +
            ", asks " + need.to_string() + ")";
   return std::nullopt;
 }
