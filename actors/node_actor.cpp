@@ -178,14 +178,19 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
   st.finish_unrun_tasks = config.finish_unrun_tasks;
   if (st.executor) {
     // Tasks restored from the store run on if the last agent left them
-    // running (a drain): this one adopts them. The others died with it:
-    // they are reported lost, so the scheduler places them again instead of
-    // believing they run.
+    // running (a drain): this one adopts them. The others died with it, or
+    // ended just before it did (their keepers recorded how): those end as
+    // they did; the rest are reported lost, so the scheduler places them
+    // again instead of believing they run.
     std::vector<actors::TaskEnded> gone;
-    for (const auto& a : st.ledger.allocations())
-      if (!st.executor->adopt(caf::actor_cast<caf::actor>(self), a))
+    for (const auto& a : st.ledger.allocations()) {
+      if (st.executor->adopt(caf::actor_cast<caf::actor>(self), a)) continue;
+      if (auto end = st.executor->recorded_end(a))
+        gone.push_back(std::move(*end));
+      else
         gone.push_back({a.task, core::TaskState::lost, -1, "the agent restarted",
                         core::TaskEnd::decided(core::EndReason::agent_stopped), a.claim_id});
+    }
     if (!gone.empty()) end_tasks(self, gone);
   }
   arm_timer(self, now(self));

@@ -1,12 +1,15 @@
 #include "actors/process_executor.hpp"
 
+#include "agent/keeper.hpp"
 #include "agent/task_output.hpp"
+#include "storage/crash_point.hpp"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <sstream>
 
 namespace claimsched::actors {
 
@@ -34,8 +37,9 @@ std::string ProcessExecutor::stderr_path(core::TaskRef task) const {
   return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + ".err";
 }
 
-std::string ProcessExecutor::exit_path(core::TaskRef task) const {
-  return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + ".exit";
+std::string ProcessExecutor::exit_path(core::TaskRef task, core::ClaimId claim) const {
+  return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + "." +
+         std::to_string(claim.value) + ".exit";
 }
 
 core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec& spec,
@@ -49,7 +53,7 @@ core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec
   ls.workdir = launch.workdir;
   ls.stdout_path = stdout_path(a.task);
   ls.stderr_path = stderr_path(a.task);
-  ls.exit_path = exit_path(a.task);
+  ls.exit_path = exit_path(a.task, a.claim_id);
   ls.max_run_time = launch.max_run_time;
   {
     std::lock_guard<std::mutex> guard(mutex_);
@@ -168,7 +172,7 @@ void ProcessExecutor::write_detached() {
     std::ofstream out(tmp, std::ios::trunc);
     for (const auto& [task, d] : list)
       out << task.job.value << ' ' << task.index << ' ' << d.pid << ' ' << d.start_ticks << ' '
-          << d.deadline_unix_ns << '\n';
+          << d.deadline_unix_ns << ' ' << std::filesystem::path(d.exit_path).filename().string() << '\n';
     if (!out) {
       spdlog::error("agent: cannot write {}: the tasks left running would not be adopted", tmp);
       return;
@@ -181,18 +185,23 @@ void ProcessExecutor::write_detached() {
 
 void ProcessExecutor::load_detached() {
   std::ifstream in(detached_path());
-  uint64_t job = 0, ticks = 0;
-  core::TaskIndex index = 0;
-  pid_t pid = 0;
-  int64_t deadline = 0;
   std::lock_guard<std::mutex> guard(mutex_);
-  while (in >> job >> index >> pid >> ticks >> deadline) {
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream fields(line);
+    uint64_t job = 0, ticks = 0;
+    core::TaskIndex index = 0;
+    pid_t pid = 0;
+    int64_t deadline = 0;
+    if (!(fields >> job >> index >> pid >> ticks >> deadline)) continue;
     core::TaskRef task{core::JobId{job}, index};
+    // The exit file's name; an agent before run-named exit files wrote none.
+    std::string exit_name;
+    if (!(fields >> exit_name)) exit_name = std::to_string(index) + ".exit";
     agent::DetachedTask d;
     d.pid = pid;
     d.start_ticks = ticks;
     d.deadline_unix_ns = deadline;
-    d.exit_path = exit_path(task);
+    d.exit_path = output_dir_ + "/" + std::to_string(job) + "/" + exit_name;
     d.command = "task " + std::to_string(job) + "." + std::to_string(index);
     candidates_[task] = d;
   }
@@ -298,10 +307,19 @@ void ProcessExecutor::exited(uint64_t handle, agent::TaskExit how) {
     was_adopted = adopted_.erase(r.task) > 0;
   }
   if (was_adopted) write_detached();
+  storage::crash::point(storage::crash::kTaskExitSeen);
   report(r, std::move(how));
 }
 
-void ProcessExecutor::report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end) {
+std::optional<TaskEnded> ProcessExecutor::recorded_end(const core::Allocation& allocation) const {
+  auto status = agent::keeper::read_exit_file(exit_path(allocation.task, allocation.claim_id));
+  if (!status) return std::nullopt;
+  agent::TaskExit how = agent::exit_from_status(*status);
+  how.detail += " while its agent was down";
+  return ended(Running{caf::actor{}, allocation.task, allocation.claim_id}, how, std::nullopt);
+}
+
+TaskEnded ProcessExecutor::ended(const Running& r, const agent::TaskExit& how, std::optional<core::TaskEnd> end) {
   TaskEnded e;
   e.task = r.task;
   e.claim = r.claim;
@@ -334,6 +352,11 @@ void ProcessExecutor::report(const Running& r, agent::TaskExit how, std::optiona
       if (!end) e.end = core::TaskEnd::observed(core::EndReason::agent_stopped, how.exit_code, how.signal);
       break;
   }
+  return e;
+}
+
+void ProcessExecutor::report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end) {
+  TaskEnded e = ended(r, how, end);
   // Ends the agent did not ask for are worth an operator's eye; killed ones
   // were asked for and logged by whoever asked.
   if (how.how == agent::TaskExit::How::killed_on_request)

@@ -54,6 +54,7 @@ class ProcessExecutor : public TaskExecutor {
   /// Takes over `task` if an earlier agent left it running: its end comes
   /// to `node` as a TaskEnded. False if there is no such task.
   bool adopt(const caf::actor& node, const core::Allocation& allocation) override;
+  std::optional<TaskEnded> recorded_end(const core::Allocation& allocation) const override;
   /// Kills what an earlier agent left and no node adopted (its ledger no
   /// longer holds it); nothing reports their ends.
   void drop_unadopted();
@@ -82,8 +83,12 @@ class ProcessExecutor : public TaskExecutor {
   /// Rewrites the list of detached tasks: the adopted ones still running.
   void write_detached();
   std::string detached_path() const { return output_dir_ + "/detached"; }
-  std::string exit_path(core::TaskRef task) const;
+  /// Where the keeper of the run confirmed under `claim` records its exit
+  /// (one file per run: an older run's never speaks for a newer one).
+  std::string exit_path(core::TaskRef task, core::ClaimId claim) const;
   void exited(uint64_t handle, agent::TaskExit how);
+  /// The task's end as its node hears it; `end` overrides what `how` implies.
+  static TaskEnded ended(const Running& r, const agent::TaskExit& how, std::optional<core::TaskEnd> end);
   /// Sends the task's end to its node; `end` overrides what `how` implies.
   void report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end = std::nullopt);
 

@@ -5,6 +5,7 @@
 // reports every task it started exactly once, as a TaskEnded message to the
 // node actor that started it.
 
+#include <optional>
 #include <string>
 
 #include "actors/actors.hpp"
@@ -29,6 +30,13 @@ class TaskExecutor {
   /// of this node: its end comes to `node` as a TaskEnded. False if nothing
   /// of it runs.
   virtual bool adopt(const caf::actor& node, const core::Allocation& allocation) = 0;
+  /// How the run of `allocation` ended, if it ended while no agent of this
+  /// node heard it (the agent was killed between the end and its report);
+  /// none: not known to have ended.
+  virtual std::optional<TaskEnded> recorded_end(const core::Allocation& allocation) const {
+    (void)allocation;
+    return std::nullopt;
+  }
   /// Reads part of a task's output (what `request` asks; `running` and
   /// `node` are the caller's to fill). Errors: no output kept for it.
   virtual core::Expected<core::LogChunk> read_output(const core::LogRequest& request) const = 0;

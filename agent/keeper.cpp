@@ -59,8 +59,8 @@ void settle_descriptors(const Args& a) {
 }
 
 /// Writes `status` in decimal to the exit file (tmp, then rename: a reader
-/// sees all of it or nothing).
-void write_exit_file(const Args& a, int status) {
+/// sees all of it or nothing); with `durable`, synced first.
+void write_exit_file(const Args& a, int status, bool durable) {
   if (a.exit_path == nullptr || a.exit_tmp_path == nullptr) return;
   char buf[16];
   int n = 0;
@@ -75,7 +75,7 @@ void write_exit_file(const Args& a, int status) {
   int fd = ::open(a.exit_tmp_path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return;
   [[maybe_unused]] ssize_t w = ::write(fd, buf, static_cast<size_t>(n));
-  ::fsync(fd);
+  if (durable) ::fsync(fd);
   ::close(fd);
   ::rename(a.exit_tmp_path, a.exit_path);
 }
@@ -164,8 +164,12 @@ void write_exit_file(const Args& a, int status) {
       }
     }
   }
+  // Recorded before the keeper ends: an agent killed after the task ended
+  // but before it heard so learns the end from here when it comes back,
+  // instead of running a finished task again. Durable only when no agent
+  // watches (a machine crash takes an attached task's agent with it anyway).
+  write_exit_file(a, status, detached);
   if (detached) {
-    write_exit_file(a, status);
     // No agent watches this group any more: what the task left behind dies
     // with the keeper, as the agent would have killed it.
     ::kill(0, SIGKILL);

@@ -46,8 +46,8 @@ struct Args {
   int control_fd;
   pid_t parent;
   int max_fd;
-  /// Where a detached keeper writes the task's wait status (and tmp first);
-  /// nullptr: nowhere.
+  /// Where the keeper writes the task's wait status when it ends (tmp
+  /// first; synced when detached); nullptr: nowhere.
   const char* exit_path;
   const char* exit_tmp_path;
 };

@@ -615,23 +615,9 @@ struct ProcessSupervisor::Impl {
   // ---- reaping ----
 
   TaskExit make_exit(const Child& c, int status) const {
-    TaskExit e;
-    std::string observed;
-    if (WIFEXITED(status)) {
-      e.exit_code = WEXITSTATUS(status);
-      observed = "exited with status " + std::to_string(e.exit_code);
-    } else if (WIFSIGNALED(status)) {
-      e.signal = WTERMSIG(status);
-      observed = "killed by signal " + std::to_string(e.signal) + " (" + signal_name(e.signal) + ")";
-      if (WCOREDUMP(status)) observed += ", core dumped";
-    } else {
-      observed = "ended with wait status " + std::to_string(status);
-    }
-    if (!c.ending) {
-      e.how = WIFEXITED(status) ? TaskExit::How::exited : TaskExit::How::killed_by_signal;
-      e.detail = std::move(observed);
-      return e;
-    }
+    TaskExit e = exit_from_status(status);
+    if (!c.ending) return e;
+    std::string observed = std::move(e.detail);
     e.how = *c.ending;
     if (e.how == TaskExit::How::timed_out)
       e.detail = "exceeded its maximum run time of " + core::format_duration(c.max_run_time);
@@ -920,6 +906,24 @@ std::vector<DetachedTask> ProcessSupervisor::detach_all() {
   }
   impl_->wake();
   return result.get();
+}
+
+TaskExit exit_from_status(int status) {
+  TaskExit e;
+  if (WIFEXITED(status)) {
+    e.how = TaskExit::How::exited;
+    e.exit_code = WEXITSTATUS(status);
+    e.detail = "exited with status " + std::to_string(e.exit_code);
+  } else if (WIFSIGNALED(status)) {
+    e.how = TaskExit::How::killed_by_signal;
+    e.signal = WTERMSIG(status);
+    e.detail = "killed by signal " + std::to_string(e.signal) + " (" + signal_name(e.signal) + ")";
+    if (WCOREDUMP(status)) e.detail += ", core dumped";
+  } else {
+    e.how = TaskExit::How::killed_by_signal;
+    e.detail = "ended with wait status " + std::to_string(status);
+  }
+  return e;
 }
 
 uint64_t ProcessSupervisor::adopt(const DetachedTask& task) {

@@ -129,6 +129,10 @@ struct StartError : core::Error {
 
 /// A running task whose keeper was told to outlive this agent
 /// (ProcessSupervisor::detach_all); the next agent adopts it.
+/// How a task ended, from its wait status, when nobody asked it to end
+/// (exited, or killed by a signal nobody here sent).
+TaskExit exit_from_status(int status);
+
 struct DetachedTask {
   uint64_t handle = 0;
   /// The keeper's pid, and its start time in clock ticks since boot (which

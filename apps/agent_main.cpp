@@ -39,6 +39,14 @@ int fail(int code, const std::string& what) {
 /// Keeps the nodes registered with one server: connect, register every
 /// node, heartbeat, and on a lost connection start over (one thread each).
 struct Uplink {
+  /// A gateway answers a registration in milliseconds. An answer that does
+  /// not come was lost with a connection that died under it (a member
+  /// paused, then resumed): the agent must connect again before the gateway's
+  /// node grace (3 s) runs out without heartbeats, or the member declares the
+  /// node down and its tasks lost while they run. (It waited 10 s; chaos.sh
+  /// found tasks run twice.)
+  static constexpr std::chrono::milliseconds kRegisterTimeout{1500};
+
   caf::actor_system& sys;
   const std::string& name;
   const std::vector<core::NodeSpec>& specs;
@@ -89,7 +97,7 @@ struct Uplink {
       auto interval = std::chrono::milliseconds(1000);
       bool registered = true;
       for (size_t i = 0; i < nodes.size() && registered; ++i) {
-        self->request(gw, std::chrono::seconds(10), actors::register_atom::value, specs[i], nodes[i])
+        self->request(gw, kRegisterTimeout, actors::register_atom::value, specs[i], nodes[i])
             .receive([&](uint64_t ms) { interval = std::chrono::milliseconds(std::max<uint64_t>(ms, 50)); },
                      [&](caf::error& err) {
                        auto e = messages::from_caf_error(err, &sys);

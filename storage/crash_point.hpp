@@ -1,7 +1,8 @@
 #pragma once
 
-// Crash points: named places in creation, recovery and group commit where a
-// test can have the process killed (SIGKILL, exactly as `kill -9`) to prove
+// Crash points: named places in creation, recovery and group commit (and in
+// an agent, between a task's end and its report) where a test can have the
+// process killed (SIGKILL, exactly as `kill -9`) to prove
 // that every store is absent or complete after a crash at that instant and
 // that nothing acknowledged is lost.
 //
@@ -49,6 +50,11 @@ inline constexpr std::string_view kCommitWritten = "commit.written";
 
 /// Every point above, in the order a process meets them.
 std::span<const std::string_view> all_points();
+
+// -- an agent's tasks (not in all_points(): only an agent with tasks meets it) --
+/// A task's keeper has ended and the agent reaped it; the task's node has
+/// not heard of the end yet.
+inline constexpr std::string_view kTaskExitSeen = "task.exit_seen";
 
 /// True when this build honours CLAIMSCHED_CRASH_POINT.
 bool crash_points_enabled();
