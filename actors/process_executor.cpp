@@ -307,7 +307,6 @@ void ProcessExecutor::exited(uint64_t handle, agent::TaskExit how) {
     was_adopted = adopted_.erase(r.task) > 0;
   }
   if (was_adopted) write_detached();
-  storage::crash::point(storage::crash::kTaskExitSeen);
   report(r, std::move(how));
 }
 
@@ -356,6 +355,7 @@ TaskEnded ProcessExecutor::ended(const Running& r, const agent::TaskExit& how, s
 }
 
 void ProcessExecutor::report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end) {
+  storage::crash::point(storage::crash::kTaskExitSeen);
   TaskEnded e = ended(r, how, end);
   // Ends the agent did not ask for are worth an operator's eye; killed ones
   // were asked for and logged by whoever asked.

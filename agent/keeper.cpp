@@ -159,8 +159,12 @@ void write_exit_file(const Args& a, int status, bool durable) {
         // The agent is gone. Detached: its successor adopts the task.
         // Otherwise it died without meaning to (kill -9, a crash): the task
         // must not run on unwatched, so its whole group dies now, keeper
-        // included.
-        if (!detached) ::kill(0, SIGKILL);
+        // included - unless the task has just ended: then its end is
+        // recorded below for the next agent, which must not run it again.
+        if (!detached) {
+          if (::waitpid(task, &status, WNOHANG) == task) break;
+          ::kill(0, SIGKILL);
+        }
       }
     }
   }

@@ -58,9 +58,19 @@ def check_runs(lines, acked, events, finished_at):
     job, index, (node, pid), time) in time order, `acked` job -> task count,
     `events` the fault log (time, kind, target)."""
     kills = collections.defaultdict(list)
+    starts = collections.defaultdict(list)
     for t, kind, target in events:
         if kind == "kill":
             kills[target].append(t)
+        elif kind == "start":
+            starts[target].append(t)
+
+    def orphan(node, s):
+        # Started while its agent was dead (after a kill, before the agent's
+        # next start): a keeper launched just before the kill ran it, and
+        # kills it as soon as it sees its agent gone.
+        before = [k for k in kills.get(node, []) if k <= s]
+        return bool(before) and not any(before[-1] <= a <= s for a in starts.get(node, []))
     # Runs: a start and an end of one shell (node, pid) are one run; a
     # run without an end ended when its agent was killed (its shell dies
     # with the agent), or is still running.
@@ -74,7 +84,8 @@ def check_runs(lines, acked, events, finished_at):
             runs[(job, index)].append((started.pop(key), t, node))
     for (job, index, node, pid), s in started.items():
         killed = [k for k in kills.get(node, []) if k >= s]
-        runs[(job, index)].append((s, min(killed) if killed else finished_at, node))
+        end = s if orphan(node, s) else (min(killed) if killed else finished_at)
+        runs[(job, index)].append((s, end, node))
     completions = collections.Counter((j, i) for kind, j, i, _, _ in lines if kind == "end")
     lost = sum(1 for job, count in acked.items() if any(completions[(job, i)] == 0 for i in range(count)))
     duplicates = sum(n - 1 for n in completions.values() if n > 1)
@@ -312,6 +323,13 @@ def self_test():
     both = clean + [start(1, 0, "a2", 22, 1.5), end(1, 0, "a2", 22, 2.5)]
     r = check_runs(sorted(both, key=lambda l: l[4]), {1: 1, 2: 1}, events, 10.0)
     assert r["overlapping_runs"] == 1 and r["duplicate_runs"] == 1, r
+    # Started by a keeper 40 ms after its agent was killed: killed at once,
+    # not running until the agent's next kill.
+    late = clean + [start(3, 0, "a1", 12, 3.54), start(3, 0, "a2", 23, 4.5), end(3, 0, "a2", 23, 5.5)]
+    late += [start(4, i, "a1", 30 + i, 6.0 + i / 10) for i in range(SLOTS)]
+    late += [end(4, i, "a1", 30 + i, 7.0) for i in range(SLOTS)]
+    r = check_runs(sorted(late, key=lambda l: l[4]), {1: 1, 2: 1, 3: 1, 4: SLOTS}, events + [(9.0, "kill", "a1")], 10.0)
+    assert (r["overcommits"], r["overlapping_runs"], r["duplicate_runs"]) == (0, 0, 0), r
     crowded = [start(9, i, "a3", 100 + i, 1.0 + i / 10) for i in range(SLOTS + 1)]
     crowded += [end(9, i, "a3", 100 + i, 5.0) for i in range(SLOTS + 1)]
     r = check_runs(sorted(crowded, key=lambda l: l[4]), {9: SLOTS + 1}, [], 10.0)

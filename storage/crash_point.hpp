@@ -52,8 +52,8 @@ inline constexpr std::string_view kCommitWritten = "commit.written";
 std::span<const std::string_view> all_points();
 
 // -- an agent's tasks (not in all_points(): only an agent with tasks meets it) --
-/// A task's keeper has ended and the agent reaped it; the task's node has
-/// not heard of the end yet.
+/// A task's keeper has ended and the agent reaped it; the end is about to
+/// go to the task's node, which has not heard of it yet.
 inline constexpr std::string_view kTaskExitSeen = "task.exit_seen";
 
 /// True when this build honours CLAIMSCHED_CRASH_POINT.
