@@ -91,11 +91,22 @@ void check_replicas(caf::scoped_actor& self,
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   for (size_t k = 0; k < replicas.size(); ++k) {
     actors::ReplicaStatus status;
+    // The primary's last writes (the ends of the last tasks) may still be in
+    // its group commit: compare only once its sequence has stood still for a
+    // while and the replica has applied it (a loaded CI machine once compared
+    // a moment too early).
+    uint64_t target = primaries[k]->latest_sequence();
+    auto steady_since = std::chrono::steady_clock::now();
     for (;;) {
       self->request(replicas[k], caf::infinite, actors::status_atom::value)
           .receive([&](actors::ReplicaStatus& s) { status = std::move(s); },
                    [&](caf::error& err) { status.error = self->system().render(err); });
-      if (!status.error.empty() || status.applied >= primaries[k]->latest_sequence()) break;
+      if (!status.error.empty()) break;
+      if (uint64_t latest = primaries[k]->latest_sequence(); latest != target) {
+        target = latest;
+        steady_since = std::chrono::steady_clock::now();
+      }
+      if (status.applied >= target && std::chrono::steady_clock::now() - steady_since >= 300ms) break;
       if (std::chrono::steady_clock::now() > deadline) {
         status.error = "did not catch up within 60 s (applied " + std::to_string(status.applied) +
                        " of " + std::to_string(primaries[k]->latest_sequence()) + ")";

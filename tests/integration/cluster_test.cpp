@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <random>
+#include <sstream>
 
 #include "tests/integration/cluster.hpp"
 #include "tests/integration/task_logs.hpp"
@@ -99,9 +100,10 @@ TEST_F(ClusterTest, AnAgentThatComesBackAfterItsTasksWereRequeuedHasThemKilled) 
   // not depend on how fast a loaded machine notices the frozen agent.
   std::string done = cluster.dir() + "/done.log";
   std::string gate = cluster.dir() + "/gate";
-  uint64_t job = cluster.submit(
-      "--count 8", "/bin/sh -c 'while [ ! -e " + gate + " ]; do sleep 0.1; done; echo $CLAIMSCHED_TASK_INDEX >> " +
-                       done + "'");
+  std::string pids = cluster.dir() + "/pids";
+  uint64_t job = cluster.submit("--count 8", "/bin/sh -c 'echo $$ >> " + pids + "; while [ ! -e " + gate +
+                                                 " ]; do sleep 0.1; done; echo $CLAIMSCHED_TASK_INDEX >> " + done +
+                                                 "'");
   ASSERT_NE(job, 0u);
   ASSERT_TRUE(LocalCluster::wait_until([&] { return count_tasks_on(*cluster.status(job), "running") == 8; }, 20s));
   // a1 freezes (a network partition, as far as the server can tell) while its
@@ -120,6 +122,21 @@ TEST_F(ClusterTest, AnAgentThatComesBackAfterItsTasksWereRequeuedHasThemKilled) 
   cluster.signal_agent("a1", SIGCONT);
   ASSERT_TRUE(LocalCluster::wait_until([&] { return count_tasks_on(*cluster.status(job), "running") == 8; }, 30s))
       << cluster.status(job)->dump(2);
+  // The server counts the new runs as running once confirmed; a stalled agent
+  // may still be killing the old processes. The gate opens once exactly the
+  // 8 runs that count are alive: 12 started, the 4 given up on dead.
+  auto alive = [&] {
+    std::istringstream in(LocalCluster::read_file(pids));
+    int started = 0, live = 0;
+    for (pid_t pid; in >> pid; ++started) {
+      // A zombie is dead too: its parent may not have reaped it yet.
+      std::string stat = LocalCluster::read_file("/proc/" + std::to_string(pid) + "/stat");
+      auto paren = stat.rfind(')');
+      live += paren != std::string::npos && paren + 2 < stat.size() && stat[paren + 2] != 'Z';
+    }
+    return started == 12 && live == 8;
+  };
+  ASSERT_TRUE(LocalCluster::wait_until(alive, 30s)) << LocalCluster::read_file(pids);
   { std::ofstream{gate}; }
   auto s = cluster.wait_for_job(job, 60s);
   EXPECT_EQ(s.value("state", ""), "succeeded") << s.dump(2);
