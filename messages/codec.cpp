@@ -891,7 +891,7 @@ void to_proto(const core::NodeEvent& in, pb::NodeEvent& out) {
   write(in.task, *out.mutable_task());
   out.set_final_state(static_cast<pb::TaskState>(to_wire(in.final_state)));
   out.set_exit_code(in.exit_code);
-  if (in.end.reason != core::EndReason::none) to_proto(in.end, *out.mutable_end());
+  if (!(in.end == core::TaskEnd{})) to_proto(in.end, *out.mutable_end());  // all a decode accepted
 }
 
 void to_proto(const core::NodeDelta& in, pb::NodeDelta& out) {
@@ -953,7 +953,7 @@ void to_proto(const core::TaskView& in, pb::TaskView& out) {
   out.set_exit_code(in.exit_code);
   out.set_failures(in.failures);
   out.set_losses(in.losses);
-  if (in.end.reason != core::EndReason::none) to_proto(in.end, *out.mutable_end());
+  if (!(in.end == core::TaskEnd{})) to_proto(in.end, *out.mutable_end());  // all a decode accepted
   out.set_preempted_by(in.preempted_by.value);
   out.set_node_name(in.node_name);
 }

@@ -171,7 +171,7 @@ void to_proto(const StoredTask& in, pb::StoredTask& out) {
   out.set_attempts(in.attempts);
   out.set_exit_code(in.exit_code);
   out.set_updated_ns(in.updated_at.count());
-  if (in.end.reason != core::EndReason::none) to_proto(in.end, *out.mutable_end());
+  if (!(in.end == core::TaskEnd{})) to_proto(in.end, *out.mutable_end());  // all a decode accepted
 }
 
 Status from_proto(const pb::StoredTask& in, StoredTask& out) {

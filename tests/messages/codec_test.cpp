@@ -250,6 +250,19 @@ TEST(Codec, JobSpecWithCoreDefaultsFlipped) {
   EXPECT_EQ(round_trip(job), job);
 }
 
+TEST(Codec, AnEndWithoutAReasonKeepsWhatItSays) {
+  // A peer may send an end with reason none and details; whatever decodes
+  // must re-encode to the same value (libFuzzer found the encoder dropping it).
+  core::NodeEvent event;
+  event.task = core::TaskRef{core::JobId{7}, 1};
+  event.end.stage = core::SpawnStage::no_such_file;
+  event.end.signal = 9;
+  event.end.exit_code = 3;
+  EXPECT_EQ(round_trip(event), event);
+  event.end = core::TaskEnd{};
+  EXPECT_EQ(round_trip(event), event);
+}
+
 TEST(Codec, ExpectedGenerationZeroIsNotAbsent) {
   auto claim = sample_claim();
   claim.expected_generation = 0;
