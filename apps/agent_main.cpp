@@ -41,12 +41,10 @@ int fail(int code, const std::string& what) {
 struct Uplink {
   /// A gateway answers a registration in milliseconds; an answer that does
   /// not come was lost with a connection that died under it (a member
-  /// paused, then resumed). 1.5 s (inside the gateway's 3 s node grace)
-  /// fixed chaos.sh's tasks run twice, but CAF 0.17 leaves an answered
-  /// request's timeout pending, and an agent that outlives it leaks its
-  /// scoped actor at exit (LeakSanitizer, every time): back at 10 s until the
-  /// registration is made without a request timeout.
-  static constexpr std::chrono::milliseconds kRegisterTimeout{10000};
+  /// paused, then resumed). Given up after 1.5 s, inside the gateway's 3 s
+  /// node grace, the agent reconnects and heartbeats again before its nodes
+  /// are declared down and their running tasks run a second time (chaos.sh).
+  static constexpr std::chrono::milliseconds kRegisterTimeout{1500};
 
   caf::actor_system& sys;
   const std::string& name;
@@ -96,23 +94,7 @@ struct Uplink {
       auto gw = *remote;
       self->monitor(gw);
       auto interval = std::chrono::milliseconds(1000);
-      bool registered = true;
-      for (size_t i = 0; i < nodes.size() && registered; ++i) {
-        self->request(gw, kRegisterTimeout, actors::register_atom::value, specs[i], nodes[i])
-            .receive([&](uint64_t ms) { interval = std::chrono::milliseconds(std::max<uint64_t>(ms, 50)); },
-                     [&](caf::error& err) {
-                       auto e = messages::from_caf_error(err, &sys);
-                       spdlog::error("claimsched agent {}: the server at {} refused node {}: {}", name, server,
-                                     specs[i].name, e.message);
-                       registered = false;
-                       if (e.code == core::Errc::invalid_argument || e.code == core::Errc::unknown_name ||
-                           e.code == core::Errc::duplicate) {
-                         exit_code = 1;
-                         stopping = true;
-                       }
-                     });
-      }
-      if (!registered) {
+      if (!register_all(*self, gw, server, interval)) {
         self->demonitor(gw.address());
         pause(backoff);
         continue;
@@ -125,12 +107,65 @@ struct Uplink {
         for (const auto& s : specs) self->send(gw, actors::heartbeat_atom::value, s.id);
         auto deadline = std::chrono::steady_clock::now() + interval;
         while (!lost && !stopping.load() && std::chrono::steady_clock::now() < deadline)
-          self->receive([&](caf::down_msg&) { lost = true; }, caf::after(std::chrono::milliseconds(50)) >> [&] {});
+          self->receive([&](caf::down_msg& down) { lost = lost || down.source == gw.address(); },
+                        [&](uint64_t) {}, [&](caf::error&) {},  // a registration answered too late
+                        caf::after(std::chrono::milliseconds(50)) >> [&] {});
       }
       set_connected(gw, false);
       if (lost) spdlog::warn("claimsched agent {}: lost the server at {}; reconnecting", name, server);
       self->demonitor(gw.address());
     }
+  }
+
+  /// Registers every node with `gw`; false when one was refused or its
+  /// answer did not come. A refusal that a retry cannot mend (a bad spec, a
+  /// name another connected agent holds) stops the agent with exit code 1.
+  bool register_all(caf::blocking_actor& self, const actors::gateway_actor& gw, const std::string& server,
+                    std::chrono::milliseconds& interval) {
+    // Answers from an earlier connection that came too late are not this one's.
+    bool drained = false;
+    while (!drained)
+      self.receive([](uint64_t) {}, [](caf::error&) {}, caf::after(std::chrono::seconds(0)) >> [&] { drained = true; });
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      // A plain send, not a request with a timeout: CAF 0.17 keeps such a
+      // timeout pending after the answer, and it held this actor alive past
+      // the agent's exit (LeakSanitizer). The answer comes as a message.
+      self.send(gw, actors::register_atom::value, specs[i], nodes[i]);
+      enum class Outcome { waiting, accepted, refused, lost } outcome = Outcome::waiting;
+      auto deadline = std::chrono::steady_clock::now() + kRegisterTimeout;
+      while (outcome == Outcome::waiting && !stopping.load()) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+          outcome = Outcome::lost;
+          break;
+        }
+        self.receive(
+            [&](uint64_t ms) {
+              interval = std::chrono::milliseconds(std::max<uint64_t>(ms, 50));
+              outcome = Outcome::accepted;
+            },
+            [&](caf::error& err) {
+              auto e = messages::from_caf_error(err, &sys);
+              spdlog::error("claimsched agent {}: the server at {} refused node {}: {}", name, server, specs[i].name,
+                            e.message);
+              outcome = Outcome::refused;
+              if (e.code == core::Errc::invalid_argument || e.code == core::Errc::unknown_name ||
+                  e.code == core::Errc::duplicate) {
+                exit_code = 1;
+                stopping = true;
+              }
+            },
+            [&](caf::down_msg& down) {
+              if (down.source == gw.address()) outcome = Outcome::lost;
+            },
+            caf::after(std::chrono::milliseconds(50)) >> [] {});
+      }
+      if (outcome == Outcome::lost)
+        spdlog::warn("claimsched agent {}: the server at {} did not answer node {}'s registration within {} ms; "
+                     "reconnecting",
+                     name, server, specs[i].name, kRegisterTimeout.count());
+      if (outcome != Outcome::accepted) return false;
+    }
+    return true;
   }
 
   void set_connected(const actors::gateway_actor& gw, bool up) {

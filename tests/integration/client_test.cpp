@@ -344,6 +344,15 @@ TEST_F(ClientTest, AnAgentWithOnStopWaitFinishesItsTasksBeforeItExits) {
   EXPECT_EQ(cluster.wait_for_job(job, 10s).value("state", ""), "succeeded");
 }
 
+TEST_F(ClientTest, ASecondAgentWithALiveAgentsNameIsRefusedAndTheFirstKeepsItsNode) {
+  auto r = run_command(std::string(CLAIMSCHED_BINARY) + " agent --server " + cluster.address() +
+                       " --name a1 --resources cpu=2,memory=1Gi --state-dir " + cluster.dir() + "/a1-twin 2>&1");
+  expect_exit(r, 1, "is taken by another agent that is connected");
+  EXPECT_TRUE(cluster.agent("a1").running());
+  auto job = run_job("--resources cpu=4,memory=1Gi --count 2", "/bin/true");
+  EXPECT_EQ(job.value("state", ""), "succeeded") << job.dump(2);
+}
+
 class PolicyClientTest : public ClientTest {
  protected:
   PolicyClientTest()
