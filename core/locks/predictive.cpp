@@ -58,14 +58,17 @@ PredictiveValue static_predictive_value(const LockDeclaration& pending, const st
   v.value = base_value;
   for (LockLevel level : kAllLockLevels) {
     LevelTerm& term = v.levels[static_cast<size_t>(level)];
+    const HeldLocks* worst = nullptr;
     for (const HeldLocks& r : running) {
-      const LevelLock& held = r.locks.bgl ? all_exclusive() : r.locks[level];
-      LockWeight w = lock_weight(pending[level], held);
-      if (!term.against || w > term.weight) {
+      LockWeight w = lock_weight(pending[level], r.locks.bgl ? all_exclusive() : r.locks[level]);
+      if (!worst || w > term.weight) {
         term.weight = w;
-        term.against = r.job;
-        term.held = r.locks.bgl ? "bgl" : held.to_string();
+        worst = &r;
       }
+    }
+    if (worst) {  // words only for the one that counts (this runs per pending job and start)
+      term.against = worst->job;
+      term.held = worst->locks.bgl ? "bgl" : worst->locks[level].to_string();
     }
     v.value += term.weight;
   }
