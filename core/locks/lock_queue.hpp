@@ -93,6 +93,8 @@ class LockQueue {
   /// queue passed over, over every start so far (aging bounds it below K).
   int64_t oldest_passed_over_ticks() const { return oldest_passed_over_ticks_; }
 
+  /// Jobs of `queue` running or waiting on a lock.
+  uint32_t running_in(uint32_t queue) const { return queues_.at(queue).started; }
   size_t pending() const { return pending_.size(); }
   size_t started() const { return started_.size(); }
   uint64_t waiting_transitions() const { return waiting_transitions_; }

@@ -1,6 +1,7 @@
 #include "core/locks/predictive.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 
 namespace claimsched::core {
 
@@ -73,6 +74,12 @@ PredictiveValue static_predictive_value(const LockDeclaration& pending, const st
     v.value += term.weight;
   }
   return v;
+}
+
+std::string format_tenths(LockWeight w) {
+  std::string s = std::to_string(w / kTenths);
+  if (w % kTenths != 0) s += "." + std::to_string(std::abs(w % kTenths));
+  return s;
 }
 
 int64_t age_in_ticks(TimePoint queued_at, TimePoint now, Duration tick) {

@@ -63,6 +63,9 @@ struct PredictiveValue {
 PredictiveValue static_predictive_value(const LockDeclaration& pending, const std::vector<HeldLocks>& running,
                                         LockWeight base_value);
 
+/// "1.3", "16", "0.5": a weight in tenths as the seed writes it.
+std::string format_tenths(LockWeight w);
+
 /// The job's age, quantized: whole ticks since it was queued (0 before).
 int64_t age_in_ticks(TimePoint queued_at, TimePoint now, Duration tick);
 

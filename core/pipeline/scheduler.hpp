@@ -253,6 +253,8 @@ class Scheduler {
   const JobQueue& queue() const { return queue_; }
   const ClaimWindow& window() const { return window_; }
   const Reservations& reservations() const { return reservations_; }
+  /// The classes' lock queues and the partition's locks (Ganeti's job queue).
+  const LockQueue& lock_queue() const { return gate_; }
   /// What a job holds (claimed or running) as allotments count it: a
   /// reservation its whole machine (memory in quanta).
   Resources held_resources(const JobRecord& j) const;
@@ -309,6 +311,16 @@ class Scheduler {
   /// How many more tasks of j the resource_limits of its pool and the pools
   /// above allow; `why` names the pool when none.
   uint32_t limits_room(const JobRecord& j, std::string* why) const;
+  // the lock queue (scheduler.cpp)
+  /// j declares locks, or its class limits running jobs or orders them.
+  bool uses_lock_queue(const JobRecord& j) const;
+  /// j goes in line: in its class's lock queue, or straight to placement.
+  void enter_queue(JobRecord& j, TimePoint now);
+  /// Starts jobs of the lock queues that have a free running slot.
+  void start_gated(TimePoint now);
+  /// j holds its locks: placement may go on.
+  void run_gated(JobRecord& j);
+  std::optional<LockExplanation> lock_explanation(const JobRecord& j) const;
   void wait_for_room(JobRecord& j, PlacementVerdict verdict);
   void wait(JobRecord& j, WaitCause cause, std::string why);
   ClaimRequest make_claim(const JobRecord& j, NodeIndex n, std::vector<TaskIndex> tasks,
@@ -372,6 +384,9 @@ class Scheduler {
   Reconciler reconciler_;    // reconciliation
   JobViews views_;           // job views
   Reservations reservations_;  // placement (room held for the policy)
+  LockQueue gate_;           // queue: running slots and locks per class
+  /// The last time the pipeline was told (ages in the lock queue are as of then).
+  TimePoint last_now_{0};
   /// What the policy said about a job: its rank in the queue, its fair share
   /// in tasks, its cap (policy).
   struct PolicyMark {
