@@ -1,5 +1,7 @@
 #include "core/locks/lock_manager.hpp"
 
+#include "core/locks/operations.hpp"
+
 namespace claimsched::core {
 
 namespace {
@@ -21,7 +23,9 @@ std::string meeting_name(const LevelLock& a, const LevelLock& b) {
 std::string LockBlock::to_string() const {
   std::string what = level ? std::string(core::to_string(*level)) + (lock == "*" ? " (whole level)" : " '" + lock + "'")
                            : std::string("the big lock (bgl)");
-  return what + (holder_waits ? " wanted first by job " : " held by job ") + std::to_string(holder.value);
+  std::string who = is_operation(holder) ? "operation " + std::to_string(holder.value - kFirstOperationId)
+                                         : "job " + std::to_string(holder.value);
+  return what + (holder_waits ? " wanted first by " : " held by ") + who;
 }
 
 bool locks_conflict(const LevelLock& a, const LevelLock& b) {

@@ -150,7 +150,7 @@ void Scheduler::maybe_finished(JobRecord& j, TimePoint now, Outbox& out) {
   // What the policy and the allotments kept about it.
   drop_hold(j.spec.id);
   // Its running slot and locks go to the next jobs of the lock queues.
-  for (JobId next : gate_.finish(j.spec.id)) run_gated(table_.at(next));
+  for (JobId next : gate_.finish(j.spec.id)) on_granted(next);
   marks_.erase(j.spec.id);
   non_preemptible_.erase(j.spec.id);
   machines_.erase(j.spec.id);

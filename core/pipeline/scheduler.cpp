@@ -39,6 +39,7 @@ Scheduler::Scheduler(SchedulerConfig config)
       window_(config_.partition, config_.epoch) {
   std::vector<LockQueueSettings> queues;
   for (const auto& cls : config_.classes) queues.push_back(cls.queue);
+  queues.push_back(LockQueueSettings{});  // operator operations: fifo, no limit
   gate_ = LockQueue(std::move(queues));
   view_.set_one_change_in_flight(config_.strict_cas);
   // Parents before their children, whatever the order of `pools`.
@@ -347,6 +348,9 @@ void Scheduler::schedule(TimePoint now, Outbox& out) {
   if (fenced_) return;
   last_now_ = std::max(last_now_, now);
   if (gate_.pending() > 0) start_gated(now);
+  for (JobId id : operations_ready_)
+    if (auto it = operations_.find(id); it != operations_.end()) out.operations.emplace_back(id, it->second);
+  operations_ready_.clear();
   if (reservations_.size() > 0) claim_ready_holds(now, out);
   queue_.refresh(now, view_.take_grew(), table_);
   // DUCC: a pool's residents come before squatters from above. Jobs that
@@ -398,15 +402,42 @@ void Scheduler::enter_queue(JobRecord& j, TimePoint now) {
 
 void Scheduler::start_gated(TimePoint now) {
   for (const auto& started : gate_.start_ready(now)) {
-    JobRecord& j = table_.at(started.job);
     if (!started.block) {
-      run_gated(j);
+      on_granted(started.job);
       continue;
     }
+    if (is_operation(started.job)) continue;  // its words come from the lock queue
+    JobRecord& j = table_.at(started.job);
     JobNotes& n = views_.note(j.spec.id);
     n.waits = WaitCause::lock;
     n.reason = "waits for " + started.block->to_string();
   }
+}
+
+void Scheduler::on_granted(JobId id) {
+  if (is_operation(id))
+    operations_ready_.push_back(id);
+  else
+    run_gated(table_.at(id));
+}
+
+Expected<std::pair<JobId, std::string>> Scheduler::submit_operation(Operation op, TimePoint now) {
+  if (!view_.find_node(op.node))
+    return make_error(Errc::unknown_name, describe(op) + ": partition " + std::to_string(config_.partition.value) +
+                                              " has no such node");
+  last_now_ = std::max(last_now_, now);
+  JobId id(next_operation_++);
+  gate_.add(id, static_cast<uint32_t>(config_.classes.size()), now, now, locks_of(op));
+  operations_.emplace(id, op);
+  start_gated(now);
+  std::string words = describe(op) + " (operation " + std::to_string(id.value - kFirstOperationId) + "): ";
+  if (auto block = gate_.blocked_on(id)) return std::pair{id, words + "waits for " + block->to_string()};
+  return std::pair{id, words + "under way"};
+}
+
+void Scheduler::finish_operation(JobId id) {
+  if (operations_.erase(id) == 0) return;
+  for (JobId next : gate_.finish(id)) on_granted(next);
 }
 
 void Scheduler::run_gated(JobRecord& j) {
@@ -416,6 +447,11 @@ void Scheduler::run_gated(JobRecord& j) {
     n.reason.clear();
   }
   queue_.ungate(j);
+}
+
+void Scheduler::requeue_in_lock_queue(JobRecord& j, TimePoint now) {
+  for (JobId next : gate_.finish(j.spec.id)) on_granted(next);
+  enter_queue(j, now);
 }
 
 std::optional<LockExplanation> Scheduler::lock_explanation(const JobRecord& j) const {

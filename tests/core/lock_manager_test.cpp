@@ -9,15 +9,12 @@
 
 #include "core/locks/lock_queue.hpp"
 #include "core/random.hpp"
+#include "tests/core/builders.hpp"
 
 namespace claimsched::core {
 namespace {
 
-LockDeclaration parse(std::string_view text) {
-  auto d = parse_lock_declaration(text);
-  EXPECT_TRUE(d.has_value()) << (d ? "" : d.error().message);
-  return d ? *d : LockDeclaration{};
-}
+LockDeclaration parse(std::string_view text) { return testing::locks(text); }
 
 TEST(LockManager, TakesLevelsInOrderAndWaitsHoldingWhatItTook) {
   LockManager m;
@@ -194,7 +191,7 @@ TEST(LockManagerProperty, RandomDeclarationsNeverDeadlockNorShareAConflictingLoc
       }
       check_no_conflicting_holders(m, universe);
       check_no_deadlock(m);
-      if (testing::Test::HasFailure()) return;
+      if (::testing::Test::HasFailure()) return;
     }
     // Running jobs finishing drains every waiting job.
     while (!declared.empty()) {

@@ -32,9 +32,7 @@ SchedulerConfig config(LockQueueSettings queue = {}) {
 JobSpec locked_job(uint64_t id, std::string_view locks, int64_t submit_ms = 0) {
   JobSpec j = JobBuilder(id).cpu("1").build();
   j.submit_time = ms(submit_ms);
-  auto d = parse_lock_declaration(locks);
-  EXPECT_TRUE(d.has_value());
-  if (d) j.locks = *d;
+  j.locks = testing::locks(locks);
   return j;
 }
 
@@ -143,6 +141,24 @@ TEST_F(LockPipelineTest, CancellingAWaitingJobFreesItsSlot) {
   EXPECT_FALSE(cluster.scheduler(s).lock_queue().locks().knows(JobId(2)));
 }
 
+TEST_F(LockPipelineTest, AJobPreemptedOfEverythingGivesBackItsLocksOnceItsNodeFreedIt) {
+  size_t s = start();
+  ASSERT_TRUE(cluster.submit(s, locked_job(1, "node=exclusive:n1")));
+  ASSERT_TRUE(cluster.submit(s, locked_job(2, "node=exclusive:n1")));
+  settle(s);
+  ASSERT_EQ(running(s, 1), 1u);
+  Outbox out;
+  ASSERT_TRUE(cluster.scheduler(s).preempt(TaskRef{JobId(1), 0}, TaskState::preempted, "test", cluster.now(), out));
+  EXPECT_TRUE(cluster.scheduler(s).lock_queue().locks().holds_all(JobId(1))) << "its task still runs on the node";
+  ASSERT_EQ(out.releases.size(), 1u);
+  cluster.send_to_node(s, 0, out.releases[0]);
+  settle(s);
+  EXPECT_EQ(running(s, 2), 1u);
+  EXPECT_EQ(running(s, 1), 0u);
+  EXPECT_EQ(state(s, 1), JobState::waiting);  // back in line, started again, waits for job 2
+  EXPECT_EQ(cluster.scheduler(s).lock_queue().blocked_on(JobId(1))->holder, JobId(2));
+}
+
 TEST_F(LockPipelineTest, ARestartRebuildsTheLocksOfTheRunningJobs) {
   size_t s = start();
   JobSpec holder = locked_job(1, "node=exclusive:n1");
@@ -168,6 +184,41 @@ TEST_F(LockPipelineTest, AdmissionRefusesABadDeclaration) {
   auto st = cluster.submit(s, j);
   ASSERT_FALSE(st);
   EXPECT_NE(st.error().message.find("job field 'locks'"), std::string::npos) << st.error().message;
+}
+
+}  // namespace
+}  // namespace claimsched::core
+
+namespace claimsched::core {
+namespace {
+
+TEST_F(LockPipelineTest, ANodeDrainWaitsForTheJobHoldingItsNodesLock) {
+  size_t s = start();
+  ASSERT_TRUE(cluster.submit(s, locked_job(1, "node=shared:node-1")));
+  settle(s);
+  Scheduler& sched = cluster.scheduler(s);
+  Operation drain{OperationKind::drain_node, NodeId(1), "node-1"};
+  auto op = sched.submit_operation(drain, cluster.now());
+  ASSERT_TRUE(op);
+  EXPECT_EQ(op->second, "drain node node-1 (operation 0): waits for node 'node-1' held by job 1");
+  cluster.tick(s);
+  EXPECT_TRUE(cluster.operations(s).empty()) << "the drain goes out only once job 1 let the lock go";
+  // A job that asks for the node after the drain waits behind it.
+  ASSERT_TRUE(cluster.submit(s, locked_job(2, "node=shared:node-1")));
+  settle(s);
+  EXPECT_EQ(sched.job_view(JobId(2), false)->state, JobState::waiting);
+  EXPECT_NE(sched.explain(JobId(2)).find("wanted first by operation 0"), std::string::npos) << sched.explain(JobId(2));
+  finish(s, 1);
+  ASSERT_EQ(cluster.operations(s).size(), 1u);
+  EXPECT_EQ(cluster.operations(s)[0].second.node_name, "node-1");
+  EXPECT_EQ(running(s, 2), 0u);
+  sched.finish_operation(cluster.operations(s)[0].first);
+  settle(s);
+  EXPECT_EQ(running(s, 2), 1u);
+  // A node the partition does not know is an error, not a queued operation.
+  EXPECT_FALSE(sched.submit_operation(Operation{OperationKind::undrain_node, NodeId(99), "x"}, cluster.now()));
+  JobSpec reserved = JobBuilder(kFirstOperationId).cpu("1").build();
+  EXPECT_FALSE(cluster.submit(s, reserved)) << "job ids never reach the operations' range";
 }
 
 }  // namespace

@@ -7,15 +7,12 @@
 
 #include "core/locks/declaration.hpp"
 #include "core/locks/predictive.hpp"
+#include "tests/core/builders.hpp"
 
 namespace claimsched::core {
 namespace {
 
-LockDeclaration parse(std::string_view text) {
-  auto d = parse_lock_declaration(text);
-  EXPECT_TRUE(d.has_value()) << (d ? "" : d.error().message);
-  return d ? *d : LockDeclaration{};
-}
+LockDeclaration parse(std::string_view text) { return testing::locks(text); }
 
 std::string parse_error(std::string_view text) {
   auto d = parse_lock_declaration(text);
