@@ -102,6 +102,10 @@ using node_actor = caf::typed_actor<
     caf::replies_to<logs_atom, core::LogRequest>::with<core::LogChunk>,
     /// Take no new claims (its agent is stopping); answers the snapshot after.
     caf::replies_to<drain_atom>::with<core::NodeSnapshot>,
+    /// An operator's drain (true: no new claims) or undrain (false), sent by
+    /// its scheduler once the operation holds the node's lock; answers the
+    /// snapshot after.
+    caf::replies_to<drain_atom, bool>::with<core::NodeSnapshot>,
     /// Internal timer: fire due deadlines (claim expiry, synthetic task ends).
     caf::reacts_to<tick_atom>,
     /// A real task's process ended (from the node's executor; local only).
@@ -174,6 +178,11 @@ using scheduler_actor = claim_client_actor::extend<
     caf::replies_to<nodes_atom>::with<std::vector<core::NodeStatus>>,
     /// Cancel a job; answers its view after the cancel.
     caf::replies_to<cancel_atom, core::JobId>::with<core::JobView>,
+    /// An operator drains (true) or undrains (false) a node of this
+    /// partition: the operation waits in the lock queue behind the jobs
+    /// holding the node's lock (core::locks_of), then goes to the node.
+    /// Answers at once with what it does now, in words.
+    caf::replies_to<drain_atom, core::NodeId, std::string, bool>::with<std::string>,
     /// A node stopped heartbeating: what ran there is lost.
     caf::reacts_to<node_down_atom, core::NodeId>,
     /// Internal timer: reply timeouts.
@@ -270,6 +279,9 @@ using gateway_actor = caf::typed_actor<
     caf::replies_to<nodes_atom>::with<std::vector<core::NodeStatus>>,
     /// Cancel a job; answers its view after the cancel.
     caf::replies_to<cancel_atom, core::JobId>::with<core::JobView>,
+    /// Drain (true) or undrain (false) the node of this name through its
+    /// partition's lock queue (see the scheduler's drain_atom).
+    caf::replies_to<drain_atom, std::string, bool>::with<std::string>,
     /// One JSON document per partition (see the scheduler's pools_atom).
     caf::replies_to<pools_atom>::with<std::vector<std::string>>,
     /// A JSON document (see the scheduler's explain_atom).

@@ -475,6 +475,18 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
       },
       [=](status_atom, core::JobId id) { return named_view(self, id, status_atom::value); },
       [=](cancel_atom, core::JobId id) { return named_view(self, id, cancel_atom::value); },
+      [=](drain_atom, std::string& name, bool drain) -> caf::result<std::string> {
+        auto& st = self->state;
+        auto node = std::find_if(st.nodes.begin(), st.nodes.end(), [&](const auto& n) { return n.second.name == name; });
+        if (node == st.nodes.end()) return error_of(core::Errc::unknown_name, "no node named '" + name + "'");
+        auto* p = st.partition(node->second.partition);
+        if (!p || !p->scheduler) return no_owner(node->second.partition);
+        auto promise = self->make_response_promise<std::string>();
+        forward<std::string>(
+            self, *p, [=](std::string& words) mutable { promise.deliver(std::move(words)); },
+            [=](const caf::error& err) mutable { promise.deliver(err); }, drain_atom::value, node->first, name, drain);
+        return promise;
+      },
       [=](history_atom, core::JobFilter& filter) {
         auto limit = filter.limit;
         return fan_out_with<std::vector<core::JobView>, std::vector<core::JobView>>(

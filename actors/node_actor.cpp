@@ -165,6 +165,19 @@ void handle(self_ptr self, Op&& op) {
   arm_timer(self, t);
 }
 
+/// Takes no new claims (drain) or takes them again; every subscriber hears
+/// of it, the scheduler that asked too (its view must stop placing here).
+core::NodeSnapshot set_draining(self_ptr self, bool drain) {
+  auto t = now(self);
+  fire_due(self, t);
+  if (self->state.ledger.set_state(drain ? core::NodeState::draining : core::NodeState::up)) {
+    persist(self, [](NodeChanges& c) { c.header_changed(); });
+    publish_change(self, caf::strong_actor_ptr{});
+  }
+  arm_timer(self, t);
+  return self->state.ledger.snapshot();
+}
+
 }  // namespace
 
 node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
@@ -286,12 +299,10 @@ node_actor::behavior_type node(node_actor::stateful_pointer<node_state> self,
         fire_due(self, now(self));
         return make_report(self);
       },
-      [=](drain_atom) -> core::NodeSnapshot {
-        handle(self, [&](core::TimePoint) {
-          if (self->state.ledger.set_state(core::NodeState::draining))
-            persist(self, [](NodeChanges& c) { c.header_changed(); });
-        });
-        return self->state.ledger.snapshot();
+      [=](drain_atom) -> core::NodeSnapshot { return set_draining(self, true); },
+      [=](drain_atom, bool drain) -> core::NodeSnapshot {
+        spdlog::info("node {}: {} by an operator", self->state.spec.name, drain ? "drained" : "undrained");
+        return set_draining(self, drain);
       },
       [=](logs_atom, const core::LogRequest& request) -> caf::result<core::LogChunk> {
         const auto& st = self->state;

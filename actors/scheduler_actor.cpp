@@ -94,6 +94,25 @@ PendingWrite* write_holding(scheduler_state& st, core::JobId job) {
   return nullptr;
 }
 
+/// Carries out an operator operation that holds its locks: the node drains
+/// or undrains, then the operation's locks go to whoever waits for them.
+void carry_out(self_ptr self, core::JobId id, const core::Operation& op) {
+  auto finished = [self, id, what = core::describe(op)](const std::string& outcome) {
+    spdlog::info("{}: {}: {}", self->state.log_name, what, outcome);
+    self->state.core->finish_operation(id);
+    self->send(self, wake_atom::value);  // jobs waiting behind it go on
+  };
+  auto* n = node_handle(self, op.node);
+  if (!n) {
+    finished("its node is not connected; given up");
+    return;
+  }
+  self->request(*n, self->state.core->config().reply_timeout, drain_atom::value,
+                op.kind == core::OperationKind::drain_node)
+      .then([=](const core::NodeSnapshot& s) { finished(std::string("done, node ") + std::string(core::to_string(s.state))); },
+            [=](const caf::error& err) { finished("failed: " + self->system().render(err)); });
+}
+
 /// Runs a scheduling pass (if started) and sends what the core asked for.
 /// With a log, confirms wait for the write that holds their placements.
 void flush(self_ptr self, core::TimePoint t) {
@@ -122,6 +141,7 @@ void flush(self_ptr self, core::TimePoint t) {
   }
   for (auto id : out.snapshot_requests)
     if (auto* n = node_handle(self, id)) self->send(*n, snapshot_atom::value);
+  for (const auto& [id, op] : out.operations) carry_out(self, id, op);
   st.jobs_finished += out.finished_jobs.size();
   if (st.log && st.store_error.empty()) {
     auto journal = st.core->take_journal();
@@ -436,6 +456,16 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         auto v = st.core->job_view(id, false);
         if (!v) return messages::to_caf_error(v.error());
         return wall_clock_view(std::move(*v), to_wall(self));
+      },
+      [=](drain_atom, core::NodeId node, std::string& name, bool drain) -> caf::result<std::string> {
+        auto& st = self->state;
+        auto t = now(self);
+        core::Operation op{drain ? core::OperationKind::drain_node : core::OperationKind::undrain_node, node, name};
+        auto queued = st.core->submit_operation(std::move(op), t);
+        if (!queued) return messages::to_caf_error(queued.error());
+        spdlog::info("{}: {}", st.log_name, queued->second);
+        flush(self, t);
+        return queued->second;
       },
       [=](node_down_atom, core::NodeId node) {
         auto t = now(self);

@@ -11,7 +11,7 @@ namespace claimsched::apps {
 
 namespace {
 
-const char* kCommands[] = {"submit", "status", "cancel", "queue", "jobs", "logs", "nodes", "pools", "explain"};
+const char* kCommands[] = {"submit", "status", "cancel", "queue", "jobs", "logs", "nodes", "node", "pools", "explain"};
 
 std::string server_address(const ClientOptions& o) {
   if (!o.server.empty()) return o.server;
@@ -90,6 +90,8 @@ void add_client_commands(CLI::App& app, ClientOptions& o) {
   submit->add_option("--resources", o.resources, "Per task, e.g. cpu=2,memory=4Gi (default: cpu=1,memory=1Gi)");
   submit->add_option("--env", o.env, "NAME=VALUE for every task (repeatable)");
   submit->add_option("--constraint", o.constraints, "Node label selector: key, key=value, !key (repeatable)");
+  submit->add_option("--lock", o.locks,
+                     "A lock it takes while it runs: LEVEL=MODE[:NAME,...] or bgl (repeatable; deploy/JOBS.md)");
   submit->add_option("--workdir", o.workdir, "Working directory on the node (absolute)");
   submit->add_option("--max-run-time", o.max_run_time, "Kill (and fail) a task running longer, e.g. 10m");
   submit->add_option("--max-retries", o.max_retries, "Run a failed task again this many times (default: 0)");
@@ -133,6 +135,13 @@ void add_client_commands(CLI::App& app, ClientOptions& o) {
   logs->add_option("--tail", o.tail, "Only the last N lines");
 
   common(app.add_subcommand("nodes", "Nodes: state, capacity, what is free"));
+  auto* node = app.add_subcommand(
+      "node", "drain NODE: no new work on it; undrain NODE: work again. Waits its turn behind the jobs holding "
+              "the node's lock");
+  common(node);
+  node->add_option("action", o.node_action, "drain or undrain")->required()->check(CLI::IsMember({"drain", "undrain"}));
+  node->add_option("name", o.node_name, "The node's name (as `nodes` shows it)")->required();
+  node->add_flag("--wait", o.wait, "Wait until the node is draining (drain) or up (undrain)");
   common(app.add_subcommand("pools", "Fair share per pool, class, user and job"));
 }
 
@@ -161,6 +170,7 @@ int run_client(const std::string& command, const ClientOptions& o) {
   if (command == "jobs") return run_jobs(s, o, false);
   if (command == "logs") return run_logs(s, o);
   if (command == "nodes") return run_nodes(s, o);
+  if (command == "node") return run_node(s, o);
   if (command == "pools") return run_pools(s, o);
   if (command == "explain") return run_explain(s, o);
   return fail(kExitUsage, "unknown command '" + command + "'");

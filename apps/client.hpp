@@ -44,6 +44,10 @@ struct ClientOptions {
   std::string resources;
   std::vector<std::string> env;
   std::vector<std::string> constraints;
+  std::vector<std::string> locks;
+  /// `node drain|undrain NAME`.
+  std::string node_action;
+  std::string node_name;
   std::string workdir;
   std::string max_run_time;
   std::string duration;

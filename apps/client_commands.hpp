@@ -28,6 +28,8 @@ int run_cancel(ClientSession& session, const ClientOptions& o);
 /// `queue` (jobs that have not ended; --all: every job) and `jobs`.
 int run_jobs(ClientSession& session, const ClientOptions& o, bool queue);
 int run_nodes(ClientSession& session, const ClientOptions& o);
+/// `node drain|undrain NODE [--wait]`: an operation through the lock queue.
+int run_node(ClientSession& session, const ClientOptions& o);
 int run_logs(ClientSession& session, const ClientOptions& o);
 int run_pools(ClientSession& session, const ClientOptions& o);
 int run_explain(ClientSession& session, const ClientOptions& o);

@@ -82,6 +82,14 @@ ClientResult<JobDraft> draft_from_flags(const ClientOptions& o) {
     *target = *dur;
     d.given.insert(field);
   }
+  if (given("--lock")) {
+    std::string text;
+    for (const auto& clause : o.locks) text += clause + " ";
+    auto locks = core::parse_lock_declaration(text);
+    if (!locks) return usage("--lock: " + locks.error().message);
+    j.locks = std::move(*locks);
+    d.given.insert("locks");
+  }
   for (const auto& e : o.env) {
     auto eq = e.find('=');
     if (eq == std::string::npos || eq == 0) return usage("--env: expected NAME=VALUE, got '" + e + "'");
@@ -161,8 +169,11 @@ std::string job_row_name(const core::JobView& v) {
 }
 
 void print_jobs(const std::vector<core::JobView>& jobs) {
+  // Jobs in a lock queue (Ganeti's) show their weight and age in aging ticks.
+  bool weighed = std::any_of(jobs.begin(), jobs.end(), [](const auto& v) { return v.queue_weight.has_value(); });
   std::vector<std::vector<std::string>> rows{
       {"JOB", "NAME", "USER", "CLASS", "POOL", "STATE", "SUBMITTED", "RAN", "TASKS"}};
+  if (weighed) rows[0].insert(rows[0].end(), {"WEIGHT", "AGE"});
   for (const auto& v : jobs) {
     std::string ran = v.started_at == core::kNever ? "-"
                       : v.finished_at != core::kNever
@@ -170,6 +181,11 @@ void print_jobs(const std::vector<core::JobView>& jobs) {
                           : human_duration(wall_now() - v.started_at) + "+";
     rows.push_back({std::to_string(v.spec.id.value), job_row_name(v), v.spec.user, v.spec.job_class, v.spec.pool,
                     std::string(core::to_string(v.state)), local_time(v.spec.submit_time), ran, task_counts(v)});
+    if (!weighed) continue;
+    char weight[32] = "-";
+    if (v.queue_weight) std::snprintf(weight, sizeof weight, "%.2f", *v.queue_weight);
+    rows.back().insert(rows.back().end(),
+                       {weight, v.queue_weight ? std::to_string(v.queue_age_ticks) + " ticks" : std::string("-")});
   }
   std::fputs(render_table(rows).c_str(), stdout);
 }
@@ -261,7 +277,8 @@ int run_jobs(ClientSession& s, const ClientOptions& o, bool queue) {
     if (!st) return fail(kExitUsage, "--state: " + st.error().message);
     filter.states.push_back(*st);
   }
-  if (queue && filter.states.empty()) filter.states = {core::JobState::pending, core::JobState::running};
+  if (queue && filter.states.empty())
+    filter.states = {core::JobState::pending, core::JobState::waiting, core::JobState::running};
   if (!o.since.empty()) {
     auto since = parse_since(o.since, wall_now());
     if (!since) return fail(kExitUsage, since.error().message);
@@ -308,6 +325,28 @@ int run_nodes(ClientSession& s, const ClientOptions& o) {
   }
   std::fputs(render_table(rows).c_str(), stdout);
   return kExitOk;
+}
+
+int run_node(ClientSession& s, const ClientOptions& o) {
+  bool drain = o.node_action == "drain";
+  auto words = s.drain(o.node_name, drain);
+  if (!words) return fail(words.error());
+  if (o.json)
+    std::printf("%s\n", json{{"node", o.node_name}, {"action", o.node_action}, {"operation", *words}}.dump().c_str());
+  else
+    std::printf("%s\n", words->c_str());
+  if (!o.wait) return kExitOk;
+  const auto wanted = drain ? core::NodeState::draining : core::NodeState::up;
+  for (;;) {
+    auto nodes = s.nodes();
+    if (!nodes) return fail(nodes.error());
+    for (const auto& n : *nodes)
+      if (n.spec.name == o.node_name && n.snapshot.state == wanted) {
+        if (!o.json) std::printf("node %s %s\n", o.node_name.c_str(), std::string(core::to_string(wanted)).c_str());
+        return kExitOk;
+      }
+    std::this_thread::sleep_for(kPollInterval);
+  }
 }
 
 int follow_job(ClientSession& s, core::JobId id, bool as_json) {

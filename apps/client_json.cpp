@@ -60,7 +60,10 @@ json job_json(const core::JobView& v) {
          {"waiting", v.reason},
          {"last_removal", v.last_removal},
          {"preemptions", v.preemptions},
-         {"evictions", v.evictions}};
+         {"evictions", v.evictions},
+         {"locks", v.spec.locks.to_string()},
+         {"queue_weight", v.queue_weight ? json(*v.queue_weight) : json(nullptr)},
+         {"queue_age_ticks", v.queue_weight ? json(v.queue_age_ticks) : json(nullptr)}};
   // The same times as integers (the server's wall clock, ns since the
   // epoch): scripts and benchmarks compare them with their own clock.
   for (auto [key, t] : {std::pair{"submitted_at_ns", v.spec.submit_time}, std::pair{"started_at_ns", v.started_at},

@@ -53,6 +53,35 @@ int run_pools(ClientSession& s, const ClientOptions& o) {
   return kExitOk;
 }
 
+/// The lock queue's part of `explain`: the seed's per-level comparison.
+static void print_lock_queue(const json& l) {
+  std::string limit = l.value("running_limit", 0) ? str(l, "running_limit") : "unlimited";
+  std::printf("  lock queue: %s order, %s of %s running or waiting; declares %s\n", str(l, "order").c_str(),
+              str(l, "running").c_str(), limit.c_str(),
+              l.value("declared", "").empty() ? "no locks" : str(l, "declared").c_str());
+  if (const json& b = l["blocked_on"]; b.is_object())
+    std::printf("  waits for %s; holds %s\n", str(b, "summary").c_str(),
+                l.value("held", "").empty() ? "nothing yet" : str(l, "held").c_str());
+  const json& p = l["predictive"];
+  if (!p.is_object()) return;
+  if (p.value("bgl", false)) {
+    std::printf("  value: the big lock: base_value %g + 15 = %g\n", p.value("base_value", 0.0), p.value("value", 0.0));
+  } else {
+    std::vector<std::vector<std::string>> rows{{"    LEVEL", "ITS LOCK", "WORST HELD", "BY JOB", "VALUE"}};
+    for (const auto& row : p["levels"]) {
+      char value[16];
+      std::snprintf(value, sizeof value, "%g", row.value("value", 0.0));
+      rows.push_back({"    " + str(row, "level"), str(row, "lock"),
+                      row.value("worst_held", "").empty() ? "-" : str(row, "worst_held"),
+                      row["held_by"].is_number() ? row["held_by"].dump() : "-", value});
+    }
+    std::fputs(render_table(rows).c_str(), stdout);
+    std::printf("  value: base_value %g + the levels' worst = %g\n", p.value("base_value", 0.0), p.value("value", 0.0));
+  }
+  std::printf("  weight: %g x (1 - age/K) at age %s ticks = %g\n", p.value("value", 0.0),
+              str(p, "age_ticks").c_str(), p.value("weight", 0.0));
+}
+
 int run_explain(ClientSession& s, const ClientOptions& o) {
   auto doc = s.explain(*parse_job_id(o.job));
   if (!doc) return fail(doc.error());
@@ -79,6 +108,7 @@ int run_explain(ClientSession& s, const ClientOptions& o) {
                     ? (", " + str(c, "tasks_fitting_empty") + " would when the pool is empty").c_str()
                     : "");
   }
+  if (const json& locks = j["locks"]; locks.is_object()) print_lock_queue(locks);
   if (!j.value("last_removal", "").empty()) std::printf("  last taken away: %s\n", str(j, "last_removal").c_str());
   const json& policy = j["policy"];
   if (!policy.is_object()) {

@@ -176,6 +176,10 @@ ClientResult<core::JobView> ClientSession::cancel(core::JobId job) {
   return impl_->ask<core::JobView>(actors::cancel_atom::value, job);
 }
 
+ClientResult<std::string> ClientSession::drain(const std::string& node, bool drain) {
+  return impl_->ask<std::string>(actors::drain_atom::value, node, drain);
+}
+
 ClientResult<std::vector<core::JobView>> ClientSession::queue() {
   return impl_->ask<std::vector<core::JobView>>(actors::queue_atom::value);
 }

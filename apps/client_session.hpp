@@ -41,6 +41,9 @@ class ClientSession {
   ClientResult<std::vector<core::JobId>> submit_many(const core::JobSpec& job, uint32_t n);
   ClientResult<core::JobView> status(core::JobId job);
   ClientResult<core::JobView> cancel(core::JobId job);
+  /// Drains (true) or undrains the named node through its partition's lock
+  /// queue; what the operation does now, in words.
+  ClientResult<std::string> drain(const std::string& node, bool drain);
   ClientResult<std::vector<core::JobView>> queue();
   ClientResult<std::vector<core::JobView>> history(const core::JobFilter& filter);
   ClientResult<std::vector<core::NodeStatus>> nodes();

@@ -150,7 +150,7 @@ class JsonFields : public Fields {
 core::Expected<JobDraft> read_job(const Fields& f) {
   static const char* kKnown[] = {"name", "user", "class", "pool", "count", "resources", "command", "env",
                                  "workdir", "max_run_time", "max_retries", "max_lost_retries", "gang",
-                                 "preemptible", "constraints", "duration", "hold"};
+                                 "preemptible", "constraints", "duration", "hold", "locks"};
   for (const auto& k : f.keys())
     if (std::find(std::begin(kKnown), std::end(kKnown), k) == std::end(kKnown))
       return make_error(Errc::invalid_argument, f.where(k) + ": unknown job field '" + k + "'");
@@ -202,6 +202,18 @@ core::Expected<JobDraft> read_job(const Fields& f) {
   if (f.has("preemptible")) CLAIMSCHED_FIELD(f.boolean("preemptible"), j.preemptible);
   if (f.has("constraints")) CLAIMSCHED_FIELD(f.strings("constraints"), j.constraints);
   if (f.has("hold")) CLAIMSCHED_FIELD(f.boolean("hold"), j.wait_for_nodes);
+  if (f.has("locks")) {
+    // One string of clauses, or a list of them: "node=exclusive:n1 instance=shared:web".
+    std::string text;
+    if (auto list = f.strings("locks")) {
+      for (const auto& clause : *list) text += clause + " ";
+    } else {
+      CLAIMSCHED_FIELD(f.string("locks"), text);
+    }
+    auto locks = core::parse_lock_declaration(text);
+    if (!locks) return bad("locks", locks.error().message);
+    j.locks = std::move(*locks);
+  }
   return draft;
 }
 
@@ -250,6 +262,7 @@ JobDraft merge_jobs(JobDraft base, const JobDraft& over) {
   take("preemptible", &core::JobSpec::preemptible);
   take("constraints", &core::JobSpec::constraints);
   take("hold", &core::JobSpec::wait_for_nodes);
+  take("locks", &core::JobSpec::locks);
   if (over.has("env")) {
     for (const auto& variable : o.env) {
       // Not a structured binding: clang 14 (the fuzz build) cannot capture one.

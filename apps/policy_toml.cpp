@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <exception>
 
@@ -358,6 +359,31 @@ void read_pools(Reader& r, const toml::table& root, std::vector<PoolSpec>& out,
   }
 }
 
+/// Ganeti's job queue settings of a class (deploy/CONFIG.md).
+static void read_lock_queue(Reader& r, const toml::table& t, const std::string& path, core::LockQueueSettings& q) {
+  std::string order(core::to_string(q.order));
+  if (r.string(t, "order", path, order)) {
+    if (auto o = core::parse_queue_order(order))
+      q.order = *o;
+    else
+      r.problem(*t.get("order"), path + ".order", "expected \"fifo\" or \"predictive\", got \"" + order + "\"");
+  }
+  int64_t v = q.running_limit;
+  if (r.integer(t, "running_limit", path, v, 0, 1'000'000)) q.running_limit = static_cast<uint32_t>(v);
+  double base = static_cast<double>(q.base_value) / core::kTenths;
+  if (r.number(t, "base_value", path, base)) {
+    double tenths = base * core::kTenths;
+    if (base < 0 || base > 1000 || std::abs(tenths - std::round(tenths)) > 1e-6)
+      r.problem(*t.get("base_value"), path + ".base_value", "expected 0..1000 in steps of 0.1");
+    else
+      q.base_value = static_cast<core::LockWeight>(std::lround(tenths));
+  }
+  r.duration(t, "aging_tick", path, q.aging_tick);
+  if (t.get("aging_tick") && q.aging_tick.count() <= 0) r.problem(*t.get("aging_tick"), path + ".aging_tick", "must be positive");
+  v = q.aging_k;
+  if (r.integer(t, "aging_k", path, v, 1, 1'000'000)) q.aging_k = static_cast<uint32_t>(v);
+}
+
 void read_classes(Reader& r, const toml::table& root, std::vector<ClassSpec>& out,
                   std::vector<const toml::table*>* where, std::span<const std::string_view> extra_keys) {
   static constexpr std::string_view kKeys[] = {"name",
@@ -370,7 +396,12 @@ void read_classes(Reader& r, const toml::table& root, std::vector<ClassSpec>& ou
                                                "initialization_cap",
                                                "expand_by_doubling",
                                                "prediction",
-                                               "prediction_fudge"};
+                                               "prediction_fudge",
+                                               "order",
+                                               "running_limit",
+                                               "base_value",
+                                               "aging_tick",
+                                               "aging_k"};
   std::vector<std::string_view> allowed(std::begin(kKeys), std::end(kKeys));
   allowed.insert(allowed.end(), extra_keys.begin(), extra_keys.end());
   auto classes = r.tables(root, "classes", "");
@@ -414,6 +445,7 @@ void read_classes(Reader& r, const toml::table& root, std::vector<ClassSpec>& ou
     r.boolean(t, "expand_by_doubling", path, c.expand_by_doubling);
     r.boolean(t, "prediction", path, c.prediction);
     r.duration(t, "prediction_fudge", path, c.prediction_fudge);
+    read_lock_queue(r, t, path, c.queue);
     out.push_back(std::move(c));
     if (where) where->push_back(&t);
   }

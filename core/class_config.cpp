@@ -96,6 +96,7 @@ Status validate(const ClassConfig& c) {
   if (c.weight > 1'000'000) return invalid("class '" + c.name + "': weight must be at most 1000000");
   if (c.prediction_fudge.count() < 0)
     return invalid("class '" + c.name + "': prediction_fudge must not be negative");
+  if (auto st = c.queue.validate(); !st) return invalid("class '" + c.name + "': " + st.error().message);
   if (c.allotment.values.any_negative())
     return invalid("class '" + c.name + "': allotment must not be negative");
   std::set<std::string_view> seen;

@@ -14,6 +14,7 @@
 
 #include "core/error.hpp"
 #include "core/ids.hpp"
+#include "core/locks/lock_queue.hpp"
 #include "core/placement.hpp"
 #include "core/resources.hpp"
 
@@ -85,6 +86,9 @@ struct ClassConfig {
   bool prediction = false;
   /// DUCC prediction fudge: how far past the initialization time to look.
   Duration prediction_fudge{0};
+  /// Ganeti's job queue for the class: order (fifo or predictive), running
+  /// limit, base_value, aging (core/locks/lock_queue.hpp).
+  LockQueueSettings queue;
 
   /// A fair_share class with default placement.
   static ClassConfig named(std::string name, int32_t priority = 0, uint32_t weight = 1) {

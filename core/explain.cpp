@@ -40,6 +40,8 @@ std::string_view to_string(WaitVerdict v) {
       return "unschedulable";
     case WaitVerdict::unresolvable:
       return "unresolvable";
+    case WaitVerdict::waiting_on_lock:
+      return "waiting_on_lock";
   }
   return "unknown";
 }

@@ -12,6 +12,7 @@
 
 #include "core/cluster_view.hpp"
 #include "core/job.hpp"
+#include "core/locks/lock_queue.hpp"
 #include "core/placement.hpp"
 
 namespace claimsched::core {
@@ -58,9 +59,35 @@ enum class WaitVerdict : uint8_t {
   /// Can never run in its pool as the pool is (no node is big enough, or a
   /// gang larger than the pool).
   unresolvable,
+  /// It holds a running slot of its class's lock queue and waits for a lock
+  /// another job holds (or wants first).
+  waiting_on_lock,
 };
 
 std::string_view to_string(WaitVerdict v);
+
+/// A job of a lock queue (Ganeti's): where it stands.
+struct LockExplanation {
+  QueueOrder order = QueueOrder::fifo;
+  std::string declared;
+  /// Jobs of its class running or waiting on a lock, and the limit (0: none).
+  uint32_t running = 0;
+  uint32_t running_limit = 0;
+  /// It holds a running slot (else it is in line for one).
+  bool started = false;
+  /// What it holds now (started), in the declaration's text form.
+  std::string held;
+  /// Started and waiting: the lock and the job in its way.
+  std::optional<LockBlock> block;
+  /// In line: its predictive value against the locks held now, its age in
+  /// aging ticks and its weight (the seed's formula; the order uses it when
+  /// predictive).
+  std::optional<PredictiveValue> value;
+  int64_t age_ticks = 0;
+  double weight = 0;
+  /// The job's declaration per level, for the comparison's rows.
+  std::array<std::string, kLockLevels> levels;
+};
 
 struct Explanation {
   JobId job;
@@ -73,6 +100,8 @@ struct Explanation {
   /// for room: unschedulable, unresolvable, fits_now).
   PlacementCounts counts;
   bool counted = false;
+  /// Set for a job that goes through its class's lock queue.
+  std::optional<LockExplanation> locks;
 };
 
 /// The verdict and words for a parked job's pending tasks from `counts`:

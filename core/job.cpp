@@ -1,6 +1,7 @@
 #include "core/job.hpp"
 
 #include "core/limits.hpp"
+#include "core/locks/operations.hpp"
 #include "core/node.hpp"
 
 namespace claimsched::core {
@@ -44,6 +45,8 @@ Status validate(const JobSpec& job) {
       return bad("resources", "count x resources overflows");
   if (job.pool.empty()) return bad("pool", "must name a pool");
   if (job.user.empty()) return bad("user", "must not be empty");
+  if (job.id.value >= kFirstOperationId) return bad("id", "must be below 2^63 (the ids above are operations')");
+  if (auto st = validate(job.locks); !st) return bad("locks", st.error().message);
   // The limits every receiver applies (core/limits.hpp): a job accepted here
   // is never one the server's decoder would refuse.
   auto too_many = [&](std::string field, size_t entries, size_t limit, const char* name) {

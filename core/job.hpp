@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/ids.hpp"
+#include "core/locks/declaration.hpp"
 #include "core/resources.hpp"
 
 namespace claimsched::core {
@@ -104,6 +105,9 @@ struct JobSpec {
   /// Accept it even if no node of its pool can run it now (for nodes still
   /// to come; `submit --hold`). Without it such a job is refused at submit.
   bool wait_for_nodes = false;
+  /// What it locks while it runs (Ganeti's lock declarations); empty: no
+  /// locks, it never waits on one.
+  LockDeclaration locks;
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

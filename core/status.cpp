@@ -16,6 +16,8 @@ std::string_view to_string(JobState s) {
       return "failed";
     case JobState::cancelled:
       return "cancelled";
+    case JobState::waiting:
+      return "waiting";
   }
   return "unknown";
 }
@@ -31,10 +33,11 @@ JobState job_state(const TaskCounts& by_state, uint32_t count, bool cancelled) {
 }
 
 Expected<JobState> parse_job_state(std::string_view s) {
-  for (auto st : {JobState::pending, JobState::running, JobState::succeeded, JobState::failed, JobState::cancelled})
+  for (auto st : {JobState::pending, JobState::running, JobState::succeeded, JobState::failed, JobState::cancelled,
+                  JobState::waiting})
     if (to_string(st) == s) return st;
-  return make_error(Errc::parse_error,
-                    "unknown job state '" + std::string(s) + "' (pending, running, succeeded, failed, cancelled)");
+  return make_error(Errc::parse_error, "unknown job state '" + std::string(s) +
+                                           "' (pending, waiting, running, succeeded, failed, cancelled)");
 }
 
 bool matches(const JobFilter& f, const JobView& job) {

@@ -27,6 +27,9 @@ enum class JobState : uint8_t {
   failed,
   /// The user cancelled it.
   cancelled,
+  /// It holds a running slot of its class and waits for a lock another job
+  /// holds (Ganeti's WAITING); none of its tasks is placed yet.
+  waiting,
 };
 
 std::string_view to_string(JobState s);
@@ -64,6 +67,10 @@ struct JobView {
   /// the same as spec.submit_time's when the gateway stamped it); kNever if not yet.
   TimePoint started_at = kNever;
   TimePoint finished_at = kNever;
+  /// In line in its class's lock queue: its weight (the seed's formula) and
+  /// age in aging ticks, as of the scheduler's last pass.
+  std::optional<double> queue_weight;
+  int64_t queue_age_ticks = 0;
   /// Per task; empty in queue listings.
   std::vector<TaskView> tasks;
 

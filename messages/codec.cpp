@@ -102,7 +102,7 @@ constexpr core::EndReason kLastEndReason = core::EndReason::agent_stopped;
 constexpr core::SpawnStage kLastSpawnStage = core::SpawnStage::system;
 static_assert(pb::EndReason_MAX == static_cast<int>(kLastEndReason) + 1);
 static_assert(pb::SpawnStage_MAX == static_cast<int>(kLastSpawnStage) + 1);
-constexpr core::JobState kLastJobState = core::JobState::cancelled;
+constexpr core::JobState kLastJobState = core::JobState::waiting;
 static_assert(pb::JobState_MAX == static_cast<int>(kLastJobState) + 1);
 
 static_assert(pb::NodeState_MAX == static_cast<int>(kLastNodeState) + 1);
@@ -455,6 +455,12 @@ Status read(const pb::JobSpec& in, const Path& p, core::JobSpec& out) {
   if (in.has_max_lost_retries())
     CLAIMSCHED_TRY(read_u32(in.max_lost_retries(), Path{p, "max_lost_retries"}, out.max_lost_retries));
   out.wait_for_nodes = in.wait_for_nodes();
+  out.locks = {};
+  if (!in.locks().empty()) {
+    auto locks = core::parse_lock_declaration(in.locks());
+    if (!locks) return corrupt(Path{p, "locks"}, locks.error().message);
+    out.locks = std::move(*locks);
+  }
   return Status::ok();
 }
 
@@ -657,6 +663,9 @@ Status read(const pb::JobView& in, const Path& p, core::JobView& out) {
     CLAIMSCHED_TRY(read(in.tasks(i), Path{tasks, i}, out.tasks[static_cast<size_t>(i)]));
   out.started_at = read_time(in.started_at_ns());
   out.finished_at = read_time(in.finished_at_ns());
+  out.queue_weight.reset();
+  if (in.has_queue_weight()) out.queue_weight = in.queue_weight();
+  out.queue_age_ticks = in.queue_age_ticks();
   return Status::ok();
 }
 
@@ -826,6 +835,7 @@ void to_proto(const core::JobSpec& in, pb::JobSpec& out) {
   out.set_max_retries(in.max_retries);
   out.set_max_lost_retries(in.max_lost_retries);
   out.set_wait_for_nodes(in.wait_for_nodes);
+  out.set_locks(in.locks.to_string());
 }
 
 void to_proto(const core::ClaimRequest& in, pb::ClaimRequest& out) {
@@ -971,6 +981,8 @@ void to_proto(const core::JobView& in, pb::JobView& out) {
   for (const auto& t : in.tasks) to_proto(t, *out.add_tasks());
   out.set_started_at_ns(in.started_at.count());
   out.set_finished_at_ns(in.finished_at.count());
+  if (in.queue_weight) out.set_queue_weight(*in.queue_weight);
+  out.set_queue_age_ticks(in.queue_age_ticks);
 }
 
 void to_proto(const core::NodeStatus& in, pb::NodeStatus& out) {

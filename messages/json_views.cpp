@@ -80,6 +80,46 @@ std::string iso_time(core::TimePoint wall) {
   return buf;
 }
 
+/// Where a job stands in its class's lock queue: the seed's per-level
+/// comparison (its lock, the worst running lock, the cell's value), its
+/// value, age and weight; or the lock it waits for and who holds it.
+json lock_queue_json(const core::LockExplanation& l) {
+  json out{{"order", std::string(core::to_string(l.order))},
+           {"declared", l.declared},
+           {"running", l.running},
+           {"running_limit", l.running_limit},
+           {"started", l.started},
+           {"held", l.held}};
+  if (l.block)
+    out["blocked_on"] = {{"level", l.block->level ? std::string(core::to_string(*l.block->level)) : "bgl"},
+                         {"lock", l.block->lock},
+                         {"job", l.block->holder.value},
+                         {"job_waits_too", l.block->holder_waits},
+                         {"summary", l.block->to_string()}};
+  else
+    out["blocked_on"] = nullptr;
+  if (!l.value) {
+    out["predictive"] = nullptr;
+    return out;
+  }
+  json levels = json::array();
+  for (core::LockLevel level : core::kAllLockLevels) {
+    const core::LevelTerm& t = l.value->levels[static_cast<size_t>(level)];
+    levels.push_back({{"level", std::string(core::to_string(level))},
+                      {"lock", l.levels[static_cast<size_t>(level)]},
+                      {"worst_held", t.held},
+                      {"held_by", t.against ? json(t.against->value) : json(nullptr)},
+                      {"value", t.weight / 10.0}});
+  }
+  out["predictive"] = {{"levels", std::move(levels)},
+                       {"bgl", l.value->bgl},
+                       {"base_value", l.value->base_value / 10.0},
+                       {"value", l.value->value / 10.0},
+                       {"age_ticks", l.age_ticks},
+                       {"weight", l.weight}};
+  return out;
+}
+
 std::string explain_json(const core::Explanation& e, const core::JobView& v, const CycleResult* cycle,
                          core::Duration to_wall) {
   json out{{"job", v.spec.id.value},
@@ -97,6 +137,7 @@ std::string explain_json(const core::Explanation& e, const core::JobView& v, con
                  {"gang", e.gang}};
   placement["counts"] = e.counted ? counts(e.counts) : json(nullptr);
   out["placement"] = std::move(placement);
+  out["locks"] = e.locks ? lock_queue_json(*e.locks) : json(nullptr);
   const JobRow* row = cycle ? cycle->job(v.spec.id) : nullptr;
   if (!row) {
     out["policy"] = nullptr;

@@ -306,6 +306,7 @@ void Scheduler::on_release_reply(const ReleaseReply& reply, TimePoint now, Outbo
       if (j.tasks[t].state == TaskState::running) back.push_back(t);
     const JobNotes* notes = views_.notes(j.spec.id);
     return_to_queue(j, back, false, notes ? notes->last_removal : std::string(), now);
+    if (j.held() == 0 && !j.finished() && gate_.is_started(j.spec.id)) requeue_in_lock_queue(j, now);
     return;
   }
   // An aborted gang's confirmed tasks are free now: back to the queue.

@@ -23,19 +23,34 @@ void JobQueue::remove(JobRecord& j) {
     case QueueState::backing_off:
       backing_off_.erase({j.queue.until, j.spec.id});
       break;
+    case QueueState::gated:
+      break;
   }
   j.queue.state = QueueState::idle;
 }
 
+void JobQueue::gate(JobRecord& j) {
+  remove(j);
+  j.queue.state = QueueState::gated;
+}
+
+void JobQueue::ungate(JobRecord& j) {
+  if (j.queue.state != QueueState::gated) return;
+  j.queue.state = QueueState::idle;
+  enqueue(j);
+}
+
 void JobQueue::wait_for_capacity(JobRecord& j) {
-  if (j.queue.state == QueueState::waiting_for_capacity || j.queue.state == QueueState::backing_off) return;
+  if (j.queue.state == QueueState::waiting_for_capacity || j.queue.state == QueueState::backing_off ||
+      j.queue.state == QueueState::gated)
+    return;
   remove(j);
   waiting_.insert(key_of(j));
   j.queue.state = QueueState::waiting_for_capacity;
 }
 
 TimePoint JobQueue::back_off(JobRecord& j, TimePoint now) {
-  if (j.queue.state == QueueState::backing_off) return j.queue.until;
+  if (j.queue.state == QueueState::backing_off || j.queue.state == QueueState::gated) return j.queue.until;
   remove(j);
   Duration delay = config_.initial_backoff * (int64_t{1} << std::min<int>(j.queue.backoff_level, 30));
   j.queue.backoff_level = static_cast<uint8_t>(std::min(j.queue.backoff_level + 1, 31));

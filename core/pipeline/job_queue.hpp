@@ -45,6 +45,10 @@ class JobQueue {
   void reset_backoff(JobRecord& j) { j.queue.backoff_level = 0; }
   /// j's rank changed: it moves within its state's order.
   void rerank(JobRecord& j, int64_t rank);
+  /// j is in its class's lock queue: nothing puts it in line until ungate().
+  void gate(JobRecord& j);
+  /// j holds its running slot and its locks: it goes in line for placement.
+  void ungate(JobRecord& j);
   /// A waiting job jumps the rate limit (room was freed for it).
   void wake(JobRecord& j);
 

@@ -26,6 +26,8 @@ enum class WaitCause : uint8_t {
   /// The policy caps how many tasks it may hold (DUCC initialization cap,
   /// expand-by-doubling, prediction).
   capped,
+  /// It holds a running slot of its class's lock queue and waits on a lock.
+  lock,
 };
 
 struct JobNotes {

@@ -149,6 +149,8 @@ void Scheduler::maybe_finished(JobRecord& j, TimePoint now, Outbox& out) {
   if (j.finished_at == kNever) j.finished_at = now;
   // What the policy and the allotments kept about it.
   drop_hold(j.spec.id);
+  // Its running slot and locks go to the next jobs of the lock queues.
+  for (JobId next : gate_.finish(j.spec.id)) on_granted(next);
   marks_.erase(j.spec.id);
   if (auto mine = reserve_jobs_.find(j.spec.user); mine != reserve_jobs_.end()) {
     mine->second.erase(j.spec.id);

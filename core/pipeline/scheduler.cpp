@@ -4,6 +4,7 @@
 #include "core/pipeline/scheduler.hpp"
 
 #include <algorithm>
+#include <cstdio>
 #include <limits>
 
 #include "core/duration.hpp"
@@ -36,6 +37,10 @@ Scheduler::Scheduler(SchedulerConfig config)
     : config_(std::move(config)),
       queue_(QueueConfig{config_.unpark_interval, config_.initial_backoff, config_.max_backoff}),
       window_(config_.partition, config_.epoch) {
+  std::vector<LockQueueSettings> queues;
+  for (const auto& cls : config_.classes) queues.push_back(cls.queue);
+  queues.push_back(LockQueueSettings{});  // operator operations: fifo, no limit
+  gate_ = LockQueue(std::move(queues));
   view_.set_one_change_in_flight(config_.strict_cas);
   // Parents before their children, whatever the order of `pools`.
   auto parent_of = [&](const std::string& pool) -> const std::string* {
@@ -73,7 +78,7 @@ Status Scheduler::add_node(const NodeSpec& spec, const NodeSnapshot& snapshot) {
 }
 
 Status Scheduler::submit(JobSpec job, TimePoint now) {
-  (void)now;  // submit_time comes with the job (the gateway stamps it)
+  last_now_ = std::max(last_now_, now);
   auto admitted = admit(config_, view_, std::move(job));
   if (!admitted) return admitted.error();
   if (!admitted->spec.wait_for_nodes) {
@@ -89,7 +94,7 @@ Status Scheduler::submit(JobSpec job, TimePoint now) {
   stats_.tasks_submitted += j.spec.count;
   if (config_.journal) journal_.jobs_accepted.push_back(j.spec);
   if (config_.classes[j.class_index].policy == ClassPolicy::reserve) reserve_jobs_[j.spec.user].insert(j.spec.id);
-  queue_.enqueue(j);
+  enter_queue(j, now);
   return Status::ok();
 }
 
@@ -140,7 +145,14 @@ Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, Time
   stats_.tasks_submitted += j.spec.count;
   if (config_.classes[j.class_index].policy == ClassPolicy::reserve && !j.finished())
     reserve_jobs_[j.spec.user].insert(j.spec.id);
-  queue_.enqueue(j);
+  if (uses_lock_queue(j) && !j.finished() && j.held() > 0) {
+    // It ran before the restart: it holds its slot and its locks again,
+    // before any job still in line can take them.
+    gate_.adopt(j.spec.id, j.class_index, j.spec.locks);
+    queue_.enqueue(j);
+  } else if (!j.finished()) {
+    enter_queue(j, now);
+  }
   return Status::ok();
 }
 
@@ -297,6 +309,9 @@ Status Scheduler::hold(Hold h) {
                                              std::to_string(h.tasks()));
   if (reservations_.of(h.job))
     return make_error(Errc::duplicate, "hold: job " + std::to_string(h.job.value) + " holds room already");
+  if (j->queue.state == QueueState::gated)
+    return make_error(Errc::wrong_state, "hold: job " + std::to_string(h.job.value) +
+                                             " has not started yet (its class's lock queue)");
   for (const auto& p : h.parts)
     if (p.node >= view_.node_count()) return make_error(Errc::unknown_name, "hold: unknown node");
   // The room counts as taken from now on: nothing else is placed there.
@@ -336,6 +351,11 @@ PlacementRequest Scheduler::request_for(const JobRecord& j, bool explain) const 
 
 void Scheduler::schedule(TimePoint now, Outbox& out) {
   if (fenced_) return;
+  last_now_ = std::max(last_now_, now);
+  if (gate_.pending() > 0) start_gated(now);
+  for (JobId id : operations_ready_)
+    if (auto it = operations_.find(id); it != operations_.end()) out.operations.emplace_back(id, it->second);
+  operations_ready_.clear();
   if (reservations_.size() > 0) claim_ready_holds(now, out);
   queue_.refresh(now, view_.take_grew(), table_);
   // DUCC: a pool's residents come before squatters from above. Jobs that
@@ -368,6 +388,98 @@ void Scheduler::schedule(TimePoint now, Outbox& out) {
            place_batch(j, true, now, out)) {
     }
   }
+}
+
+// --- the lock queue ----------------------------------------------------------------
+
+bool Scheduler::uses_lock_queue(const JobRecord& j) const {
+  return !j.spec.locks.empty() || config_.classes[j.class_index].queue.gates_every_job();
+}
+
+void Scheduler::enter_queue(JobRecord& j, TimePoint now) {
+  if (!uses_lock_queue(j)) {
+    queue_.enqueue(j);
+    return;
+  }
+  gate_.add(j.spec.id, j.class_index, j.spec.submit_time, now, j.spec.locks);
+  queue_.gate(j);
+}
+
+void Scheduler::start_gated(TimePoint now) {
+  for (const auto& started : gate_.start_ready(now)) {
+    if (!started.block) {
+      on_granted(started.job);
+      continue;
+    }
+    if (is_operation(started.job)) continue;  // its words come from the lock queue
+    JobRecord& j = table_.at(started.job);
+    JobNotes& n = views_.note(j.spec.id);
+    n.waits = WaitCause::lock;
+    n.reason = "waits for " + started.block->to_string();
+  }
+}
+
+void Scheduler::on_granted(JobId id) {
+  if (is_operation(id))
+    operations_ready_.push_back(id);
+  else
+    run_gated(table_.at(id));
+}
+
+Expected<std::pair<JobId, std::string>> Scheduler::submit_operation(Operation op, TimePoint now) {
+  if (!view_.find_node(op.node))
+    return make_error(Errc::unknown_name, describe(op) + ": partition " + std::to_string(config_.partition.value) +
+                                              " has no such node");
+  last_now_ = std::max(last_now_, now);
+  JobId id(next_operation_++);
+  gate_.add(id, static_cast<uint32_t>(config_.classes.size()), now, now, locks_of(op));
+  operations_.emplace(id, op);
+  start_gated(now);
+  std::string words = describe(op) + " (operation " + std::to_string(id.value - kFirstOperationId) + "): ";
+  if (auto block = gate_.blocked_on(id)) return std::pair{id, words + "waits for " + block->to_string()};
+  return std::pair{id, words + "under way"};
+}
+
+void Scheduler::finish_operation(JobId id) {
+  if (operations_.erase(id) == 0) return;
+  for (JobId next : gate_.finish(id)) on_granted(next);
+}
+
+void Scheduler::run_gated(JobRecord& j) {
+  JobNotes& n = views_.note(j.spec.id);
+  if (n.waits == WaitCause::lock) {
+    n.waits = WaitCause::none;
+    n.reason.clear();
+  }
+  queue_.ungate(j);
+}
+
+void Scheduler::requeue_in_lock_queue(JobRecord& j, TimePoint now) {
+  for (JobId next : gate_.finish(j.spec.id)) on_granted(next);
+  enter_queue(j, now);
+}
+
+std::optional<LockExplanation> Scheduler::lock_explanation(const JobRecord& j) const {
+  if (!uses_lock_queue(j)) return std::nullopt;
+  const LockQueueSettings& s = gate_.settings(j.class_index);
+  LockExplanation e;
+  e.order = s.order;
+  e.declared = j.spec.locks.to_string();
+  e.running_limit = s.running_limit;
+  for (LockLevel level : kAllLockLevels)
+    e.levels[static_cast<size_t>(level)] = j.spec.locks.bgl ? "bgl" : j.spec.locks[level].to_string();
+  if (auto st = gate_.standing(j.spec.id, last_now_)) {
+    e.running = st->running;
+    e.value = st->value;
+    e.age_ticks = st->age_ticks;
+    e.weight = st->weight;
+    return e;
+  }
+  e.running = gate_.running_in(j.class_index);
+  e.started = gate_.is_started(j.spec.id);
+  e.held = gate_.locks().held_by(j.spec.id).to_string();
+  e.block = gate_.blocked_on(j.spec.id);
+  return e;
 }
 
 void Scheduler::wait_for_room(JobRecord& j, PlacementVerdict verdict) {
@@ -586,8 +698,25 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
     e.summary = std::move(words);
     return e;
   };
+  e.locks = lock_explanation(*j);
   if (j->finished()) return say(WaitVerdict::ended, "finished");
   if (j->pending() == 0) return say(WaitVerdict::placed, "all tasks placed");
+  if (j->queue.state == QueueState::gated && e.locks) {
+    const LockExplanation& l = *e.locks;
+    std::string cls = "class '" + config_.classes[j->class_index].name + "'";
+    std::string slots = std::to_string(l.running) + " of " +
+                        (l.running_limit ? std::to_string(l.running_limit) : std::string("unlimited")) +
+                        " running or waiting";
+    if (l.block)
+      return say(WaitVerdict::waiting_on_lock, "holds a running slot of " + cls + " and waits for " +
+                                                   l.block->to_string());
+    char weight[32];
+    std::snprintf(weight, sizeof weight, "%.3g", l.weight);
+    return say(WaitVerdict::queued, "in line for a running slot of " + cls + " (" + slots + ", " +
+                                        std::string(to_string(l.order)) + " order): weight " + weight +
+                                        " (value " + format_tenths(l.value ? l.value->value : 0) + ", age " +
+                                        std::to_string(l.age_ticks) + " ticks)");
+  }
   const JobNotes* notes = views_.notes(id);
   if (const Hold* h = reservations_.of(id)) {
     std::string nodes;
@@ -609,6 +738,8 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
                                                " backoff(s) in a row): " + (notes ? notes->reason : ""));
     case QueueState::queued:
       return say(WaitVerdict::queued, "waiting for its turn in the queue");
+    case QueueState::gated:
+      return say(WaitVerdict::queued, "in its class's lock queue");
     case QueueState::idle:
       if (j->spec.gang && j->count_in(TaskState::claimed) > 0)
         return say(WaitVerdict::queued,
@@ -635,7 +766,16 @@ Expected<JobView> Scheduler::job_view(JobId id, bool with_tasks) const {
   bool waits = !j->finished() && j->pending() > 0;
   std::string why = waits ? explain(id) : std::string();
   if (j->cancelled) why = "cancelled";
-  return views_.view(*j, view_, with_tasks, std::move(why));
+  JobView v = views_.view(*j, view_, with_tasks, std::move(why));
+  if (j->queue.state == QueueState::gated) {
+    if (auto st = gate_.standing(id, last_now_)) {
+      v.queue_weight = st->weight;
+      v.queue_age_ticks = st->age_ticks;
+    } else if (gate_.blocked_on(id) && v.state == JobState::pending) {
+      v.state = JobState::waiting;
+    }
+  }
+  return v;
 }
 
 void Scheduler::for_each_claim_in_flight(

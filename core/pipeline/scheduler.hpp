@@ -23,6 +23,7 @@
 #include "core/class_config.hpp"
 #include "core/cluster_view.hpp"
 #include "core/explain.hpp"
+#include "core/locks/operations.hpp"
 #include "core/pipeline/claim_window.hpp"
 #include "core/pipeline/job_queue.hpp"
 #include "core/pipeline/job_views.hpp"
@@ -101,10 +102,13 @@ struct Outbox {
   std::vector<NodeId> snapshot_requests;
   /// Jobs that reached a final state since the last drain.
   std::vector<JobId> finished_jobs;
+  /// Operator operations that hold their locks: carry them out, then call
+  /// Scheduler::finish_operation.
+  std::vector<std::pair<JobId, Operation>> operations;
 
   bool empty() const {
     return claims.empty() && confirms.empty() && releases.empty() && snapshot_requests.empty() &&
-           finished_jobs.empty();
+           finished_jobs.empty() && operations.empty();
   }
   void clear() {
     claims.clear();
@@ -112,6 +116,7 @@ struct Outbox {
     releases.clear();
     snapshot_requests.clear();
     finished_jobs.clear();
+    operations.clear();
   }
 };
 
@@ -225,6 +230,15 @@ class Scheduler {
   /// unknown job, or a job that already ended.
   Status cancel(JobId job, TimePoint now, Outbox& out);
 
+  // --- operator operations -----------------------------------------------------
+  /// An operator's action on a node (drain, undrain): it waits in the lock
+  /// queue behind the jobs that hold its locks (locks_of), then goes out in
+  /// the Outbox (operations) for the actor to carry out. Returns its id and
+  /// what it does now, in words. Errors: a node this partition does not know.
+  Expected<std::pair<JobId, std::string>> submit_operation(Operation op, TimePoint now);
+  /// The actor carried it out (or gave up): its locks go to whoever waits.
+  void finish_operation(JobId id);
+
   // --- the pipeline's passes -------------------------------------------------
   /// Placement begins: time a job queued before this is not counted as
   /// placement latency (a sim holds its schedulers while it queues a load).
@@ -253,6 +267,8 @@ class Scheduler {
   const JobQueue& queue() const { return queue_; }
   const ClaimWindow& window() const { return window_; }
   const Reservations& reservations() const { return reservations_; }
+  /// The classes' lock queues and the partition's locks (Ganeti's job queue).
+  const LockQueue& lock_queue() const { return gate_; }
   /// What a job holds (claimed or running) as allotments count it: a
   /// reservation its whole machine (memory in quanta).
   Resources held_resources(const JobRecord& j) const;
@@ -309,6 +325,21 @@ class Scheduler {
   /// How many more tasks of j the resource_limits of its pool and the pools
   /// above allow; `why` names the pool when none.
   uint32_t limits_room(const JobRecord& j, std::string* why) const;
+  // the lock queue (scheduler.cpp)
+  /// j declares locks, or its class limits running jobs or orders them.
+  bool uses_lock_queue(const JobRecord& j) const;
+  /// j goes in line: in its class's lock queue, or straight to placement.
+  void enter_queue(JobRecord& j, TimePoint now);
+  /// Starts jobs of the lock queues that have a free running slot.
+  void start_gated(TimePoint now);
+  /// j holds its locks: placement may go on.
+  void run_gated(JobRecord& j);
+  /// A job or an operation of the lock queue holds its locks now.
+  void on_granted(JobId id);
+  /// j lost every task it had placed (preempted or evicted): it gives back
+  /// its running slot and its locks, and goes back in line.
+  void requeue_in_lock_queue(JobRecord& j, TimePoint now);
+  std::optional<LockExplanation> lock_explanation(const JobRecord& j) const;
   void wait_for_room(JobRecord& j, PlacementVerdict verdict);
   void wait(JobRecord& j, WaitCause cause, std::string why);
   ClaimRequest make_claim(const JobRecord& j, NodeIndex n, std::vector<TaskIndex> tasks,
@@ -372,6 +403,14 @@ class Scheduler {
   Reconciler reconciler_;    // reconciliation
   JobViews views_;           // job views
   Reservations reservations_;  // placement (room held for the policy)
+  LockQueue gate_;           // queue: running slots and locks per class
+  /// Operations queued or under way, and those that hold their locks and
+  /// wait to go out in the next Outbox.
+  std::map<JobId, Operation> operations_;
+  std::vector<JobId> operations_ready_;
+  uint64_t next_operation_ = kFirstOperationId;
+  /// The last time the pipeline was told (ages in the lock queue are as of then).
+  TimePoint last_now_{0};
   /// What the policy said about a job: its rank in the queue, its fair share
   /// in tasks, its cap (policy).
   struct PolicyMark {

@@ -12,6 +12,8 @@ std::string_view to_string(QueueState s) {
       return "queued";
     case QueueState::waiting_for_capacity:
       return "waiting_for_capacity";
+    case QueueState::gated:
+      return "gated";
     case QueueState::backing_off:
       return "backing_off";
   }

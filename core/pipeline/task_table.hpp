@@ -56,6 +56,9 @@ enum class QueueState : uint8_t {
   waiting_for_capacity,
   /// Its tasks exhausted their claim attempts; placed again when the backoff ends.
   backing_off,
+  /// In its class's lock queue: in line for a running slot, or holding one
+  /// and waiting on a lock (LockQueue). Placed once it holds its locks.
+  gated,
 };
 
 std::string_view to_string(QueueState s);

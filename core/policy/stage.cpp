@@ -146,6 +146,8 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
     info.per_task = j.spec.per_task;
     uint32_t h = held.count(j.spec.id) ? held[j.spec.id] : 0;
     info.pending = j.pending() - std::min(h, j.pending());
+    // In its class's lock queue it cannot start yet: room made for it would idle.
+    if (j.queue.state == QueueState::gated) info.pending = 0;
     info.preemptible = j.spec.preemptible;
     info.submit_time = j.spec.submit_time;
     info.constraints = j.spec.constraints;

@@ -194,5 +194,19 @@ TEST_F(NodeActorTest, ADrainedNodeTakesNoNewClaims) {
   EXPECT_EQ(log->claims[0].outcome, core::ClaimOutcome::not_schedulable);
 }
 
+TEST_F(NodeActorTest, AnOperatorDrainsAndUndrainsANode) {
+  auto drained = ask<core::NodeSnapshot>(node, actors::drain_atom::value, true);
+  ASSERT_TRUE(drained);
+  EXPECT_EQ(drained->state, core::NodeState::draining);
+  auto undrained = ask<core::NodeSnapshot>(node, actors::drain_atom::value, false);
+  ASSERT_TRUE(undrained);
+  EXPECT_EQ(undrained->state, core::NodeState::up);
+  EXPECT_GT(undrained->generation, drained->generation);
+  caf::send_as(listener, node, claim(1, 10, {0}, true));
+  run();
+  ASSERT_EQ(log->claims.size(), 1u);
+  EXPECT_EQ(log->claims[0].outcome, core::ClaimOutcome::accepted);
+}
+
 }  // namespace
 }  // namespace claimsched::testing

@@ -239,6 +239,7 @@ node_actor::behavior_type silent_node(node_actor::pointer, core::NodeSpec spec) 
       [=](actors::report_atom) { return core::NodeReport{}; },
       [](actors::logs_atom, const core::LogRequest&) { return core::LogChunk{}; },
       [](actors::drain_atom) { return core::NodeSnapshot{}; },
+      [](actors::drain_atom, bool) { return core::NodeSnapshot{}; },
       [](actors::tick_atom) {},
       [](actors::TaskEnded&) {},
   };

@@ -78,6 +78,28 @@ TEST(JobFile, BadFieldsAreNamedWithTheirLine) {
   EXPECT_NE(count.error().message.find("job.toml:1: job field 'count'"), std::string::npos) << count.error().message;
 }
 
+TEST(JobFile, LocksAreOneStringOrAListOfClausesAndBadOnesAreNamed) {
+  auto toml = parse_job_file("command = [\"/bin/true\"]\nlocks = [\"node=exclusive:n1\", \"instance=shared:web\"]\n",
+                             "job.toml");
+  ASSERT_TRUE(toml) << toml.error().message;
+  auto json = parse_job_file(R"({"command": ["/bin/true"], "locks": "instance=shared:web node=exclusive:n1"})",
+                             "job.json");
+  ASSERT_TRUE(json) << json.error().message;
+  EXPECT_EQ(toml->spec.locks, json->spec.locks);
+  EXPECT_EQ(toml->spec.locks.to_string(), "instance=shared:web node=exclusive:n1");
+  auto merged = merge_jobs(*toml, [] {
+    JobDraft d;
+    d.spec.locks.bgl = true;
+    d.given.insert("locks");
+    return d;
+  }());
+  EXPECT_TRUE(merged.spec.locks.bgl);  // --lock replaces the file's declaration
+  auto bad = parse_job_file("command = [\"/bin/true\"]\nlocks = \"node=exclusive:a,all\"\n", "job.toml");
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.error().message.find("job field 'locks'"), std::string::npos) << bad.error().message;
+  EXPECT_NE(bad.error().message.find("names and 'all' mixed"), std::string::npos) << bad.error().message;
+}
+
 TEST(JobResources, UsualSlipsGetAHint) {
   EXPECT_EQ(parse_job_resources("CPU=1").error().message,
             "unknown resource 'CPU': resource names are lower case: did you mean 'cpu'?");

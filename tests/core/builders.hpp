@@ -53,6 +53,13 @@ inline Resources res(std::string_view text) {
   return *r;
 }
 
+/// Parses a lock declaration ("node=exclusive:n1 instance=shared:i") or throws.
+inline LockDeclaration locks(std::string_view text) {
+  auto d = parse_lock_declaration(text);
+  if (!d) throw std::invalid_argument("bad locks in test: " + d.error().to_string());
+  return *d;
+}
+
 inline int64_t qty(DimensionId d, std::string_view text) {
   auto q = parse_quantity(d, text);
   if (!q) throw std::invalid_argument("bad quantity in test: " + q.error().to_string());

@@ -288,6 +288,7 @@ void SimCluster::route(size_t s, Outbox& out) {
     push({s, n, true});
   }
   Slot& slot = schedulers_[s];
+  slot.operations.insert(slot.operations.end(), out.operations.begin(), out.operations.end());
   for (auto id : out.finished_jobs) {
     if (!slot.finished_set.insert(id).second)
       violation("scheduler " + std::to_string(s) + " reported job " + std::to_string(id.value) +

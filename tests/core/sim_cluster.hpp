@@ -86,6 +86,9 @@ class SimCluster {
   size_t scheduler_count() const { return schedulers_.size(); }
   /// Jobs the scheduler reported finished (Outbox::finished_jobs), in order.
   const std::vector<JobId>& finished_jobs(size_t s) const { return schedulers_[s].finished; }
+  /// Operator operations the scheduler sent out (Outbox::operations), in
+  /// order; the test carries them out and calls finish_operation.
+  std::vector<std::pair<JobId, Operation>>& operations(size_t s) { return schedulers_[s].operations; }
 
   Status submit(size_t s, JobSpec job);
   /// on_tick then schedule, as the actor's timer would.
@@ -146,6 +149,7 @@ class SimCluster {
     std::unique_ptr<Scheduler> scheduler;
     std::vector<JobId> finished;
     std::set<JobId> finished_set;
+    std::vector<std::pair<JobId, Operation>> operations;
   };
 
   bool subscribed(size_t s, size_t n) const;

@@ -644,6 +644,18 @@ TEST(CodecErrors, ZerosThatMeanMissing) {
             "JobSpec.count: missing (a job has at least one task)");
 }
 
+TEST(CodecErrors, AGarbledLockDeclarationIsNamed) {
+  pb::JobSpec job;
+  to_proto(sample_job(), job);
+  job.set_locks("node=exclusive:n1 disk=shared:x");
+  EXPECT_EQ(decode_error_of<core::JobSpec>(job).message,
+            "JobSpec.locks: lock 'disk=shared:x': unknown level 'disk' (group, instance, node, node_res, network)");
+  job.set_locks("");
+  core::JobSpec decoded;
+  ASSERT_TRUE(decode(job.SerializeAsString(), decoded));
+  EXPECT_TRUE(decoded.locks.empty());
+}
+
 TEST(CodecErrors, NegativeDurations) {
   pb::JobSpec job;
   to_proto(sample_job(), job);

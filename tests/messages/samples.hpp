@@ -76,6 +76,7 @@ inline core::JobSpec sample_job(bool preemptible = true) {
   j.max_retries = 2;
   j.max_lost_retries = 5;
   j.wait_for_nodes = true;
+  j.locks = *core::parse_lock_declaration("group=shared:gpu instance=unknown-exclusive node=exclusive:n1,n2");
   return j;
 }
 
@@ -296,6 +297,8 @@ inline core::JobView sample<core::JobView>() {
   v.tasks = {sample_task_view(0), sample_task_view(1)};
   v.started_at = core::TimePoint{5s};
   v.finished_at = core::TimePoint{9s};
+  v.queue_weight = 2.5;
+  v.queue_age_ticks = 3;
   return v;
 }
 template <>

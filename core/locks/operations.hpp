@@ -1,0 +1,40 @@
+#pragma once
+
+// The cluster's own operations that go through the lock queue, with the
+// locks each takes (Ganeti's static lock declarations per opcode): an
+// operator's drain waits its turn behind the jobs that hold its node's lock
+// instead of racing them.
+
+#include <string>
+
+#include "core/ids.hpp"
+#include "core/locks/declaration.hpp"
+
+namespace claimsched::core {
+
+enum class OperationKind : uint8_t {
+  /// `claimsched node drain NODE`: the node takes no new work.
+  drain_node = 0,
+  /// `claimsched node undrain NODE`: it takes work again.
+  undrain_node,
+};
+
+struct Operation {
+  OperationKind kind = OperationKind::drain_node;
+  NodeId node;
+  /// The node's name: jobs name nodes in their lock declarations.
+  std::string node_name;
+};
+
+/// "drain node a1".
+std::string describe(const Operation& op);
+/// The fixed table: drain and undrain take `node` exclusive on that node.
+LockDeclaration locks_of(const Operation& op);
+
+/// Operations share the lock queue with jobs; their ids live at and above
+/// this, where no job's id may be (core::validate(JobSpec) refuses them; the
+/// gateway's ids stay below 2^63).
+inline constexpr uint64_t kFirstOperationId = uint64_t{1} << 63;
+inline bool is_operation(JobId id) { return id.value >= kFirstOperationId; }
+
+}  // namespace claimsched::core
