@@ -75,8 +75,14 @@ void ProcessExecutor::launch_loop() {
       queued_.pop_front();
       launching_ = q.task;
       kill_when_launched_.reset();
+      launcher_busy_ = true;
     }
     launch(std::move(q));
+    {
+      std::lock_guard<std::mutex> guard(mutex_);
+      launcher_busy_ = false;
+    }
+    queue_changed_.notify_all();
   }
 }
 
@@ -138,11 +144,26 @@ void ProcessExecutor::track(uint64_t handle, const Running& r, std::optional<std
   if (early) report(r, std::move(*early));
 }
 
-size_t ProcessExecutor::detach_all() {
+size_t ProcessExecutor::detach_all(std::chrono::milliseconds launch_wait) {
+  {
+    // A start under way when the supervisor detaches would either be left
+    // out of the list while its keeper detaches (it runs on, unknown to the
+    // next agent, which runs it again) or start after the detach and die
+    // with this agent: the launcher finishes first, then stops.
+    std::unique_lock<std::mutex> lock(mutex_);
+    queue_changed_.wait_for(lock, launch_wait, [&] { return queued_.empty() && !launcher_busy_; });
+    if (!queued_.empty()) {
+      spdlog::warn("agent: {} task(s) still waiting to start are not started; the next agent reports them lost",
+                   queued_.size());
+      queued_.clear();
+    }
+    stopping_ = true;  // nothing queued starts any more
+    queue_changed_.notify_all();
+    queue_changed_.wait(lock, [&] { return !launcher_busy_; });
+  }
   auto detached = supervisor_->detach_all();
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    stopping_ = true;  // nothing queued starts any more
     for (const auto& d : detached) {
       auto it = by_handle_.find(d.handle);
       if (it == by_handle_.end()) continue;

@@ -47,8 +47,11 @@ class ProcessExecutor : public TaskExecutor {
   std::string stderr_path(core::TaskRef task) const;
 
   /// Leaves every running task to its keeper to outlive this agent, and
-  /// writes the list the next agent adopts them from. Returns how many.
-  size_t detach_all();
+  /// writes the list the next agent adopts them from. Starts already queued
+  /// are launched first (for up to `launch_wait`), so that every task its
+  /// node confirmed runs on; what is still queued then never starts.
+  /// Returns how many tasks were left running.
+  size_t detach_all(std::chrono::milliseconds launch_wait = std::chrono::seconds(10));
   /// Reads the list an earlier agent left (before any node actor starts).
   void load_detached();
   /// Takes over `task` if an earlier agent left it running: its end comes
@@ -104,6 +107,9 @@ class ProcessExecutor : public TaskExecutor {
   /// once it runs if a kill came meanwhile.
   std::optional<core::TaskRef> launching_;
   std::optional<std::string> kill_when_launched_;
+  /// The launcher holds a start it has not finished tracking (launching_
+  /// clears before the process is tracked): detach_all() waits for it.
+  bool launcher_busy_ = false;
   /// Left running by an earlier agent, not adopted yet.
   std::map<core::TaskRef, agent::DetachedTask> candidates_;
   /// Adopted from an earlier agent and still running (for write_detached).

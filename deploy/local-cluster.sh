@@ -28,11 +28,16 @@
 # (`claimsched agent --on-stop`). start starts what is not running: agents
 # left from before (say, after the server alone was killed) are kept, not
 # started a second time.
+#
+# Logs (server.log, agent-I.log) are appended across restarts, each start
+# marked by a "--- local-cluster start" line; their level is
+# $CLAIMSCHED_LOG_LEVEL (trace, debug, info, warn, error), default info.
 set -euo pipefail
 
 here="$(cd "$(dirname "$0")/.." && pwd)"
 bin="${CLAIMSCHED_BIN:-$here/build/apps/claimsched}"
 dir="${CLAIMSCHED_LOCAL_DIR:-/tmp/claimsched-local}"
+log_level="${CLAIMSCHED_LOG_LEVEL:-info}"
 agents=3
 slots=4
 port=0
@@ -94,7 +99,7 @@ start_members() {
   for i in $(seq 1 "$members"); do
     p="$(port_in "$dir/member-$i.port")"
     # --etcd: this etcd, also when --config names a file (it needs an [ha] section).
-    nohup "$bin" --log-level info server --config "$config" --name "member-$i" --port "$p" \
+    nohup "$bin" --log-level "$log_level" server --config "$config" --name "member-$i" --port "$p" \
       --data-dir "$dir/member-$i" --etcd "http://127.0.0.1:$client" >>"$dir/member-$i.log" 2>&1 &
     echo $! >"$dir/member-$i.pid"
     address="${address:+$address,}127.0.0.1:$p"
@@ -158,11 +163,13 @@ EOF
     else
       args+=(--port "$port")
     fi
-    : >"$dir/server.log"
-    nohup "$bin" "${args[@]}" >"$dir/server.log" 2>&1 &
+    # Logs are appended: a restart keeps what the previous run said.
+    local log_from=$(($(stat -c %s "$dir/server.log" 2>/dev/null || echo 0) + 1))
+    echo "--- local-cluster start $(date -u +%FT%T.%3NZ)" >>"$dir/server.log"
+    nohup "$bin" --log-level "$log_level" "${args[@]}" >>"$dir/server.log" 2>&1 &
     echo $! >"$dir/server.pid"
     for _ in $(seq 1 100); do
-      address="$(sed -n 's/^claimsched server listening on \([^ ]*\) .*/\1/p' "$dir/server.log" | head -1)"
+      address="$(tail -c +"$log_from" "$dir/server.log" | sed -n 's/^claimsched server listening on \([^ ]*\) .*/\1/p' | head -1)"
       [[ -n "$address" ]] && break
       alive "$dir/server.pid" || { cat "$dir/server.log" >&2; die "the server exited"; }
       sleep 0.1
@@ -180,9 +187,10 @@ EOF
       echo "local-cluster: agent-$i is still running (PID $(cat "$dir/agent-$i.pid")); keeping it" >&2
       continue
     fi
-    nohup "$bin" agent "${agent_config[@]}" --server "$address" --name "local-$i" \
+    echo "--- local-cluster start $(date -u +%FT%T.%3NZ)" >>"$dir/agent-$i.log"
+    nohup "$bin" --log-level "$log_level" agent "${agent_config[@]}" --server "$address" --name "local-$i" \
       --resources "cpu=$slots,memory=${slots}Gi" --state-dir "$dir/agent-$i" \
-      >"$dir/agent-$i.log" 2>&1 &
+      >>"$dir/agent-$i.log" 2>&1 &
     echo $! >"$dir/agent-$i.pid"
     started+=("$i")
   done

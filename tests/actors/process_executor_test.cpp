@@ -1,0 +1,80 @@
+// The agent's executor against real processes: a stop that leaves tasks
+// running hands every one of them to the next agent, even one whose start
+// was still under way.
+
+#include "actors/process_executor.hpp"
+
+#include <signal.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "tests/actors/actor_fixture.hpp"
+
+namespace claimsched::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class ProcessExecutorTest : public ActorTest {
+ protected:
+  ProcessExecutorTest() {
+    char pattern[] = "/tmp/claimsched-executor-XXXXXX";
+    dir_ = ::mkdtemp(pattern);
+    spec_.id = core::NodeId{1};
+    spec_.name = "n1";
+    node_ = spawn([](caf::event_based_actor* self) -> caf::behavior {
+      self->set_default_handler(caf::drop);
+      return {[](caf::unit_t) {}};
+    });
+  }
+  ~ProcessExecutorTest() override { std::filesystem::remove_all(dir_); }
+
+  core::Allocation sleeping(uint32_t index) const {
+    core::Allocation a;
+    a.task = core::TaskRef{core::JobId{7}, index};
+    a.claim_id = core::ClaimId{100 + index};
+    a.running = true;
+    a.launch = core::LaunchRef(core::TaskLaunch{{"/bin/sleep", "30"}, {}, "", core::Duration{0}});
+    return a;
+  }
+
+  std::string dir_;
+  core::NodeSpec spec_;
+  caf::actor node_;
+};
+
+TEST_F(ProcessExecutorTest, AStopRightAfterStartsLeavesEveryStartedTaskToTheNextAgent) {
+  constexpr uint32_t kTasks = 6;
+  {
+    actors::ProcessExecutor agent(dir_);
+    for (uint32_t i = 0; i < kTasks; ++i) ASSERT_TRUE(agent.start(node_, spec_, sleeping(i)));
+    // At once: most of these starts are still queued or under way.
+    EXPECT_EQ(agent.detach_all(), kTasks);
+  }
+  actors::ProcessExecutor next(dir_);
+  next.load_detached();
+  for (uint32_t i = 0; i < kTasks; ++i) EXPECT_TRUE(next.adopt(node_, sleeping(i))) << "task " << i;
+  for (uint32_t i = 0; i < kTasks; ++i) next.kill(sleeping(i).task, "the test is over");
+}
+
+TEST_F(ProcessExecutorTest, StartsThatCannotLaunchInTimeAreNotStartedAfterTheStop) {
+  actors::ProcessExecutor agent(dir_);
+  for (uint32_t i = 0; i < 3; ++i) ASSERT_TRUE(agent.start(node_, spec_, sleeping(i)));
+  size_t left = agent.detach_all(0ms);
+  EXPECT_LE(left, 3u);
+  EXPECT_FALSE(agent.start(node_, spec_, sleeping(3))) << "a stopping agent starts nothing new";
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(agent.busy(), 0u) << "what was not left running never starts";
+  actors::ProcessExecutor next(dir_);
+  next.load_detached();
+  size_t adopted = 0;
+  for (uint32_t i = 0; i < 3; ++i) adopted += next.adopt(node_, sleeping(i)) ? 1 : 0;
+  EXPECT_EQ(adopted, left) << "every task left running, and only those, is adopted";
+  for (uint32_t i = 0; i < 3; ++i) next.kill(sleeping(i).task, "the test is over");
+}
+
+}  // namespace
+}  // namespace claimsched::testing
