@@ -106,6 +106,16 @@ TEST_F(ClusterTest, AnAgentThatComesBackAfterItsTasksWereRequeuedHasThemKilled) 
                                                  "'");
   ASSERT_NE(job, 0u);
   ASSERT_TRUE(LocalCluster::wait_until([&] { return count_tasks_on(*cluster.status(job), "running") == 8; }, 20s));
+  // Running for the server means confirmed; on a loaded machine the agent
+  // may still be launching. Frozen before its processes exist, a1 would
+  // start none of them (it drops the stale starts when it wakes).
+  auto started = [&] {
+    std::istringstream in(LocalCluster::read_file(pids));
+    int n = 0;
+    for (pid_t pid; in >> pid;) ++n;
+    return n;
+  };
+  ASSERT_TRUE(LocalCluster::wait_until([&] { return started() == 8; }, 20s)) << LocalCluster::read_file(pids);
   // a1 freezes (a network partition, as far as the server can tell) while its
   // task processes keep running; past node_grace its tasks are lost and wait
   // for a slot again (a2 is full).
