@@ -124,6 +124,7 @@ class Bench:
     def __init__(self, args):
         self.args = args
         self.dir = args.dir or tempfile.mkdtemp(prefix="claimsched-failover-")
+        os.makedirs(self.dir, exist_ok=True)
         self.cluster = None
         self.single = None
 
