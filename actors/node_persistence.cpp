@@ -9,19 +9,19 @@ namespace claimsched::actors {
 void NodeChanges::claim_added(const core::LiveClaim& claim) {
   core::LiveClaim stored = claim;
   stored.expires = clock_.to_wall(claim.expires);
-  batch_.put_claim(spec_.id, stored);
+  batch_.put_claim(node_, stored);
 }
 
-void NodeChanges::claim_removed(core::ClaimId claim) { batch_.erase_claim(spec_.id, claim); }
+void NodeChanges::claim_removed(core::ClaimId claim) { batch_.erase_claim(node_, claim); }
 
 void NodeChanges::allocation_set(const core::Allocation& allocation) {
   core::Allocation stored = allocation;
   stored.confirmed_at = clock_.to_wall(allocation.confirmed_at);
   stored.finishes_at = clock_.to_wall(allocation.finishes_at);
-  batch_.put_allocation(spec_.id, stored);
+  batch_.put_allocation(node_, stored);
 }
 
-void NodeChanges::allocation_removed(core::TaskRef task) { batch_.erase_allocation(spec_.id, task); }
+void NodeChanges::allocation_removed(core::TaskRef task) { batch_.erase_allocation(node_, task); }
 
 void NodeChanges::events(const core::NodeLedger& ledger, const std::vector<core::NodeEvent>& events) {
   for (const auto& ev : events) {
@@ -45,7 +45,7 @@ void NodeChanges::events(const core::NodeLedger& ledger, const std::vector<core:
 void NodeChanges::commit(const core::NodeLedger& ledger) {
   if (header_) {
     storage::StoredNodeHeader header;
-    header.spec = spec_;
+    header.spec = std::move(*header_);
     header.spec.capacity = ledger.capacity();
     header.state = ledger.state();
     header.generation = ledger.generation();
@@ -53,7 +53,7 @@ void NodeChanges::commit(const core::NodeLedger& ledger) {
     batch_.put_header(header);
   }
   if (batch_.empty()) return;
-  store_.submit(std::move(batch_), [node = spec_.id](core::Status st) {
+  store_.submit(std::move(batch_), [node = node_](core::Status st) {
     if (!st) spdlog::error("node {}: writing its state failed: {}", node.value, st.error().to_string());
   });
 }

@@ -8,6 +8,7 @@
 // core::Scheduler::reconcile_node), which never allocates a task twice.
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "actors/clock.hpp"
@@ -19,8 +20,8 @@ namespace claimsched::actors {
 /// Collects one ledger operation's changes into one batch.
 class NodeChanges {
  public:
-  NodeChanges(storage::NodeStore& store, const core::NodeSpec& spec, ClockMapping clock)
-      : store_(store), spec_(spec), clock_(clock), batch_(store.batch()) {}
+  NodeChanges(storage::NodeStore& store, core::NodeId node, ClockMapping clock)
+      : store_(store), node_(node), clock_(clock), batch_(store.batch()) {}
 
   void claim_added(const core::LiveClaim& claim);
   void claim_removed(core::ClaimId claim);
@@ -28,8 +29,9 @@ class NodeChanges {
   void allocation_removed(core::TaskRef task);
   /// Records the changes a ledger's events describe (expiry, start, end).
   void events(const core::NodeLedger& ledger, const std::vector<core::NodeEvent>& events);
-  /// The header (spec, state, epochs, generation) changed too.
-  void header_changed() { header_ = true; }
+  /// The header (spec, state, epochs, generation) changed too; `spec` is the
+  /// node's (commit writes the ledger's capacity).
+  void header_changed(core::NodeSpec spec) { header_ = std::move(spec); }
   /// Submits; errors are logged (the store is then fail-stop: every later
   /// write fails too, and the log says so). The header is written only when
   /// it changed in substance: a restarted node's generation restarts above the
@@ -40,10 +42,10 @@ class NodeChanges {
 
  private:
   storage::NodeStore& store_;
-  const core::NodeSpec& spec_;
+  core::NodeId node_;
   ClockMapping clock_;
   storage::NodeStore::Batch batch_;
-  bool header_ = false;
+  std::optional<core::NodeSpec> header_;
 };
 
 /// A node's ledger rebuilt from what its store holds (times mapped back to

@@ -285,6 +285,10 @@ int run_agent(const AgentOptions& opt) {
   std::vector<actors::node_actor> nodes;
   auto clock = actors::ClockMapping{actors::now(sys), actors::wall_now()};
   auto fresh = node_store->batch();
+  auto host = std::make_shared<actors::NodeHost>();
+  host->store = node_store;
+  host->executor = executor;
+  host->finish_unrun_tasks = opt.simulate > 0;
   for (uint32_t i = 0; i < count; ++i) {
     core::NodeSpec spec;
     spec.name = opt.simulate == 0 ? a.name : a.name + "-" + std::to_string(i + 1);
@@ -296,9 +300,7 @@ int run_agent(const AgentOptions& opt) {
     actors::NodeActorConfig nc;
     nc.spec = spec;
     nc.ledger = ledger;
-    nc.store = node_store;
-    nc.executor = executor;
-    nc.finish_unrun_tasks = opt.simulate > 0;
+    nc.host = host;
     if (auto it = stored.find(spec.id); it != stored.end()) {
       nc.restored = actors::restore_ledger(it->second, ledger, clock);
       nc.restored->set_capacity(capacity);
@@ -310,7 +312,7 @@ int run_agent(const AgentOptions& opt) {
       fresh.put_report(r);
     }
     specs.push_back(spec);
-    nodes.push_back(sys.spawn(actors::node, std::move(nc)));
+    nodes.push_back(actors::spawn_node(sys, std::move(nc)));
   }
   if (!fresh.empty())
     if (auto st = node_store->write(std::move(fresh)); !st) return fail(1, st.error().to_string());

@@ -349,11 +349,13 @@ int run_sim(const SimOptions& cli) {
   auto clock = actors::ClockMapping{actors::now(sys), actors::wall_now()};
   std::optional<storage::NodeStore::Batch> first_registration;
   if (node_store) first_registration = node_store->batch();
+  auto host = std::make_shared<actors::NodeHost>();
+  host->store = node_store;
   for (auto& spec : specs) {
     actors::NodeActorConfig nc;
     nc.spec = spec;
     nc.ledger = ledger;
-    nc.store = node_store;
+    nc.host = host;
     if (auto it = stored_nodes.find(spec.id); it != stored_nodes.end()) {
       nc.restored = actors::restore_ledger(it->second, ledger, clock);
     } else if (node_store) {
@@ -362,7 +364,7 @@ int run_sim(const SimOptions& cli) {
       fresh.snapshot = core::NodeLedger(spec.id, spec.capacity, ledger).snapshot();
       first_registration->put_report(fresh);
     }
-    nodes.push_back(sys.spawn(actors::node, std::move(nc)));
+    nodes.push_back(actors::spawn_node(sys, std::move(nc)));
   }
   stored_nodes.clear();
   if (first_registration && !first_registration->empty())

@@ -72,7 +72,7 @@ int run_starvation_scenario(const SimOptions& opt) {
   for (const auto& spec : specs) {
     actors::NodeActorConfig nc;
     nc.spec = spec;
-    nodes.push_back(sys.spawn(actors::node, std::move(nc)));
+    nodes.push_back(actors::spawn_node(sys, std::move(nc)));
     self->send(scheduler, actors::register_atom::value, nodes.back());
   }
   auto status = [&] {

@@ -9,9 +9,9 @@ Resources CapacityIndex::unavailable() {
 }
 
 void CapacityIndex::grow() {
-  size_t new_leaves = leaves_ == 0 ? 16 : leaves_ * 2;
+  size_t new_leaves = leaves_ == 0 ? 2 : leaves_ * 2;
   std::vector<Resources> tree(2 * new_leaves, unavailable());
-  for (size_t i = 0; i < size_; ++i) tree[new_leaves + i] = tree_[leaves_ + i];
+  for (size_t b = 0; b < leaves_; ++b) tree[new_leaves + b] = tree_[leaves_ + b];
   tree_ = std::move(tree);
   leaves_ = new_leaves;
   for (size_t node = leaves_ - 1; node >= 1; --node) pull_up(node);
@@ -38,25 +38,40 @@ CapacityIndex::Hint& CapacityIndex::hint_for(const Resources& shape, size_t anch
 
 void CapacityIndex::pull_up(size_t node) { tree_[node] = tree_[2 * node].max(tree_[2 * node + 1]); }
 
+Resources CapacityIndex::bucket_max(size_t bucket) const {
+  Resources merged = unavailable();
+  size_t end = std::min((bucket + 1) * kBucket, slots_.size());
+  for (size_t slot = bucket * kBucket; slot < end; ++slot) merged = merged.max(slots_[slot]);
+  return merged;
+}
+
 size_t CapacityIndex::add(const Resources& available) {
-  if (size_ == leaves_) grow();
-  size_t slot = size_++;
+  if (slots_.size() == leaves_ * kBucket) grow();
+  if (slots_.size() == slots_.capacity()) slots_.reserve(slots_.size() + std::max(kBucket, slots_.size() / 8));
+  size_t slot = slots_.size();
+  slots_.push_back(unavailable());
   update(slot, available);
   return slot;
 }
 
 void CapacityIndex::update(size_t slot, const Resources& available) {
-  size_t node = leaves_ + slot;
-  if (!available.fits_in(tree_[node])) {
+  const Resources before = slots_[slot];
+  if (!available.fits_in(before)) {
     // The slot grew: whatever was known not to fit there may fit now.
     for (auto& h : hints_) {
       if (!h.down && h.anchor <= slot && slot < h.bound) h.bound = slot;
       if (h.down && h.bound <= slot && slot < h.anchor) h.bound = slot + 1;
     }
   }
-  tree_[node] = available;
+  slots_[slot] = available;
+  size_t node = leaves_ + slot / kBucket;
+  // A slot that only grew raises its bucket's maximum at most; one that
+  // shrank anywhere may lower it, which only its bucket can tell.
+  Resources merged = before.fits_in(available) ? tree_[node].max(available) : bucket_max(slot / kBucket);
+  if (merged == tree_[node]) return;
+  tree_[node] = merged;
   for (node /= 2; node >= 1; node /= 2) {
-    Resources merged = tree_[2 * node].max(tree_[2 * node + 1]);
+    merged = tree_[2 * node].max(tree_[2 * node + 1]);
     if (merged == tree_[node]) break;  // ancestors already agree
     tree_[node] = merged;
   }

@@ -12,7 +12,7 @@ constexpr auto kLater = [](TimePoint a, TimePoint b) { return a > b; };
 }  // namespace
 
 NodeLedger::NodeLedger(NodeId id, Resources capacity, LedgerConfig config)
-    : id_(id), capacity_(capacity), config_(config) {}
+    : id_(id), capacity_(capacity), free_(capacity), config_(config) {}
 
 NodeSnapshot NodeLedger::snapshot() const {
   NodeSnapshot s;
@@ -23,6 +23,18 @@ NodeSnapshot NodeLedger::snapshot() const {
   s.free = free();
   s.starting = starting_;
   return s;
+}
+
+Resources NodeLedger::allocated() const {
+  Resources sum;
+  for (const auto& a : allocations_) sum += a.resources;
+  return sum;
+}
+
+Resources NodeLedger::claimed() const {
+  Resources sum;
+  for (const auto& c : claims_) sum += c.total();
+  return sum;
 }
 
 Epoch NodeLedger::highest_epoch(PartitionId partition) const {
@@ -68,7 +80,7 @@ void NodeLedger::push_deadline(TimePoint at) {
 
 LiveClaim NodeLedger::drop_claim(size_t index) {
   LiveClaim claim = std::move(claims_[index]);
-  claimed_ -= claim.total();
+  free_ += claim.total();
   starting_ -= static_cast<uint32_t>(claim.tasks.size());
   if (index + 1 != claims_.size()) claims_[index] = std::move(claims_.back());
   claims_.pop_back();
@@ -117,7 +129,7 @@ ClaimReply NodeLedger::claim(const ClaimRequest& request, TimePoint now) {
   live.tasks = request.tasks;
   live.simulated_runtime = request.simulated_runtime;
   live.launch = request.launch;
-  claimed_ += total;
+  free_ -= total;
   starting_ += static_cast<uint32_t>(live.tasks.size());
   push_deadline(live.expires);
   claims_.push_back(std::move(live));
@@ -165,7 +177,7 @@ ConfirmReply NodeLedger::confirm(const ConfirmRequest& request, TimePoint now) {
       push_deadline(now + config_.start_delay);
     }
     push_deadline(a.finishes_at);
-    allocated_ += a.resources;
+    free_ -= a.resources;
     allocations_.push_back(a);
   }
   ++generation_;
@@ -195,7 +207,7 @@ ReleaseReply NodeLedger::release(const ReleaseRequest& request, TimePoint /*now*
   for (auto index : request.tasks) {
     auto it = find_allocation(TaskRef{request.job, index});
     if (it == allocations_.end() || it->partition != request.partition) continue;
-    allocated_ -= it->resources;
+    free_ += it->resources;
     if (!it->running) --starting_;
     *it = allocations_.back();
     allocations_.pop_back();
@@ -221,7 +233,7 @@ bool NodeLedger::finish_task(TaskRef task, TaskState final_state, int32_t exit_c
   ev.end = end;
   events.push_back(ev);
   remember_finished(ev);
-  allocated_ -= it->resources;
+  free_ += it->resources;
   if (!it->running) --starting_;
   *it = allocations_.back();
   allocations_.pop_back();
@@ -294,7 +306,7 @@ bool NodeLedger::advance(TimePoint now, std::vector<NodeEvent>& events) {
       ev.final_state = TaskState::succeeded;
       events.push_back(ev);
       remember_finished(ev);
-      allocated_ -= a.resources;
+      free_ += a.resources;
       allocations_[i] = allocations_.back();
       allocations_.pop_back();
       changed = true;
@@ -315,13 +327,14 @@ bool NodeLedger::set_state(NodeState state) {
 
 void NodeLedger::set_capacity(const Resources& capacity) {
   if (capacity == capacity_) return;
+  free_ += capacity - capacity_;
   capacity_ = capacity;
   ++generation_;
 }
 
 bool NodeLedger::restore_allocation(const Allocation& allocation) {
   if (holds(allocation.task)) return false;
-  allocated_ += allocation.resources;
+  free_ -= allocation.resources;
   if (!allocation.running) ++starting_;
   allocations_.push_back(allocation);
   if (!allocation.running) push_deadline(allocation.confirmed_at + config_.start_delay);
@@ -332,7 +345,7 @@ bool NodeLedger::restore_allocation(const Allocation& allocation) {
 bool NodeLedger::restore_claim(const LiveClaim& claim) {
   for (auto index : claim.tasks)
     if (holds(TaskRef{claim.job, index})) return false;
-  claimed_ += claim.total();
+  free_ -= claim.total();
   starting_ += static_cast<uint32_t>(claim.tasks.size());
   push_deadline(claim.expires);
   claims_.push_back(claim);

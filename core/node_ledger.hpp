@@ -68,9 +68,12 @@ class NodeLedger {
   Generation generation() const { return generation_; }
   NodeState state() const { return state_; }
   const Resources& capacity() const { return capacity_; }
-  const Resources& allocated() const { return allocated_; }
-  const Resources& claimed() const { return claimed_; }
-  Resources free() const { return capacity_ - allocated_ - claimed_; }
+  /// capacity - allocated - claimed (negative after a capacity cut).
+  const Resources& free() const { return free_; }
+  /// What the allocations / the live claims hold: sums, computed (for checks
+  /// and reports; the protocol needs only free()).
+  Resources allocated() const;
+  Resources claimed() const;
   const std::vector<LiveClaim>& claims() const { return claims_; }
   const std::vector<Allocation>& allocations() const { return allocations_; }
   /// Highest epoch seen per partition.
@@ -102,8 +105,9 @@ class NodeLedger {
   NodeState state_ = NodeState::up;
   Generation generation_ = 0;
   Resources capacity_;
-  Resources allocated_;
-  Resources claimed_;
+  /// One running sum, not allocated and claimed apiece: a sim hosts 10k-100k
+  /// ledgers, and every claim checks only what is free.
+  Resources free_;
   uint32_t starting_ = 0;
   LedgerConfig config_;
   std::vector<std::pair<PartitionId, Epoch>> epochs_;

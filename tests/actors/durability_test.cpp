@@ -60,7 +60,7 @@ class DurabilityTest : public ActorTest {
     spec.capacity = core::Resources::cpu_memory(4000, 8 * kGi);
     actors::NodeActorConfig nc;
     nc.spec = spec;
-    auto n = spawn(actors::node, std::move(nc));
+    auto n = track(actors::spawn_node(sys(), std::move(nc)));
     caf::anon_send(s, actors::register_atom::value, n);
     run();
     return n;

@@ -63,7 +63,7 @@ TEST_F(FairShareTest, AStarvingClassTakesItsFairShareBackByPreemption) {
     spec.capacity = core::Resources::cpu_memory(8000, 32 * kGi);
     actors::NodeActorConfig nc;
     nc.spec = spec;
-    nodes.push_back(spawn(actors::node, std::move(nc)));
+    nodes.push_back(track(actors::spawn_node(sys(), std::move(nc))));
     caf::anon_send(s, actors::register_atom::value, nodes.back());
   }
   run();

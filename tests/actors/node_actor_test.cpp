@@ -87,7 +87,12 @@ class NodeActorTest : public ActorTest {
     spec.name = "n1";
     spec.pool = "p";
     spec.capacity = Resources::cpu_memory(4000, int64_t{8} << 30);
-    node = spawn(actors::node, actors::NodeActorConfig{spec, {}, nullptr, std::nullopt, executor, false});
+    actors::NodeActorConfig nc;
+    nc.spec = spec;
+    auto host = std::make_shared<actors::NodeHost>();
+    host->executor = executor;
+    nc.host = host;
+    node = track(actors::spawn_node(sys(), std::move(nc)));
     listener = spawn(recording_client, log);
     EXPECT_TRUE(ask<core::NodeReport>(node, actors::subscribe_atom::value,
                                       caf::actor_cast<actors::node_listener_actor>(listener)));
@@ -206,6 +211,52 @@ TEST_F(NodeActorTest, AnOperatorDrainsAndUndrainsANode) {
   run();
   ASSERT_EQ(log->claims.size(), 1u);
   EXPECT_EQ(log->claims[0].outcome, core::ClaimOutcome::accepted);
+}
+
+// Every node actor of a process runs the same behavior, whose handlers find
+// their actor through the one whose turn it is (node_actor.cpp): each message
+// must still reach the node it was sent to, in whatever order the nodes run.
+class SharedBehaviorTest : public ActorTest {};
+
+TEST_F(SharedBehaviorTest, EachMessageReachesTheNodeItWasSentTo) {
+  std::vector<node_actor> nodes;
+  auto capacity = [](uint32_t id) { return Resources::cpu_memory(int64_t{2000} * id, 0); };
+  for (uint32_t id = 1; id <= 3; ++id) {
+    actors::NodeActorConfig nc;
+    nc.spec.id = core::NodeId{id};
+    nc.spec.name = "n" + std::to_string(id);
+    nc.spec.pool = "p";
+    nc.spec.capacity = capacity(id);
+    nodes.push_back(track(actors::spawn_node(sys(), std::move(nc))));
+  }
+  auto log = std::make_shared<Recorder>();
+  auto claimant = spawn(recording_client, log);
+  run();
+  for (uint32_t id = 1; id <= 3; ++id) {
+    auto c = claim(id, 10 + id, {0}, false);
+    c.node = core::NodeId{id};
+    caf::send_as(claimant, nodes[id - 1], c);
+  }
+  // Not in the order sent.
+  step(nodes[2]);
+  step(nodes[0]);
+  step(nodes[1]);
+  run();
+  ASSERT_EQ(log->claims.size(), 3u);
+  for (const auto& reply : log->claims) {
+    EXPECT_EQ(reply.outcome, core::ClaimOutcome::accepted);
+    EXPECT_EQ(reply.claim_id.value, reply.snapshot.node.value) << "answered by the node it was sent to";
+  }
+  for (uint32_t id = 1; id <= 3; ++id) {
+    auto report = ask<core::NodeReport>(nodes[id - 1], actors::report_atom::value);
+    ASSERT_TRUE(report);
+    EXPECT_EQ(report->spec.id, core::NodeId{id});
+    EXPECT_EQ(report->spec.name, "n" + std::to_string(id));
+    EXPECT_EQ(report->spec.capacity, capacity(id));
+    ASSERT_EQ(report->claims.size(), 1u);
+    EXPECT_EQ(report->claims[0].job, core::JobId{10 + id});
+    EXPECT_EQ(report->snapshot.free, capacity(id) - Resources::cpu_memory(1000, 0));
+  }
 }
 
 }  // namespace

@@ -69,7 +69,7 @@ class SchedulerNodeTest : public ActorTest {
     actors::NodeActorConfig nc;
     nc.spec = std::move(spec);
     nc.ledger = ledger;
-    auto n = spawn(actors::node, std::move(nc));
+    auto n = track(actors::spawn_node(sys(), std::move(nc)));
     if (s) caf::anon_send(s, actors::register_atom::value, n);
     run();
     return n;

@@ -715,8 +715,7 @@ std::string check(const NodeLedger& l, TimePoint now, bool just_advanced) {
     if (!a.running) ++starting;
     if (!held.insert(a.task).second) return "task held twice";
   }
-  if (!(claimed == l.claimed())) return "claimed() disagrees with the claims";
-  if (!(allocated == l.allocated())) return "allocated() disagrees with the allocations";
+  if (!(l.free() == l.capacity() - allocated - claimed)) return "free() disagrees with the claims and allocations";
   if (!(claimed + allocated).fits_in(l.capacity())) return "allocated + claimed > capacity";
   if (l.free().any_negative()) return "negative free";
   if (l.snapshot().starting != starting) return "starting count is off";
