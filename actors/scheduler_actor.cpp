@@ -13,6 +13,10 @@ namespace {
 
 using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
 
+/// Subscription requests to one node before the scheduler gives up on it
+/// (until the gateway registers it again).
+constexpr uint32_t kSubscribeAttempts = 6;
+
 node_actor* node_handle(self_ptr self, core::NodeId id) {
   auto n = self->state.core->view().find_node(id);
   if (!n || *n >= self->state.nodes.size() || !self->state.nodes[*n]) return nullptr;
@@ -157,6 +161,60 @@ void flush(self_ptr self, core::TimePoint t) {
     send_confirms(self, out.confirms);
   }
   out.clear();
+}
+
+/// A node's answer to our subscription: add it (or see that its agent
+/// restarted) and reconcile what it holds against our records.
+void on_node_report(self_ptr self, const node_actor& node, core::NodeReport& report) {
+  auto& st = self->state;
+  // Another actor for a node we knew: its agent restarted.
+  bool restarted = false;
+  if (auto known = st.core->view().find_node(report.spec.id);
+      known && *known < st.nodes.size() && st.nodes[*known])
+    restarted = st.nodes[*known].address() != node.address();
+  if (auto status = st.core->add_node(report.spec, report.snapshot); !status) {
+    spdlog::error("{}: cannot add node {}: {}", st.log_name, report.spec.name, status.error().to_string());
+    return;
+  }
+  auto n = *st.core->view().find_node(report.spec.id);
+  if (st.nodes.size() <= n) st.nodes.resize(n + 1);
+  st.nodes[n] = node;
+  auto t = now(self);
+  st.core->reconcile_node(report, t, st.outbox, restarted);
+  flush(self, t);
+}
+
+/// Subscribes to a node. A subscription that goes unanswered is asked again
+/// at once (the timeout was the wait): until it is answered the scheduler
+/// hears none of the node's task ends, and a task restored onto it is
+/// declared lost when recovery_grace passes and runs a second time. A node
+/// whose actor is gone answers with an error and is not asked again; its
+/// agent registers anew.
+void subscribe(self_ptr self, node_actor node, uint32_t attempt) {
+  // A timeout costs a clock entry per node until it fires; in-process nodes
+  // (Duration::max()) answer or are gone, and need none.
+  auto& st = self->state;
+  caf::duration timeout =
+      st.subscribe_timeout == core::Duration::max()
+          ? caf::infinite
+          : caf::duration(std::chrono::duration_cast<std::chrono::milliseconds>(st.subscribe_timeout));
+  auto listener = caf::actor_cast<node_listener_actor>(self);
+  self->request(node, timeout, subscribe_atom::value, listener)
+      .then([=](core::NodeReport& report) { on_node_report(self, node, report); },
+            [=](caf::error& err) {
+              auto& st = self->state;
+              if (err == caf::sec::request_timeout && attempt < kSubscribeAttempts && st.store_error.empty()) {
+                spdlog::warn("{}: node {} did not answer its subscription within {} ms (attempt {} of {}); "
+                             "asking again",
+                             st.log_name, caf::to_string(node.address()),
+                             std::chrono::duration_cast<std::chrono::milliseconds>(st.subscribe_timeout).count(),
+                             attempt, kSubscribeAttempts);
+                subscribe(self, node, attempt + 1);
+                return;
+              }
+              spdlog::error("{}: subscribing to node {} failed after {} attempt(s): {}", st.log_name,
+                            caf::to_string(node.address()), attempt, self->system().render(err));
+            });
 }
 
 void arm_tick(self_ptr self) {
@@ -336,40 +394,7 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         st.replicated_sequence = sequence;
         release_replicated(self);
       },
-      [=](register_atom, node_actor node) {
-        // A timeout costs a clock entry per node until it fires; in-process
-        // nodes (Duration::max()) answer or are gone, and need none.
-        caf::duration timeout = self->state.subscribe_timeout == core::Duration::max()
-                                    ? caf::infinite
-                                    : caf::duration(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                          self->state.subscribe_timeout));
-        auto listener = caf::actor_cast<node_listener_actor>(self);
-        self->request(node, timeout, subscribe_atom::value, listener)
-            .then(
-                [=](core::NodeReport& report) {
-                  auto& st = self->state;
-                  // Another actor for a node we knew: its agent restarted.
-                  bool restarted = false;
-                  if (auto known = st.core->view().find_node(report.spec.id);
-                      known && *known < st.nodes.size() && st.nodes[*known])
-                    restarted = st.nodes[*known].address() != node.address();
-                  if (auto status = st.core->add_node(report.spec, report.snapshot); !status) {
-                    spdlog::error("{}: cannot add node {}: {}", st.log_name, report.spec.name,
-                                  status.error().to_string());
-                    return;
-                  }
-                  auto n = *st.core->view().find_node(report.spec.id);
-                  if (st.nodes.size() <= n) st.nodes.resize(n + 1);
-                  st.nodes[n] = node;
-                  auto t = now(self);
-                  st.core->reconcile_node(report, t, st.outbox, restarted);
-                  flush(self, t);
-                },
-                [=](caf::error& err) {
-                  spdlog::error("{}: subscribing to a node failed: {}", self->state.log_name,
-                                self->system().render(err));
-                });
-      },
+      [=](register_atom, node_actor node) { subscribe(self, std::move(node), 1); },
       [=](start_atom) {
         if (self->state.started || !self->state.store_error.empty()) return;
         self->state.started = true;

@@ -30,9 +30,10 @@ struct SchedulerActorConfig {
   core::Duration tick_interval = std::chrono::milliseconds(100);
   /// Start placing at once (servers) or wait for start_atom (sims).
   bool start_immediately = true;
-  /// How long a subscription request to a node may take (Duration::max():
-  /// no limit, for nodes in the same process).
-  core::Duration subscribe_timeout = std::chrono::seconds(30);
+  /// How long a subscription request to a node may take before it is asked
+  /// again (Duration::max(): no limit, for nodes in the same process). Six
+  /// attempts fit in the default recovery_grace.
+  core::Duration subscribe_timeout = std::chrono::seconds(5);
   /// Fair share and preemption (core/policy); none: priority and submit
   /// order only, nothing is ever preempted.
   std::optional<core::policy::PolicyConfig> policy;

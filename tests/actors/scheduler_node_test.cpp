@@ -221,13 +221,20 @@ TEST_F(SchedulerNodeTest, ASchedulerFromAnOlderEpochStopsPlacing) {
   EXPECT_EQ(r.claims.size(), 1u);
 }
 
-/// A node that registers and then never answers.
-node_actor::behavior_type silent_node(node_actor::pointer, core::NodeSpec spec) {
+/// A node that answers its first `lost_answers` subscriptions never (their
+/// answers lost on the way) and the later ones at once; then never answers
+/// anything else.
+node_actor::behavior_type silent_node_losing(node_actor::pointer self, core::NodeSpec spec, uint32_t lost_answers) {
+  auto held = std::make_shared<std::vector<caf::typed_response_promise<core::NodeReport>>>();
   return {
       [](core::ClaimRequest&) {},
       [](core::ConfirmRequest&) {},
       [](core::ReleaseRequest&) {},
-      [=](actors::subscribe_atom, actors::node_listener_actor) {
+      [=](actors::subscribe_atom, actors::node_listener_actor) -> caf::result<core::NodeReport> {
+        if (held->size() < lost_answers) {
+          held->push_back(self->make_response_promise<core::NodeReport>());
+          return held->back();
+        }
         core::NodeReport r;
         r.spec = spec;
         r.snapshot.node = spec.id;
@@ -243,6 +250,11 @@ node_actor::behavior_type silent_node(node_actor::pointer, core::NodeSpec spec) 
       [](actors::tick_atom) {},
       [](actors::TaskEnded&) {},
   };
+}
+
+/// A node that registers and then never answers.
+node_actor::behavior_type silent_node(node_actor::pointer self, core::NodeSpec spec) {
+  return silent_node_losing(self, std::move(spec), 0);
 }
 
 TEST_F(SchedulerNodeTest, UnansweredClaimsTimeOutAndTheTasksGoBackToTheQueue) {
@@ -283,6 +295,24 @@ TEST_F(SchedulerNodeTest, RouterSendsJobsToThePoolOwnerAndRejectsUnknownPools) {
   auto invalid = job(8, 0, 1000);
   EXPECT_FALSE(ask<core::JobId>(r, invalid).has_value());
   EXPECT_NE(messages::from_caf_error(last_error).message.find("count"), std::string::npos);
+}
+
+TEST_F(SchedulerNodeTest, ANodeWhoseSubscriptionAnswerIsLostIsAskedAgainAndUsed) {
+  auto config = scheduler_config();
+  config.subscribe_timeout = 1s;
+  auto s = spawn(actors::scheduler, config);
+  auto n = spawn(silent_node_losing, node_spec(1, 4000), 2u);
+  caf::anon_send(s, actors::register_atom::value, n);
+  run();
+  ASSERT_TRUE(ask<core::JobId>(s, job(1, 2, 1000)).has_value());
+  EXPECT_EQ(status(s).nodes, 0u) << "the node's answer is lost: the scheduler does not know it yet";
+
+  advance(1100ms);  // the first subscription times out: asked again, lost again
+  EXPECT_EQ(status(s).nodes, 0u);
+  advance(1100ms);  // the third is answered
+  auto st = status(s);
+  EXPECT_EQ(st.nodes, 1u) << "a lost subscription answer must not leave a live node unused";
+  EXPECT_EQ(st.claims_in_flight, 1u) << "the waiting job is placed on the node once it is known";
 }
 
 }  // namespace
