@@ -37,10 +37,10 @@ struct Options {
   double arrival_rate = 1.0;
   double mean_runtime_s = 10.0;
   double aging_tick_s = 30.0;
-  uint32_t aging_k = 10;
+  uint32_t aging_k = claimsched::core::LockQueueSettings{}.aging_k;
   uint64_t seed = 42;
   bool json = false;
-  std::vector<uint32_t> sweep{1, 2, 5, 10, 20, 50, 200};
+  std::vector<uint32_t> sweep{10, 20, 50, 100, 150, 500};
 };
 
 struct JobDef {
