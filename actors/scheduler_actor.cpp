@@ -13,9 +13,9 @@ namespace {
 
 using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
 
-/// Subscription requests to one node before the scheduler gives up on it
-/// (until the gateway registers it again).
-constexpr uint32_t kSubscribeAttempts = 6;
+/// Every this many unanswered subscription requests to one node, the warning
+/// is an error: the node is registered, and this scheduler cannot reach it.
+constexpr uint32_t kSubscribeAttemptsPerError = 6;
 
 node_actor* node_handle(self_ptr self, core::NodeId id) {
   auto n = self->state.core->view().find_node(id);
@@ -185,15 +185,19 @@ void on_node_report(self_ptr self, const node_actor& node, core::NodeReport& rep
 }
 
 /// Subscribes to a node. A subscription that goes unanswered is asked again
-/// at once (the timeout was the wait): until it is answered the scheduler
+/// at once (the timeout was the wait), for as long as the handle is the
+/// newest one registered for that node: until it is answered the scheduler
 /// hears none of the node's task ends, and a task restored onto it is
-/// declared lost when recovery_grace passes and runs a second time. A node
-/// whose actor is gone answers with an error and is not asked again; its
-/// agent registers anew.
+/// declared lost when recovery_grace passes and runs a second time. A
+/// registration through a new connection starts its own subscription, and
+/// the older one stops (CAF keeps the dead connection's proxy, and what is
+/// sent to it vanishes without an error). A node whose actor is gone answers
+/// with an error and is not asked again; its agent registers anew.
 void subscribe(self_ptr self, node_actor node, uint32_t attempt) {
+  auto& st = self->state;
+  if (attempt == 1) st.newest_node_handle[node.address()] = node;
   // A timeout costs a clock entry per node until it fires; in-process nodes
   // (Duration::max()) answer or are gone, and need none.
-  auto& st = self->state;
   caf::duration timeout =
       st.subscribe_timeout == core::Duration::max()
           ? caf::infinite
@@ -203,17 +207,27 @@ void subscribe(self_ptr self, node_actor node, uint32_t attempt) {
       .then([=](core::NodeReport& report) { on_node_report(self, node, report); },
             [=](caf::error& err) {
               auto& st = self->state;
-              if (err == caf::sec::request_timeout && attempt < kSubscribeAttempts && st.store_error.empty()) {
-                spdlog::warn("{}: node {} did not answer its subscription within {} ms (attempt {} of {}); "
-                             "asking again",
-                             st.log_name, caf::to_string(node.address()),
-                             std::chrono::duration_cast<std::chrono::milliseconds>(st.subscribe_timeout).count(),
-                             attempt, kSubscribeAttempts);
-                subscribe(self, node, attempt + 1);
+              auto who = caf::to_string(node.address());
+              auto newest = st.newest_node_handle.find(node.address());
+              bool current = newest != st.newest_node_handle.end() &&
+                             caf::actor_cast<caf::strong_actor_ptr>(newest->second).get() ==
+                                 caf::actor_cast<caf::strong_actor_ptr>(node).get();
+              if (err != caf::sec::request_timeout) {
+                if (current) st.newest_node_handle.erase(newest);
+                spdlog::warn("{}: subscribing to node {} failed ({}); it is subscribed to again when its agent "
+                             "registers",
+                             st.log_name, who, self->system().render(err));
                 return;
               }
-              spdlog::error("{}: subscribing to node {} failed after {} attempt(s): {}", st.log_name,
-                            caf::to_string(node.address()), attempt, self->system().render(err));
+              // Handles compare equal by address; the control block tells a
+              // newer connection's proxy from this one.
+              if (!current || !st.store_error.empty()) return;
+              auto level = attempt % kSubscribeAttemptsPerError == 0 ? spdlog::level::err : spdlog::level::warn;
+              spdlog::log(level, "{}: node {} did not answer its subscription within {} ms (attempt {}); asking again",
+                          st.log_name, who,
+                          std::chrono::duration_cast<std::chrono::milliseconds>(st.subscribe_timeout).count(),
+                          attempt);
+              subscribe(self, node, attempt + 1);
             });
 }
 
