@@ -437,7 +437,9 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         auto it = st.nodes.find(id);
         if (it == st.nodes.end()) return;  // registers first; its agent retries
         it->second.last_heartbeat = now(self);
-        it->second.away = false;
+        // Not a return from `away`: the agent's last heartbeat may pass its
+        // leave on the way (they come from different threads), and an agent
+        // that comes back registers again, which clears it.
         if (it->second.down) {
           // Back after being declared down: its scheduler reconciles it.
           it->second.down = false;

@@ -163,6 +163,26 @@ TEST_F(GatewayTest, ASilentNodeIsDeclaredDownToItsOwnerOnce) {
   EXPECT_EQ(downs, 1) << "down is said once";
 }
 
+TEST_F(GatewayTest, AHeartbeatThatPassesALeaveDoesNotShortenTheRestartGrace) {
+  int downs = 0;
+  auto s1 = strict_mock<scheduler_actor>("scheduler-1",
+                                         caf::behavior{[&](actors::register_atom, actors::node_actor) {},
+                                                       [&](actors::node_down_atom, core::NodeId) { ++downs; }});
+  auto g = make_gateway(s1, scheduler_actor{});
+  auto n1 = strict_mock<actors::node_actor>("node-1", caf::behavior{});
+  ASSERT_TRUE(ask<uint64_t>(g, actors::register_atom::value, node(1, "a"), n1).has_value());
+  // The agent stops and leaves its tasks running; its uplink's last
+  // heartbeat arrives after the leave.
+  caf::anon_send(g, actors::leave_atom::value, core::NodeId{1});
+  run();
+  caf::anon_send(g, actors::heartbeat_atom::value, core::NodeId{1});
+  run();
+  advance(4s);
+  advance(4s);
+  EXPECT_EQ(downs, 0) << "a node whose agent left is down only after agent_restart_grace, not node_grace: "
+                         "its running tasks would be lost and run again";
+}
+
 TEST_F(GatewayTest, PeersGetOnlyPartitionsOwnedHere) {
   auto s1 = strict_mock<scheduler_actor>("scheduler-1", caf::behavior{});
   auto s2 = strict_mock<scheduler_actor>("scheduler-2", caf::behavior{});
