@@ -21,12 +21,26 @@ for arg in "$@"; do
   esac
 done
 
+# Each step's time, printed at the end: the suite has a budget (CI: 25 minutes).
+started=$(date +%s)
+step_started=$started
+steps=()
+step_done() {
+  local now
+  now=$(date +%s)
+  steps+=("$1 $((now - step_started)) s")
+  step_started=$now
+}
+
 "$(pwd)/scripts/bootstrap.sh"
 jobs=$(nproc)
+step_done bootstrap
 
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$jobs"
+step_done "Release build"
 ctest --test-dir build --output-on-failure -j"$jobs" --timeout 600
+step_done "Release tests"
 
 if ((sanitizers)); then
   # Warnings are the Release pass's job: at -O1 with sanitizers GCC 12 adds
@@ -34,13 +48,15 @@ if ((sanitizers)); then
   cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Release -DCLAIMSCHED_SANITIZE=ON \
     -DCLAIMSCHED_BUILD_BENCH=OFF -DCLAIMSCHED_WERROR=OFF >/dev/null
   cmake --build build-asan -j"$jobs"
+  step_done "ASan build"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900
+  step_done "ASan tests"
 fi
 
 if ((fuzz)); then
-  fuzz_started=$(date +%s)
   tests/fuzz/run.sh --quick --seconds 5 --jobs "$jobs"
-  echo "test.sh: fuzz step took $(($(date +%s) - fuzz_started)) s (build included)"
+  step_done "fuzz (build included)"
 fi
-echo "test.sh: all tests passed"
+for step in "${steps[@]}"; do echo "test.sh: $step"; done
+echo "test.sh: all tests passed in $(($(date +%s) - started)) s"
