@@ -52,6 +52,7 @@ using lease_atom = caf::atom_constant<caf::atom("lease")>;
 using history_atom = caf::atom_constant<caf::atom("history")>;
 using logs_atom = caf::atom_constant<caf::atom("logs")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using remove_pool_atom = caf::atom_constant<caf::atom("rmpool")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 
 /// A real task's process ended (local only: from the executor to its node
@@ -183,6 +184,12 @@ using scheduler_actor = claim_client_actor::extend<
     /// holding the node's lock (core::locks_of), then goes to the node.
     /// Answers at once with what it does now, in words.
     caf::replies_to<drain_atom, core::NodeId, std::string, bool>::with<std::string>,
+    /// An operator removes a pool of this partition: the operation waits in
+    /// the lock queue behind the jobs holding a group lock on the pool, then
+    /// the pool is removed (durably) or refused while in use. Answers at once
+    /// with what it does now, in words; with `wait` (true) once it is done,
+    /// or with the refusal.
+    caf::replies_to<remove_pool_atom, std::string, bool>::with<std::string>,
     /// A node stopped heartbeating: what ran there is lost.
     caf::reacts_to<node_down_atom, core::NodeId>,
     /// Internal timer: reply timeouts.
@@ -282,6 +289,9 @@ using gateway_actor = caf::typed_actor<
     /// Drain (true) or undrain (false) the node of this name through its
     /// partition's lock queue (see the scheduler's drain_atom).
     caf::replies_to<drain_atom, std::string, bool>::with<std::string>,
+    /// Remove the pool of this name (wait: true to answer once done) through
+    /// its partition's lock queue (see the scheduler's remove_pool_atom).
+    caf::replies_to<remove_pool_atom, std::string, bool>::with<std::string>,
     /// One JSON document per partition (see the scheduler's pools_atom).
     caf::replies_to<pools_atom>::with<std::vector<std::string>>,
     /// A JSON document (see the scheduler's explain_atom).

@@ -33,8 +33,14 @@ caf::error forward_error(const caf::error& err, core::PartitionId p) {
 
 std::string known_pools(const gateway_state& st) {
   std::string known;
-  for (const auto& [name, _] : st.pools) known += (known.empty() ? "" : ", ") + name;
+  for (const auto& [name, _] : st.pools)
+    if (!st.removed_pools.contains(name)) known += (known.empty() ? "" : ", ") + name;
   return known;
+}
+
+core::Error removed_pool(const std::string& what, const std::string& pool) {
+  return core::make_error(core::Errc::wrong_state,
+                          what + "pool '" + pool + "' was removed (claimsched pool remove)");
 }
 
 /// A node's spec as it arrived from the network, checked before use.
@@ -49,6 +55,7 @@ core::Status validate_node(const gateway_state& st, const core::NodeSpec& spec) 
   if (!st.pools.contains(spec.pool))
     return core::make_error(core::Errc::unknown_name,
                             "node " + spec.name + ": unknown pool '" + spec.pool + "' (known: " + known_pools(st) + ")");
+  if (st.removed_pools.contains(spec.pool)) return removed_pool("node " + spec.name + ": ", spec.pool);
   if (auto it = st.nodes.find(spec.id); it != st.nodes.end() && it->second.name != spec.name)
     return core::make_error(core::Errc::duplicate, "node id " + std::to_string(spec.id.value) +
                                                        " is taken by node " + it->second.name);
@@ -233,12 +240,16 @@ void register_nodes(self_ptr self, const GatewayPartition& p) {
 /// The members view of a single server: it owns everything.
 std::string static_members_view(const gateway_state& st) {
   auto partitions = nlohmann::json::array();
-  for (const auto& p : st.config.partitions)
+  for (const auto& p : st.config.partitions) {
+    auto pools = nlohmann::json::array();
+    for (const auto& pool : p.pools)
+      if (!st.removed_pools.contains(pool)) pools.push_back(pool);
     partitions.push_back({{"partition", p.id.value},
-                          {"pools", p.pools},
+                          {"pools", std::move(pools)},
                           {"owner", p.scheduler ? st.config.name : ""},
                           {"epoch", p.epoch},
                           {"standbys", nlohmann::json::array()}});
+  }
   nlohmann::json members = nlohmann::json::array();
   members.push_back({{"name", st.config.name}, {"address", st.config.address}, {"live", true}});
   return nlohmann::json{{"mode", "static"}, {"members", members}, {"partitions", partitions}}.dump();
@@ -353,6 +364,7 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
   for (size_t i = 0; i < st.config.partitions.size(); ++i)
     for (const auto& pool : st.config.partitions[i].pools) st.pools[pool] = i;
   st.jobs = st.config.known_jobs;
+  st.removed_pools = st.config.removed_pools;
   if (!st.jobs.empty()) st.next_job = st.jobs.rbegin()->first.value + 1;
   self->set_default_handler(messages::reject_unexpected);
   self->set_down_handler([=](const caf::down_msg& msg) {
@@ -455,6 +467,8 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         if (it == st.pools.end())
           return error_of(core::Errc::unknown_name,
                           "job field 'pool': unknown pool '" + job.pool + "' (known: " + known_pools(st) + ")");
+        if (st.removed_pools.contains(job.pool))
+          return messages::to_caf_error(removed_pool("job field 'pool': ", job.pool));
         const auto& part = st.config.partitions[it->second];
         if (!part.scheduler) return no_owner(part.id);
         if (job.id.value == 0) job.id = st.config.member ? fresh_job_id() : core::JobId{st.next_job++};
@@ -487,6 +501,26 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         forward<std::string>(
             self, *p, [=](std::string& words) mutable { promise.deliver(std::move(words)); },
             [=](const caf::error& err) mutable { promise.deliver(err); }, drain_atom::value, node->first, name, drain);
+        return promise;
+      },
+      [=](remove_pool_atom, std::string& pool, bool wait) -> caf::result<std::string> {
+        auto& st = self->state;
+        auto it = st.pools.find(pool);
+        if (it == st.pools.end())
+          return error_of(core::Errc::unknown_name, "unknown pool '" + pool + "' (known: " + known_pools(st) + ")");
+        if (st.removed_pools.contains(pool)) return messages::to_caf_error(removed_pool("", pool));
+        const auto& part = st.config.partitions[it->second];
+        if (!part.scheduler) return no_owner(part.id);
+        auto promise = self->make_response_promise<std::string>();
+        forward<std::string>(
+            self, part,
+            [=](std::string& words) mutable {
+              // The scheduler's words end so when the pool is gone (not when
+              // the removal waits its turn).
+              if (words.ends_with(": done")) self->state.removed_pools.insert(pool);
+              promise.deliver(std::move(words));
+            },
+            [=](const caf::error& err) mutable { promise.deliver(err); }, remove_pool_atom::value, pool, wait);
         return promise;
       },
       [=](history_atom, core::JobFilter& filter) {

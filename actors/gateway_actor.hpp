@@ -2,6 +2,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,6 +30,9 @@ struct GatewayConfig {
   std::vector<GatewayPartition> partitions;
   /// Jobs the partitions already hold (after a restart).
   std::map<core::JobId, core::PartitionId> known_jobs;
+  /// Pools their partitions' stores say were removed (`claimsched pool
+  /// remove`), though the config may still list them.
+  std::set<std::string> removed_pools;
   core::Duration heartbeat_interval = std::chrono::seconds(1);
   /// Silent this long: the node is down and its tasks are lost.
   core::Duration node_grace = std::chrono::seconds(10);
@@ -65,8 +69,11 @@ struct gateway_state {
     bool away = false;
   };
   GatewayConfig config;
-  /// Pool name -> index into config.partitions.
+  /// Pool name -> index into config.partitions (removed pools too).
   std::map<std::string, size_t> pools;
+  /// Pools removed: known from the stores at start and from the removals
+  /// this gateway forwarded (the schedulers refuse them too).
+  std::set<std::string> removed_pools;
   std::map<core::NodeId, Node> nodes;
   /// Where each job the gateway has seen lives (accepted ones only).
   std::map<core::JobId, core::PartitionId> jobs;

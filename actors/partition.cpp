@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "actors/clock.hpp"
@@ -55,6 +56,12 @@ core::Expected<AssembledPartition> assemble_partition(caf::actor_system& sys, Pa
       out.recovered_jobs = recovered->jobs;
       out.recovered_task_records = recovered->task_records;
       out.unverified_tasks = recovered->unverified_tasks;
+      out.removed_pools = recovered->removed_pools;
+      for (const auto& pool : recovered->removed_pools)
+        if (std::find(ac.scheduler.pools.begin(), ac.scheduler.pools.end(), pool) != ac.scheduler.pools.end())
+          spdlog::warn("partition {}: pool {} was removed (claimsched pool remove) and stays removed; delete it "
+                       "from the config file",
+                       out.id.value, pool);
       out.recovery_time = recovered->duration;
       // The fence is the only write so far: this epoch begins here.
       out.first_sequence = out.store->latest_sequence();

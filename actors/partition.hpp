@@ -71,6 +71,8 @@ struct AssembledPartition {
   std::chrono::nanoseconds recovery_time{0};
   /// The jobs the partition holds at start, in id order.
   std::vector<core::JobId> jobs;
+  /// Pools its store says were removed (claimsched pool remove).
+  std::vector<std::string> removed_pools;
 };
 
 /// Store options whose RocksDB diagnostics go to spdlog (errors only: RocksDB

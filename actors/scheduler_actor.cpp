@@ -53,6 +53,7 @@ void submit_write(self_ptr self) {
 void release_write(self_ptr self, PendingWrite& done) {
   send_confirms(self, done.confirms);
   for (auto& [id, promise] : done.acks) promise.deliver(id);
+  for (auto& [promise, words] : done.replies) promise.deliver(words);
 }
 
 /// Releases the durable writes the standbys now hold, oldest first.
@@ -74,10 +75,15 @@ void stop_on_store_failure(self_ptr self, const std::string& why) {
   spdlog::critical("{}: its store failed, the partition stops: {}", st.log_name, why);
   auto err = messages::to_caf_error(core::make_error(
       core::Errc::io_error, "partition " + st.log_name + " cannot store jobs: " + why));
+  auto fail = [&](PendingWrite& w) {
+    for (auto& [id, promise] : w.acks) promise.deliver(err);
+    for (auto& [promise, words] : w.replies) promise.deliver(err);
+  };
   for (auto* queue : {&st.writing, &st.replicating})
-    for (auto& w : *queue)
-      for (auto& [id, promise] : w.acks) promise.deliver(err);
-  for (auto& [id, promise] : st.assembling.acks) promise.deliver(err);
+    for (auto& w : *queue) fail(w);
+  fail(st.assembling);
+  for (auto& [id, promise] : st.operation_waiters) promise.deliver(err);
+  st.operation_waiters.clear();
   st.writing.clear();
   st.replicating.clear();
   st.assembling = PendingWrite{};
@@ -117,6 +123,28 @@ void carry_out(self_ptr self, core::JobId id, const core::Operation& op) {
             [=](const caf::error& err) { finished("failed: " + self->system().render(err)); });
 }
 
+/// An operation the core carried out (a pool removal) ended: whoever waits
+/// hears how, a success once the write holding it is durable.
+void answer_operation(self_ptr self, core::OperationEnd& ended) {
+  auto& st = self->state;
+  std::string words = core::describe(ended.op) + " (operation " +
+                      std::to_string(ended.id.value - core::kFirstOperationId) + "): ";
+  if (ended.outcome)
+    spdlog::info("{}: {}done", st.log_name, words);
+  else
+    spdlog::warn("{}: {}refused: {}", st.log_name, words, ended.outcome.error().message);
+  auto it = st.operation_waiters.find(ended.id);
+  if (it == st.operation_waiters.end()) return;
+  auto promise = std::move(it->second);
+  st.operation_waiters.erase(it);
+  if (!ended.outcome)
+    promise.deliver(messages::to_caf_error(ended.outcome.error()));
+  else if (st.log)
+    st.assembling.replies.emplace_back(std::move(promise), words + "done");
+  else
+    promise.deliver(words + "done");
+}
+
 /// Runs a scheduling pass (if started) and sends what the core asked for.
 /// With a log, confirms wait for the write that holds their placements.
 void flush(self_ptr self, core::TimePoint t) {
@@ -146,6 +174,7 @@ void flush(self_ptr self, core::TimePoint t) {
   for (auto id : out.snapshot_requests)
     if (auto* n = node_handle(self, id)) self->send(*n, snapshot_atom::value);
   for (const auto& [id, op] : out.operations) carry_out(self, id, op);
+  for (auto& ended : out.operations_ended) answer_operation(self, ended);
   st.jobs_finished += out.finished_jobs.size();
   if (st.log && st.store_error.empty()) {
     auto journal = st.core->take_journal();
@@ -470,6 +499,7 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         const auto& view = self->state.core->view();
         for (core::NodeIndex n = 0; n < view.node_count(); ++n) {
           const auto& v = view.node(n);
+          if (self->state.core->pool_removed(view.pool(v.pool).name)) continue;
           core::NodeStatus s;
           s.spec.id = v.id;
           s.spec.pool = view.pool(v.pool).name;
@@ -499,12 +529,46 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
       [=](drain_atom, core::NodeId node, std::string& name, bool drain) -> caf::result<std::string> {
         auto& st = self->state;
         auto t = now(self);
-        core::Operation op{drain ? core::OperationKind::drain_node : core::OperationKind::undrain_node, node, name};
+        core::Operation op{drain ? core::OperationKind::drain_node : core::OperationKind::undrain_node, node, name, {}};
         auto queued = st.core->submit_operation(std::move(op), t);
         if (!queued) return messages::to_caf_error(queued.error());
         spdlog::info("{}: {}", st.log_name, queued->second);
         flush(self, t);
         return queued->second;
+      },
+      [=](remove_pool_atom, std::string& pool, bool wait) -> caf::result<std::string> {
+        auto& st = self->state;
+        if (!st.store_error.empty())
+          return messages::to_caf_error(core::make_error(
+              core::Errc::io_error, st.log_name + " cannot store the removal: " + st.store_error));
+        auto t = now(self);
+        core::Operation op;
+        op.kind = core::OperationKind::remove_pool;
+        op.pool = pool;
+        auto queued = st.core->submit_operation(std::move(op), t);
+        if (!queued) {
+          spdlog::warn("{}: remove pool {}: refused: {}", st.log_name, pool, queued.error().message);
+          return messages::to_caf_error(queued.error());
+        }
+        spdlog::info("{}: {}", st.log_name, queued->second);
+        // submit_operation refuses a pool removed before: removed now, it
+        // went at once.
+        bool done = st.core->pool_removed(pool);
+        if (done && st.log) {
+          // Answered once the removal is durable (and replicated).
+          auto promise = self->make_response_promise<std::string>();
+          st.assembling.replies.emplace_back(promise, queued->second);
+          flush(self, t);
+          return promise;
+        }
+        if (done || !wait) {
+          flush(self, t);
+          return queued->second;
+        }
+        auto promise = self->make_response_promise<std::string>();
+        st.operation_waiters.emplace(queued->first, promise);
+        flush(self, t);
+        return promise;
       },
       [=](node_down_atom, core::NodeId node) {
         auto t = now(self);
@@ -515,7 +579,8 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
       [=](pools_atom) -> std::string {
         const auto& p = self->state.policy;
         const core::policy::CycleResult* cycle = p && p->last() ? &*p->last() : nullptr;
-        return messages::pools_json(self->state.core->config().partition, cycle, to_wall(self));
+        return messages::pools_json(self->state.core->config().partition, cycle, to_wall(self),
+                                    self->state.core->removed_pools());
       },
       [=](explain_atom, core::JobId id) -> caf::result<std::string> {
         const auto& st = self->state;

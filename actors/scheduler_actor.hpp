@@ -48,9 +48,11 @@ struct SchedulerActorConfig {
 struct PendingWrite {
   std::vector<core::ConfirmRequest> confirms;
   std::vector<std::pair<core::JobId, caf::typed_response_promise<core::JobId>>> acks;
+  /// Operations whose change is in this write (a pool removed): their answers.
+  std::vector<std::pair<caf::typed_response_promise<std::string>, std::string>> replies;
   /// The write's last sequence number, once durable.
   uint64_t sequence = 0;
-  bool empty() const { return confirms.empty() && acks.empty(); }
+  bool empty() const { return confirms.empty() && acks.empty() && replies.empty(); }
 };
 
 struct scheduler_state {
@@ -93,6 +95,8 @@ struct scheduler_state {
   std::string log_name;
   std::unique_ptr<core::policy::PolicyDriver> policy;
   uint64_t policy_cycles = 0;
+  /// Operators waiting for an operation to end (pool remove --wait).
+  std::map<core::JobId, caf::typed_response_promise<std::string>> operation_waiters;
 
   static inline const char* name = "scheduler";
 };

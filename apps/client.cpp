@@ -11,7 +11,7 @@ namespace claimsched::apps {
 
 namespace {
 
-const char* kCommands[] = {"submit", "status", "cancel", "queue", "jobs", "logs", "nodes", "node", "pools", "explain"};
+const char* kCommands[] = {"submit", "status", "cancel", "queue", "jobs", "logs", "nodes", "node", "pools", "pool", "explain"};
 
 std::string server_address(const ClientOptions& o) {
   if (!o.server.empty()) return o.server;
@@ -143,6 +143,13 @@ void add_client_commands(CLI::App& app, ClientOptions& o) {
   node->add_option("name", o.node_name, "The node's name (as `nodes` shows it)")->required();
   node->add_flag("--wait", o.wait, "Wait until the node is draining (drain) or up (undrain)");
   common(app.add_subcommand("pools", "Fair share per pool, class, user and job"));
+  auto* pool = app.add_subcommand(
+      "pool", "remove POOL: its partition stops serving it, for good. Waits its turn behind the jobs holding a "
+              "group lock on the pool; refused while a job of the pool has not ended or a node of it is not down");
+  common(pool);
+  pool->add_option("action", o.pool_action, "remove")->required()->check(CLI::IsMember({"remove"}));
+  pool->add_option("name", o.pool_name, "The pool's name (as the config names it)")->required();
+  pool->add_flag("--wait", o.wait, "Answer once the removal is done or refused (within --timeout)");
 }
 
 int run_client(const std::string& command, const ClientOptions& o) {
@@ -172,6 +179,7 @@ int run_client(const std::string& command, const ClientOptions& o) {
   if (command == "nodes") return run_nodes(s, o);
   if (command == "node") return run_node(s, o);
   if (command == "pools") return run_pools(s, o);
+  if (command == "pool") return run_pool(s, o);
   if (command == "explain") return run_explain(s, o);
   return fail(kExitUsage, "unknown command '" + command + "'");
 }

@@ -1,9 +1,9 @@
 #pragma once
 
 // The client: `claimsched submit | status | cancel | queue | jobs | logs |
-// nodes | pools | explain`. It reaches the server through --server HOST:PORT,
-// else CLAIMSCHED_SERVER, else 127.0.0.1:7070. deploy/CLI.md documents every
-// command, its text and its JSON.
+// nodes | node | pools | pool | explain`. It reaches the server through
+// --server HOST:PORT, else CLAIMSCHED_SERVER, else 127.0.0.1:7070.
+// deploy/CLI.md documents every command, its text and its JSON.
 //
 // Exit codes, the same for every command (scripts rely on them):
 //   0  done (submit --wait / status --follow: every task succeeded)
@@ -48,6 +48,9 @@ struct ClientOptions {
   /// `node drain|undrain NAME`.
   std::string node_action;
   std::string node_name;
+  /// `pool remove NAME`.
+  std::string pool_action;
+  std::string pool_name;
   std::string workdir;
   std::string max_run_time;
   std::string duration;

@@ -32,6 +32,8 @@ int run_nodes(ClientSession& session, const ClientOptions& o);
 int run_node(ClientSession& session, const ClientOptions& o);
 int run_logs(ClientSession& session, const ClientOptions& o);
 int run_pools(ClientSession& session, const ClientOptions& o);
+/// `pool remove POOL [--wait]`: an operation through the lock queue.
+int run_pool(ClientSession& session, const ClientOptions& o);
 int run_explain(ClientSession& session, const ClientOptions& o);
 
 /// Builds the job `submit` sends from its file and flags (usage errors: 2).

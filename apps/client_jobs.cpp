@@ -349,6 +349,16 @@ int run_node(ClientSession& s, const ClientOptions& o) {
   }
 }
 
+int run_pool(ClientSession& s, const ClientOptions& o) {
+  auto words = s.remove_pool(o.pool_name, o.wait);
+  if (!words) return fail(words.error());
+  if (o.json)
+    std::printf("%s\n", json{{"pool", o.pool_name}, {"action", o.pool_action}, {"operation", *words}}.dump().c_str());
+  else
+    std::printf("%s\n", words->c_str());
+  return kExitOk;
+}
+
 int follow_job(ClientSession& s, core::JobId id, bool as_json) {
   std::optional<core::JobView> before;
   for (;;) {

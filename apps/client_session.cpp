@@ -180,6 +180,10 @@ ClientResult<std::string> ClientSession::drain(const std::string& node, bool dra
   return impl_->ask<std::string>(actors::drain_atom::value, node, drain);
 }
 
+ClientResult<std::string> ClientSession::remove_pool(const std::string& pool, bool wait) {
+  return impl_->ask<std::string>(actors::remove_pool_atom::value, pool, wait);
+}
+
 ClientResult<std::vector<core::JobView>> ClientSession::queue() {
   return impl_->ask<std::vector<core::JobView>>(actors::queue_atom::value);
 }

@@ -44,6 +44,10 @@ class ClientSession {
   /// Drains (true) or undrains the named node through its partition's lock
   /// queue; what the operation does now, in words.
   ClientResult<std::string> drain(const std::string& node, bool drain);
+  /// Removes the named pool through its partition's lock queue; what the
+  /// operation does now, in words (`wait`: once it is done). A pool in use
+  /// is refused (1), naming what uses it.
+  ClientResult<std::string> remove_pool(const std::string& pool, bool wait);
   ClientResult<std::vector<core::JobView>> queue();
   ClientResult<std::vector<core::JobView>> history(const core::JobFilter& filter);
   ClientResult<std::vector<core::NodeStatus>> nodes();

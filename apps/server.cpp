@@ -183,6 +183,7 @@ int run_server(const ServerOptions& opt) {
                  assembled->epoch);
     gc.partitions.push_back({p.id, p.pools, assembled->scheduler, actors::change_feed_actor{}, assembled->epoch, true});
     for (auto id : assembled->jobs) gc.known_jobs[id] = p.id;
+    gc.removed_pools.insert(assembled->removed_pools.begin(), assembled->removed_pools.end());
     partitions.push_back(std::move(*assembled));
   }
   if (config.listen.port != 0) gc.address = config.listen.host + ":" + std::to_string(config.listen.port);

@@ -160,7 +160,8 @@ std::string explain_json(const core::Explanation& e, const core::JobView& v, con
   return out.dump();
 }
 
-std::string pools_json(core::PartitionId partition, const CycleResult* cycle, core::Duration to_wall) {
+std::string pools_json(core::PartitionId partition, const CycleResult* cycle, core::Duration to_wall,
+                       const std::set<std::string, std::less<>>& removed) {
   json out{{"partition", partition.value}, {"policy_enabled", cycle != nullptr}};
   json roots = json::array();
   if (!cycle) {
@@ -171,6 +172,7 @@ std::string pools_json(core::PartitionId partition, const CycleResult* cycle, co
   // user's jobs nest below it; subpools nest in "pools".
   std::map<std::string, json> pools;
   for (const auto& p : cycle->pools) {
+    if (removed.contains(p.name)) continue;
     json j{{"name", p.name},         {"parent", p.parent.empty() ? json(nullptr) : json(p.parent)},
            {"nodes", p.nodes},       {"jobs", p.jobs},
            {"capacity", p.scope.to_string()},
@@ -200,12 +202,13 @@ std::string pools_json(core::PartitionId partition, const CycleResult* cycle, co
   }
   // Children into parents, deepest first (pre-order reversed).
   for (auto it = cycle->pools.rbegin(); it != cycle->pools.rend(); ++it) {
-    if (it->parent.empty() || !pools.contains(it->parent)) continue;
+    if (!pools.contains(it->name) || it->parent.empty() || !pools.contains(it->parent)) continue;
     auto& parent = pools.at(it->parent)["pools"];
     parent.insert(parent.begin(), std::move(pools.at(it->name)));
   }
   for (const auto& p : cycle->pools)
-    if (p.parent.empty() || !pools.contains(p.parent)) roots.push_back(std::move(pools.at(p.name)));
+    if (pools.contains(p.name) && (p.parent.empty() || !pools.contains(p.parent)))
+      roots.push_back(std::move(pools.at(p.name)));
   out["pools"] = std::move(roots);
   return out.dump();
 }

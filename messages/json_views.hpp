@@ -6,6 +6,7 @@
 // here as wall-clock ISO 8601 timestamps: the scheduler passes `to_wall`, the
 // offset from its clock to the wall clock.
 
+#include <set>
 #include <string>
 
 #include "core/explain.hpp"
@@ -25,7 +26,8 @@ std::string explain_json(const core::Explanation& explanation, const core::JobVi
 
 /// `pools` for one partition: its pool tree with classes, users and jobs,
 /// each with demand, fair share, usage and status (no policy: an empty tree).
+/// Pools in `removed` (claimsched pool remove) are left out.
 std::string pools_json(core::PartitionId partition, const core::policy::CycleResult* cycle,
-                       core::Duration to_wall);
+                       core::Duration to_wall, const std::set<std::string, std::less<>>& removed = {});
 
 }  // namespace claimsched::messages

@@ -12,6 +12,7 @@ void append_journal(const core::Journal& journal, core::Epoch epoch, core::TimeP
     batch.put_job(StoredJob{job, JobStatus::active, wall_now, core::TimePoint{0}});
   for (const auto& job : journal.jobs_cancelled)
     batch.put_job(StoredJob{job, JobStatus::cancelled, wall_now, wall_now});
+  for (const auto& pool : journal.pools_removed) batch.remove_pool(pool, wall_now);
   for (const auto& change : journal.task_changes) {
     StoredTask t;
     t.state = change.state;
@@ -37,6 +38,7 @@ core::Expected<RecoveredPartition> recover_partition(PartitionStore& store,
   };
   std::map<core::JobId, Job> jobs;
   core::Epoch stored_epoch = 0;
+  std::vector<std::string> removed_pools;
   std::vector<core::NodeSpec> nodes;
   RecoveryVisitor visitor;
   visitor.node = [&](const StoredNode& node) {
@@ -45,6 +47,7 @@ core::Expected<RecoveredPartition> recover_partition(PartitionStore& store,
   };
   visitor.meta = [&](const PartitionMeta& meta) {
     stored_epoch = meta.epoch;
+    removed_pools = meta.removed_pools;
     return core::Status::ok();
   };
   visitor.job = [&](const StoredJob& job) {
@@ -73,6 +76,9 @@ core::Expected<RecoveredPartition> recover_partition(PartitionStore& store,
 
   out.epoch = config.epoch;
   out.scheduler = std::make_unique<core::Scheduler>(std::move(config));
+  // Before the nodes: a node of a removed pool stays out.
+  for (const auto& pool : removed_pools) out.scheduler->restore_removed_pool(pool);
+  out.removed_pools = std::move(removed_pools);
   // The partition's nodes are known again, as down until each reports: what
   // ran where stays on record, and the pools are not empty to admission.
   for (const auto& spec : nodes) {

@@ -25,6 +25,8 @@ struct RecoveredPartition {
   uint64_t task_records = 0;
   /// Tasks the store places on nodes, waiting for those nodes to report.
   uint64_t unverified_tasks = 0;
+  /// Pools the store says were removed (the config may still list some).
+  std::vector<std::string> removed_pools;
   std::chrono::nanoseconds duration{0};
 };
 

@@ -11,6 +11,7 @@
 // | partition | tasks             | job id (u64), task index (u32)       | 12    |
 // | partition | nodes             | node id (u64)                        | 8     |
 // | both      | meta              | "identity", "epoch", "applied_sequence" | -  |
+// | partition | meta              | "removed_pool/" + pool name          | -     |
 // | node      | node_headers      | node id (u64)                        | 8     |
 // | node      | node_claims       | node id (u64), claim id (u64)        | 16    |
 // | node      | node_allocations  | node id (u64), job id (u64), task index (u32) | 20 |
@@ -150,6 +151,10 @@ inline std::optional<core::NodeId> parse_node(std::string_view k) {
 inline constexpr std::string_view kIdentity = "identity";
 inline constexpr std::string_view kEpoch = "epoch";
 inline constexpr std::string_view kAppliedSequence = "applied_sequence";
+/// Partition store: one key per pool removed (`claimsched pool remove`),
+/// the prefix then the pool's name; the value is when (a counter, wall ms).
+inline constexpr std::string_view kRemovedPoolPrefix = "removed_pool/";
+inline std::string removed_pool(std::string_view pool) { return std::string(kRemovedPoolPrefix) + std::string(pool); }
 
 // -- node store ---------------------------------------------------------------
 

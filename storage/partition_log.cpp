@@ -62,6 +62,7 @@ void MemoryPartitionLog::apply(const Write& w) {
       jobs_[spec.id] = true;
       ++records;
     }
+    records += j.pools_removed.size();
     for (const auto& change : j.task_changes)
       for (auto index : change.tasks) {
         tasks_[{change.job, index}] = Task{change.state, change.node, w.epoch};

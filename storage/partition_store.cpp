@@ -2,6 +2,9 @@
 
 #include <rocksdb/db.h>
 
+#include <algorithm>
+#include <chrono>
+
 #include "storage/crash_point.hpp"
 
 namespace claimsched::storage {
@@ -51,7 +54,8 @@ Status decode_node(const Database& db, std::string_view key, std::string_view va
   return Status::ok();
 }
 
-/// Meta records: identity, epoch, applied_sequence; anything else is corrupt.
+/// Meta records: identity, epoch, applied_sequence, removed pools; anything
+/// else is corrupt.
 Status decode_meta(const Database& db, std::string_view key, std::string_view value,
                    PartitionMeta& meta, std::string* canonical) {
   if (key == keys::kIdentity) {
@@ -61,6 +65,14 @@ Status decode_meta(const Database& db, std::string_view key, std::string_view va
     meta.cluster_id = id.cluster_id;
     meta.partition = id.partition;
     if (canonical) *canonical = messages::encode(id);
+    return Status::ok();
+  }
+  if (key.starts_with(keys::kRemovedPoolPrefix) && key.size() > keys::kRemovedPoolPrefix.size()) {
+    uint64_t when = 0;
+    if (auto st = messages::decode_counter(value, when); !st)
+      return db.record_error(PartitionStore::kMeta, key, st.error());
+    meta.removed_pools.emplace_back(key.substr(keys::kRemovedPoolPrefix.size()));
+    if (canonical) *canonical = messages::encode_counter(when);
     return Status::ok();
   }
   uint64_t* target = key == keys::kEpoch              ? &meta.epoch
@@ -146,6 +158,11 @@ void PartitionStore::Batch::set_epoch(core::Epoch epoch) {
 
 void PartitionStore::Batch::set_applied_sequence(uint64_t sequence) {
   put(kMeta, keys::kAppliedSequence, messages::encode_counter(sequence));
+}
+
+void PartitionStore::Batch::remove_pool(std::string_view pool, core::TimePoint when) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(when).count();
+  put(kMeta, keys::removed_pool(pool), messages::encode_counter(static_cast<uint64_t>(std::max<int64_t>(ms, 0))));
 }
 
 void PartitionStore::submit(Batch batch, DurableCallback on_durable) {

@@ -13,6 +13,7 @@
 // | meta          | "identity"     | StoreIdentity         | created                        |
 // | meta          | "epoch"        | counter               | the owner's epoch changes      |
 // | meta          | "applied_sequence" | counter           | caller-defined (see Batch)     |
+// | meta          | "removed_pool/P" | counter (wall ms)   | pool P removed (pool remove)   |
 //
 // Typical use by the scheduler actor:
 //   auto b = store.batch();
@@ -28,6 +29,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "messages/record_codec.hpp"
 #include "storage/database.hpp"
@@ -54,6 +56,8 @@ struct PartitionMeta {
   core::Epoch epoch = 0;
   /// The last value set with Batch::set_applied_sequence (0 = never).
   uint64_t applied_sequence = 0;
+  /// Pools removed with `claimsched pool remove`, by name.
+  std::vector<std::string> removed_pools;
 
   friend bool operator==(const PartitionMeta&, const PartitionMeta&) = default;
 };
@@ -99,6 +103,8 @@ class PartitionStore {
     /// A sequence number of the caller's choosing (for example the highest
     /// client request or upstream event consumed), recovered in meta.
     void set_applied_sequence(uint64_t sequence);
+    /// The partition no longer serves `pool`; `when` is wall-clock time.
+    void remove_pool(std::string_view pool, core::TimePoint when);
 
     /// Key changes in the batch.
     size_t records() const { return batch_.Count(); }

@@ -3,11 +3,26 @@
 namespace claimsched::core {
 
 std::string describe(const Operation& op) {
-  return std::string(op.kind == OperationKind::drain_node ? "drain" : "undrain") + " node " + op.node_name;
+  switch (op.kind) {
+    case OperationKind::drain_node:
+      return "drain node " + op.node_name;
+    case OperationKind::undrain_node:
+      return "undrain node " + op.node_name;
+    case OperationKind::remove_pool:
+      return "remove pool " + op.pool;
+  }
+  return "unknown operation";
 }
 
 LockDeclaration locks_of(const Operation& op) {
   LockDeclaration d;
+  if (op.kind == OperationKind::remove_pool) {
+    // The pool as a whole goes away: alone on it, after every job that
+    // declared a group lock on it (Ganeti's group removal takes the group
+    // lock exclusively).
+    d[LockLevel::group] = LevelLock::of(LockMode::exclusive, {op.pool});
+    return d;
+  }
   // Both change what may run on the node: alone on it, like a job that
   // rewrites it (Ganeti's node operations take the node lock exclusively).
   d[LockLevel::node] = LevelLock::of(LockMode::exclusive, {op.node_name});

@@ -3,7 +3,8 @@
 // The cluster's own operations that go through the lock queue, with the
 // locks each takes (Ganeti's static lock declarations per opcode): an
 // operator's drain waits its turn behind the jobs that hold its node's lock
-// instead of racing them.
+// instead of racing them; removing a pool waits behind the jobs that hold a
+// group lock on it.
 
 #include <string>
 
@@ -17,6 +18,9 @@ enum class OperationKind : uint8_t {
   drain_node = 0,
   /// `claimsched node undrain NODE`: it takes work again.
   undrain_node,
+  /// `claimsched pool remove POOL`: the partition stops serving the pool,
+  /// if nothing uses it (check_pool_unused).
+  remove_pool,
 };
 
 struct Operation {
@@ -24,11 +28,14 @@ struct Operation {
   NodeId node;
   /// The node's name: jobs name nodes in their lock declarations.
   std::string node_name;
+  /// remove_pool: the pool's name (jobs name pools in `group` locks).
+  std::string pool;
 };
 
-/// "drain node a1".
+/// "drain node a1", "remove pool p1".
 std::string describe(const Operation& op);
-/// The fixed table: drain and undrain take `node` exclusive on that node.
+/// The fixed table: drain and undrain take `node` exclusive on that node;
+/// remove_pool takes `group` exclusive on the pool.
 LockDeclaration locks_of(const Operation& op);
 
 /// Operations share the lock queue with jobs; their ids live at and above

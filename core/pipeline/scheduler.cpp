@@ -70,8 +70,13 @@ Status Scheduler::add_node(const NodeSpec& spec, const NodeSnapshot& snapshot) {
   if (!pool)
     return make_error(Errc::unknown_name, "node " + spec.name + ": pool '" + spec.pool +
                                               "' is not owned by partition " + std::to_string(config_.partition.value));
+  if (pool_removed(spec.pool))
+    return make_error(Errc::wrong_state, "node " + spec.name + ": pool '" + spec.pool +
+                                             "' was removed (claimsched pool remove); register it in another pool");
   bool known = view_.find_node(spec.id).has_value();
-  view_.add_node(spec, *pool, snapshot);
+  NodeIndex n = view_.add_node(spec, *pool, snapshot);
+  if (node_names_.size() <= n) node_names_.resize(n + 1);
+  node_names_[n] = spec.name;
   shape_counts_.clear();  // what the pool can ever hold may have grown
   if (config_.journal && !known) journal_.nodes_registered.push_back(spec);
   return Status::ok();
@@ -79,6 +84,9 @@ Status Scheduler::add_node(const NodeSpec& spec, const NodeSnapshot& snapshot) {
 
 Status Scheduler::submit(JobSpec job, TimePoint now) {
   last_now_ = std::max(last_now_, now);
+  if (pool_removed(job.pool))
+    return make_error(Errc::wrong_state, "job field 'pool': pool '" + job.pool +
+                                             "' was removed (claimsched pool remove); it takes no jobs");
   auto admitted = admit(config_, view_, std::move(job));
   if (!admitted) return admitted.error();
   if (!admitted->spec.wait_for_nodes) {
@@ -353,6 +361,9 @@ void Scheduler::schedule(TimePoint now, Outbox& out) {
   if (fenced_) return;
   last_now_ = std::max(last_now_, now);
   if (gate_.pending() > 0) start_gated(now);
+  run_ready_removals();
+  for (auto& ended : ended_operations_) out.operations_ended.push_back(std::move(ended));
+  ended_operations_.clear();
   for (JobId id : operations_ready_)
     if (auto it = operations_.find(id); it != operations_.end()) out.operations.emplace_back(id, it->second);
   operations_ready_.clear();
@@ -424,25 +435,6 @@ void Scheduler::on_granted(JobId id) {
     operations_ready_.push_back(id);
   else
     run_gated(table_.at(id));
-}
-
-Expected<std::pair<JobId, std::string>> Scheduler::submit_operation(Operation op, TimePoint now) {
-  if (!view_.find_node(op.node))
-    return make_error(Errc::unknown_name, describe(op) + ": partition " + std::to_string(config_.partition.value) +
-                                              " has no such node");
-  last_now_ = std::max(last_now_, now);
-  JobId id(next_operation_++);
-  gate_.add(id, static_cast<uint32_t>(config_.classes.size()), now, now, locks_of(op));
-  operations_.emplace(id, op);
-  start_gated(now);
-  std::string words = describe(op) + " (operation " + std::to_string(id.value - kFirstOperationId) + "): ";
-  if (auto block = gate_.blocked_on(id)) return std::pair{id, words + "waits for " + block->to_string()};
-  return std::pair{id, words + "under way"};
-}
-
-void Scheduler::finish_operation(JobId id) {
-  if (operations_.erase(id) == 0) return;
-  for (JobId next : gate_.finish(id)) on_granted(next);
 }
 
 void Scheduler::run_gated(JobRecord& j) {

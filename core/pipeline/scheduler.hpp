@@ -32,6 +32,7 @@
 #include "core/pipeline/stats.hpp"
 #include "core/pipeline/task_table.hpp"
 #include "core/placement.hpp"
+#include "core/pool_use.hpp"
 #include "core/protocol.hpp"
 #include "core/status.hpp"
 
@@ -93,6 +94,14 @@ struct SchedulerConfig {
   const Limits& allotment_of(std::string_view user) const;
 };
 
+/// An operation the core carried out itself (remove_pool), and how it went.
+struct OperationEnd {
+  JobId id;
+  Operation op;
+  /// OK, or why it was refused (e.g. the pool is in use).
+  Status outcome;
+};
+
 /// What the scheduler wants sent. The actor drains it after every call.
 struct Outbox {
   std::vector<ClaimRequest> claims;
@@ -105,10 +114,13 @@ struct Outbox {
   /// Operator operations that hold their locks: carry them out, then call
   /// Scheduler::finish_operation.
   std::vector<std::pair<JobId, Operation>> operations;
+  /// Operations the core carried out since the last drain: answer whoever
+  /// waits for them (a success once the journal of the same step is durable).
+  std::vector<OperationEnd> operations_ended;
 
   bool empty() const {
     return claims.empty() && confirms.empty() && releases.empty() && snapshot_requests.empty() &&
-           finished_jobs.empty() && operations.empty();
+           finished_jobs.empty() && operations.empty() && operations_ended.empty();
   }
   void clear() {
     claims.clear();
@@ -117,6 +129,7 @@ struct Outbox {
     snapshot_requests.clear();
     finished_jobs.clear();
     operations.clear();
+    operations_ended.clear();
   }
 };
 
@@ -142,15 +155,19 @@ struct Journal {
   std::vector<NodeSpec> nodes_registered;
   /// Jobs the user cancelled (their record is kept, marked cancelled).
   std::vector<JobSpec> jobs_cancelled;
+  /// Pools the partition no longer serves (`claimsched pool remove`).
+  std::vector<std::string> pools_removed;
 
   bool empty() const {
-    return jobs_accepted.empty() && task_changes.empty() && nodes_registered.empty() && jobs_cancelled.empty();
+    return jobs_accepted.empty() && task_changes.empty() && nodes_registered.empty() && jobs_cancelled.empty() &&
+           pools_removed.empty();
   }
   void clear() {
     jobs_accepted.clear();
     task_changes.clear();
     nodes_registered.clear();
     jobs_cancelled.clear();
+    pools_removed.clear();
   }
 };
 
@@ -231,13 +248,24 @@ class Scheduler {
   Status cancel(JobId job, TimePoint now, Outbox& out);
 
   // --- operator operations -----------------------------------------------------
-  /// An operator's action on a node (drain, undrain): it waits in the lock
-  /// queue behind the jobs that hold its locks (locks_of), then goes out in
-  /// the Outbox (operations) for the actor to carry out. Returns its id and
-  /// what it does now, in words. Errors: a node this partition does not know.
+  /// An operator's action on a node (drain, undrain) or a pool (remove): it
+  /// waits in the lock queue behind the jobs that hold its locks (locks_of).
+  /// A node's then goes out in the Outbox (operations) for the actor to carry
+  /// out; a pool's removal the core carries out itself (Outbox::
+  /// operations_ended). Returns its id and what it does now, in words.
+  /// Errors: a node or pool this partition does not know, a pool removed
+  /// already, and a removal that could go at once and was refused (the pool
+  /// is in use, check_pool_unused).
   Expected<std::pair<JobId, std::string>> submit_operation(Operation op, TimePoint now);
   /// The actor carried it out (or gave up): its locks go to whoever waits.
   void finish_operation(JobId id);
+  /// Pools removed by `claimsched pool remove`, now or before a restart: no
+  /// job is accepted into them, no node registers in them.
+  const std::set<std::string, std::less<>>& removed_pools() const { return removed_pools_; }
+  bool pool_removed(std::string_view pool) const { return removed_pools_.contains(pool); }
+  /// Restore: `pool` was removed before (from the partition store). A pool
+  /// this partition's config does not list is ignored.
+  void restore_removed_pool(const std::string& pool);
 
   // --- the pipeline's passes -------------------------------------------------
   /// Placement begins: time a job queued before this is not counted as
@@ -336,6 +364,12 @@ class Scheduler {
   void run_gated(JobRecord& j);
   /// A job or an operation of the lock queue holds its locks now.
   void on_granted(JobId id);
+  // operator operations (operations.cpp)
+  /// What uses pool p now (check_pool_unused decides).
+  PoolUse pool_use(uint32_t p) const;
+  /// Carries out the pool removals that hold their locks: each is done or
+  /// refused, and ends (ended_operations_).
+  void run_ready_removals();
   /// j lost every task it had placed (preempted or evicted): it gives back
   /// its running slot and its locks, and goes back in line.
   void requeue_in_lock_queue(JobRecord& j, TimePoint now);
@@ -409,6 +443,11 @@ class Scheduler {
   std::map<JobId, Operation> operations_;
   std::vector<JobId> operations_ready_;
   uint64_t next_operation_ = kFirstOperationId;
+  /// Operations the core carried out, for the next Outbox.
+  std::vector<OperationEnd> ended_operations_;
+  std::set<std::string, std::less<>> removed_pools_;
+  /// Node names by the view's index: an operator's refusal names nodes.
+  std::vector<std::string> node_names_;
   /// The last time the pipeline was told (ages in the lock queue are as of then).
   TimePoint last_now_{0};
   /// What the policy said about a job: its rank in the queue, its fair share

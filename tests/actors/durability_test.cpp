@@ -32,7 +32,7 @@ class DurabilityTest : public ActorTest {
   scheduler_actor make_scheduler(bool replicated) {
     actors::SchedulerActorConfig c;
     c.scheduler.partition = core::PartitionId{1};
-    c.scheduler.pools = {"p"};
+    c.scheduler.pools = {"p", "q"};
     c.log = log_;
     c.await_replication = replicated;
     auto s = actors::spawn_scheduler(sys(), c);
@@ -173,6 +173,39 @@ TEST_F(DurabilityTest, AConfigThatCannotWorkIsRefusedBeforeSpawning) {
   c.await_replication = false;
   c.max_writes_in_flight = 0;
   EXPECT_FALSE(actors::spawn_scheduler(sys(), c).has_value());
+}
+
+// `claimsched pool remove`: the operator hears "done" only once the removal
+// is durable, and a pool a node uses is refused at once, naming the node.
+TEST_F(DurabilityTest, APoolRemovalIsAnsweredOnlyOnceItIsDurable) {
+  auto s = make_scheduler(false);
+  auto remove = [&](const std::string& pool) {
+    spawn(
+        [pool, answers = answers](caf::event_based_actor* self, scheduler_actor to) {
+          self->request(to, caf::infinite, actors::remove_pool_atom::value, pool, false)
+              .then([answers](std::string& words) { answers->push_back("ok " + words); },
+                    [answers](caf::error& e) { answers->push_back("error " + messages::from_caf_error(e).message); });
+        },
+        s);
+    run();
+  };
+  add_node(s);
+  while (log_->complete_next()) {
+  }
+  run();
+  remove("p");
+  ASSERT_EQ(answers->size(), 1u);
+  EXPECT_EQ(answers->back(), "error pool p is in use: node node-1 is up");
+  EXPECT_EQ(log_->pending(), 0u) << "a refusal writes nothing";
+
+  answers->clear();
+  remove("q");
+  EXPECT_TRUE(answers->empty()) << "nothing durable yet";
+  ASSERT_EQ(log_->pending(), 1u);
+  ASSERT_TRUE(log_->complete_next());
+  run();
+  ASSERT_EQ(answers->size(), 1u);
+  EXPECT_EQ(answers->back(), "ok remove pool q (operation 1): done");
 }
 
 }  // namespace

@@ -197,7 +197,7 @@ TEST_F(LockPipelineTest, ANodeDrainWaitsForTheJobHoldingItsNodesLock) {
   ASSERT_TRUE(cluster.submit(s, locked_job(1, "node=shared:node-1")));
   settle(s);
   Scheduler& sched = cluster.scheduler(s);
-  Operation drain{OperationKind::drain_node, NodeId(1), "node-1"};
+  Operation drain{OperationKind::drain_node, NodeId(1), "node-1", {}};
   auto op = sched.submit_operation(drain, cluster.now());
   ASSERT_TRUE(op);
   EXPECT_EQ(op->second, "drain node node-1 (operation 0): waits for node 'node-1' held by job 1");
@@ -216,7 +216,7 @@ TEST_F(LockPipelineTest, ANodeDrainWaitsForTheJobHoldingItsNodesLock) {
   settle(s);
   EXPECT_EQ(running(s, 2), 1u);
   // A node the partition does not know is an error, not a queued operation.
-  EXPECT_FALSE(sched.submit_operation(Operation{OperationKind::undrain_node, NodeId(99), "x"}, cluster.now()));
+  EXPECT_FALSE(sched.submit_operation(Operation{OperationKind::undrain_node, NodeId(99), "x", {}}, cluster.now()));
   JobSpec reserved = JobBuilder(kFirstOperationId).cpu("1").build();
   EXPECT_FALSE(cluster.submit(s, reserved)) << "job ids never reach the operations' range";
 }

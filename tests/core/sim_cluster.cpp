@@ -289,6 +289,7 @@ void SimCluster::route(size_t s, Outbox& out) {
   }
   Slot& slot = schedulers_[s];
   slot.operations.insert(slot.operations.end(), out.operations.begin(), out.operations.end());
+  slot.operations_ended.insert(slot.operations_ended.end(), out.operations_ended.begin(), out.operations_ended.end());
   for (auto id : out.finished_jobs) {
     if (!slot.finished_set.insert(id).second)
       violation("scheduler " + std::to_string(s) + " reported job " + std::to_string(id.value) +

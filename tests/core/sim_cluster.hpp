@@ -89,6 +89,8 @@ class SimCluster {
   /// Operator operations the scheduler sent out (Outbox::operations), in
   /// order; the test carries them out and calls finish_operation.
   std::vector<std::pair<JobId, Operation>>& operations(size_t s) { return schedulers_[s].operations; }
+  /// Operations the scheduler carried out itself (Outbox::operations_ended).
+  std::vector<OperationEnd>& operations_ended(size_t s) { return schedulers_[s].operations_ended; }
 
   Status submit(size_t s, JobSpec job);
   /// on_tick then schedule, as the actor's timer would.
@@ -150,6 +152,7 @@ class SimCluster {
     std::vector<JobId> finished;
     std::set<JobId> finished_set;
     std::vector<std::pair<JobId, Operation>> operations;
+    std::vector<OperationEnd> operations_ended;
   };
 
   bool subscribed(size_t s, size_t n) const;

@@ -65,5 +65,40 @@ TEST(Journal, FinishedTasksKeepTheirNodeAndWhyTheyEndedAcrossARestart) {
   EXPECT_EQ(recovered->scheduler->view().node(*n).state, core::NodeState::down);
 }
 
+// `claimsched pool remove`: the removal is a record of the partition store,
+// so a restart (or a standby that replicated the store) keeps the pool out
+// even when the config still lists it.
+TEST(Journal, ARemovedPoolStaysRemovedAcrossARestart) {
+  TempDir tmp;
+  core::SchedulerConfig config = scheduler_config();
+  config.pools = {"default", "gpu"};
+  {
+    auto store = PartitionStore::open(tmp.path(), partition_id(), {});
+    ASSERT_TRUE(store) << store.error().to_string();
+    core::Journal journal;
+    journal.pools_removed.push_back("gpu");
+    auto batch = (*store)->batch();
+    append_journal(journal, 1, core::TimePoint{std::chrono::seconds(100)}, batch);
+    ASSERT_TRUE((*store)->write(std::move(batch)));
+    auto meta = (*store)->read_meta();
+    ASSERT_TRUE(meta) << meta.error().to_string();
+    EXPECT_EQ(meta->removed_pools, std::vector<std::string>{"gpu"});
+    auto counts = (*store)->count();
+    ASSERT_TRUE(counts) << counts.error().to_string();  // a full consistency pass reads it
+  }
+  auto store = PartitionStore::open(tmp.path(), partition_id(), {});
+  ASSERT_TRUE(store) << store.error().to_string();
+  auto recovered = recover_partition(**store, config, core::TimePoint{0});
+  ASSERT_TRUE(recovered) << recovered.error().to_string();
+  EXPECT_EQ(recovered->removed_pools, std::vector<std::string>{"gpu"});
+  EXPECT_TRUE(recovered->scheduler->pool_removed("gpu"));
+  EXPECT_FALSE(recovered->scheduler->pool_removed("default"));
+  core::JobSpec job = job_spec(1, 1);
+  job.pool = "gpu";
+  auto refused = recovered->scheduler->submit(job, core::TimePoint{0});
+  ASSERT_FALSE(refused);
+  EXPECT_NE(refused.error().message.find("pool 'gpu' was removed"), std::string::npos) << refused.error().message;
+}
+
 }  // namespace
 }  // namespace claimsched::storage
