@@ -213,6 +213,19 @@ void on_node_report(self_ptr self, const node_actor& node, core::NodeReport& rep
   flush(self, t);
 }
 
+/// The tracked entry of `node`'s subscription if `node` is the newest handle
+/// registered for its node actor and its subscription still waits.
+std::map<caf::actor_addr, node_actor>::iterator pending_subscription(self_ptr self, const node_actor& node) {
+  auto& handles = self->state.newest_node_handle;
+  auto it = handles.find(node.address());
+  // Handles compare equal by address; the control block tells a newer
+  // connection's proxy from this one.
+  if (it == handles.end() ||
+      caf::actor_cast<caf::strong_actor_ptr>(it->second).get() != caf::actor_cast<caf::strong_actor_ptr>(node).get())
+    return handles.end();
+  return it;
+}
+
 /// Subscribes to a node. A subscription that goes unanswered is asked again
 /// at once (the timeout was the wait), for as long as the handle is the
 /// newest one registered for that node: until it is answered the scheduler
@@ -224,7 +237,8 @@ void on_node_report(self_ptr self, const node_actor& node, core::NodeReport& rep
 /// with an error and is not asked again; its agent registers anew.
 void subscribe(self_ptr self, node_actor node, uint32_t attempt) {
   auto& st = self->state;
-  if (attempt == 1) st.newest_node_handle[node.address()] = node;
+  // In-process nodes (no timeout) answer or are gone: nothing to retry.
+  if (attempt == 1 && st.subscribe_timeout != core::Duration::max()) st.newest_node_handle[node.address()] = node;
   // A timeout costs a clock entry per node until it fires; in-process nodes
   // (Duration::max()) answer or are gone, and need none.
   caf::duration timeout =
@@ -233,32 +247,34 @@ void subscribe(self_ptr self, node_actor node, uint32_t attempt) {
           : caf::duration(std::chrono::duration_cast<std::chrono::milliseconds>(st.subscribe_timeout));
   auto listener = caf::actor_cast<node_listener_actor>(self);
   self->request(node, timeout, subscribe_atom::value, listener)
-      .then([=](core::NodeReport& report) { on_node_report(self, node, report); },
-            [=](caf::error& err) {
-              auto& st = self->state;
-              auto who = caf::to_string(node.address());
-              auto newest = st.newest_node_handle.find(node.address());
-              bool current = newest != st.newest_node_handle.end() &&
-                             caf::actor_cast<caf::strong_actor_ptr>(newest->second).get() ==
-                                 caf::actor_cast<caf::strong_actor_ptr>(node).get();
-              if (err != caf::sec::request_timeout) {
-                if (current) st.newest_node_handle.erase(newest);
-                spdlog::warn("{}: subscribing to node {} failed ({}); it is subscribed to again when its agent "
-                             "registers",
-                             st.log_name, who, self->system().render(err));
-                return;
-              }
-              // Handles compare equal by address; the control block tells a
-              // newer connection's proxy from this one.
-              if (!current || !st.store_error.empty()) return;
-              auto level = attempt % kSubscribeAttemptsPerError == 0 ? spdlog::level::err : spdlog::level::warn;
-              spdlog::log(level, "{}: node {} did not answer its subscription within {} ms (attempt {}); asking again",
-                          st.log_name, who,
-                          std::chrono::duration_cast<std::chrono::milliseconds>(st.subscribe_timeout).count(),
-                          attempt);
-              subscribe(self, node, attempt + 1);
-            });
-}
+      .then(
+          [=](core::NodeReport& report) {
+            // Only subscriptions still waiting are tracked (memory per node).
+            if (auto newest = pending_subscription(self, node); newest != self->state.newest_node_handle.end())
+              self->state.newest_node_handle.erase(newest);
+            on_node_report(self, node, report);
+          },
+              [=](caf::error& err) {
+                auto& st = self->state;
+                auto who = caf::to_string(node.address());
+                auto newest = pending_subscription(self, node);
+                bool current = newest != st.newest_node_handle.end();
+                if (err != caf::sec::request_timeout) {
+                  if (current) st.newest_node_handle.erase(newest);
+                  spdlog::warn("{}: subscribing to node {} failed ({}); it is subscribed to again when its agent "
+                               "registers",
+                               st.log_name, who, self->system().render(err));
+                  return;
+                }
+                if (!current || !st.store_error.empty()) return;
+                auto level = attempt % kSubscribeAttemptsPerError == 0 ? spdlog::level::err : spdlog::level::warn;
+                spdlog::log(level, "{}: node {} did not answer its subscription within {} ms (attempt {}); asking again",
+                            st.log_name, who,
+                            std::chrono::duration_cast<std::chrono::milliseconds>(st.subscribe_timeout).count(),
+                            attempt);
+                subscribe(self, node, attempt + 1);
+              });
+  }
 
 void arm_tick(self_ptr self) {
   if (self->state.tick_armed) return;

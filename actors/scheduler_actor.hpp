@@ -61,8 +61,9 @@ struct scheduler_state {
   std::shared_ptr<core::Scheduler> core;
   /// Node handles by the view's dense node index.
   std::vector<node_actor> nodes;
-  /// The newest handle registered per node actor: a subscription through an
-  /// older one stops asking (see subscribe in scheduler_actor.cpp).
+  /// The newest handle registered per node actor whose subscription still
+  /// waits: a subscription through an older one stops asking (see subscribe
+  /// in scheduler_actor.cpp).
   std::map<caf::actor_addr, node_actor> newest_node_handle;
   core::Outbox outbox;
   std::shared_ptr<storage::PartitionLog> log;

@@ -288,6 +288,7 @@ int run_sim(const SimOptions& cli) {
     sc.subscribe_timeout = core::Duration::max();  // its nodes are in this process
     sc.scheduler.partition = core::PartitionId{k + 1};
     sc.scheduler.epoch = 1;
+    sc.scheduler.keep_node_names = false;
     sc.scheduler.pools = {opt.overlap ? pools[0] : pools[k]};
     if (policy) {
       policy->apply(sc.scheduler);

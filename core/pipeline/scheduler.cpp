@@ -75,8 +75,10 @@ Status Scheduler::add_node(const NodeSpec& spec, const NodeSnapshot& snapshot) {
                                              "' was removed (claimsched pool remove); register it in another pool");
   bool known = view_.find_node(spec.id).has_value();
   NodeIndex n = view_.add_node(spec, *pool, snapshot);
-  if (node_names_.size() <= n) node_names_.resize(n + 1);
-  node_names_[n] = spec.name;
+  if (config_.keep_node_names) {
+    if (node_names_.size() <= n) node_names_.resize(n + 1);
+    node_names_[n] = spec.name;
+  }
   shape_counts_.clear();  // what the pool can ever hold may have grown
   if (config_.journal && !known) journal_.nodes_registered.push_back(spec);
   return Status::ok();

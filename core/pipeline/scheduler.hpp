@@ -87,6 +87,11 @@ struct SchedulerConfig {
   /// After a restart, tasks the store says run on a node that has not
   /// reported again by then are declared lost and placed again.
   Duration recovery_grace = std::chrono::seconds(30);
+  /// Keep each node's name, for the words that name it (a pool removal
+  /// refused because the node is up); without, nodes are named by id. The
+  /// sim turns it off: about 50 bytes per node of its budget, and it removes
+  /// no pools.
+  bool keep_node_names = true;
 
   Status validate() const;
   const ClassConfig* find_class(std::string_view name) const;
