@@ -1,11 +1,30 @@
-// What nodes tell the scheduler: deltas (tasks ended), full reports
-// (reconciliation), and silence (a node lost).
+// What nodes tell the scheduler: registration (add_node), deltas (tasks
+// ended), full reports (reconciliation), and silence (a node lost).
 
 #include <algorithm>
 
 #include "core/pipeline/scheduler.hpp"
 
 namespace claimsched::core {
+
+Status Scheduler::add_node(const NodeSpec& spec, const NodeSnapshot& snapshot) {
+  auto pool = view_.find_pool(spec.pool);
+  if (!pool)
+    return make_error(Errc::unknown_name, "node " + spec.name + ": pool '" + spec.pool +
+                                              "' is not owned by partition " + std::to_string(config_.partition.value));
+  if (pool_removed(spec.pool))
+    return make_error(Errc::wrong_state, "node " + spec.name + ": pool '" + spec.pool +
+                                             "' was removed (claimsched pool remove); register it in another pool");
+  bool known = view_.find_node(spec.id).has_value();
+  NodeIndex n = view_.add_node(spec, *pool, snapshot);
+  if (config_.keep_node_names) {
+    if (node_names_.size() <= n) node_names_.resize(n + 1);
+    node_names_[n] = spec.name;
+  }
+  shape_counts_.clear();  // what the pool can ever hold may have grown
+  if (config_.journal && !known) journal_.nodes_registered.push_back(spec);
+  return Status::ok();
+}
 
 void Scheduler::on_node_delta(const NodeDelta& delta, TimePoint now, Outbox& out) {
   auto n = view_.find_node(delta.snapshot.node);

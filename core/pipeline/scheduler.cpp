@@ -65,25 +65,6 @@ Scheduler::Scheduler(SchedulerConfig config)
 
 // --- admission -----------------------------------------------------------------
 
-Status Scheduler::add_node(const NodeSpec& spec, const NodeSnapshot& snapshot) {
-  auto pool = view_.find_pool(spec.pool);
-  if (!pool)
-    return make_error(Errc::unknown_name, "node " + spec.name + ": pool '" + spec.pool +
-                                              "' is not owned by partition " + std::to_string(config_.partition.value));
-  if (pool_removed(spec.pool))
-    return make_error(Errc::wrong_state, "node " + spec.name + ": pool '" + spec.pool +
-                                             "' was removed (claimsched pool remove); register it in another pool");
-  bool known = view_.find_node(spec.id).has_value();
-  NodeIndex n = view_.add_node(spec, *pool, snapshot);
-  if (config_.keep_node_names) {
-    if (node_names_.size() <= n) node_names_.resize(n + 1);
-    node_names_[n] = spec.name;
-  }
-  shape_counts_.clear();  // what the pool can ever hold may have grown
-  if (config_.journal && !known) journal_.nodes_registered.push_back(spec);
-  return Status::ok();
-}
-
 Status Scheduler::submit(JobSpec job, TimePoint now) {
   last_now_ = std::max(last_now_, now);
   if (pool_removed(job.pool))
