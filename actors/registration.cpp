@@ -31,4 +31,23 @@ void configure(caf::actor_system_config& cfg, const LinkOptions& link) {
   if (link.shared_queue) cfg.set("scheduler.policy", caf::atom("sharing"));
 }
 
+void stop_network_helpers(caf::actor_system& sys, caf::blocking_actor& self) {
+  std::vector<caf::actor> helpers;
+  for (auto name : {caf::atom("SpawnServ"), caf::atom("ConfigServ")})
+    if (auto h = caf::actor_cast<caf::actor>(sys.registry().get(name))) helpers.push_back(h);
+  // The per-peer helpers are registered by id only.
+  for (caf::actor_id id = 1; id <= sys.latest_actor_id(); ++id)
+    if (id != self.id())
+      if (auto h = sys.registry().get<caf::actor>(id)) helpers.push_back(h);
+  for (const auto& h : helpers) {
+    self.monitor(h);
+    self.send_exit(h, caf::exit_reason::user_shutdown);
+  }
+  // Bounded: an exit is not worth a hung process.
+  size_t down = 0;
+  bool late = false;
+  while (down < helpers.size() && !late)
+    self.receive([&](caf::down_msg&) { ++down; }, caf::after(std::chrono::seconds(2)) >> [&] { late = true; });
+}
+
 }  // namespace claimsched::actors

@@ -5,7 +5,9 @@
 // between processes, and the middleman's failure detection. Every process
 // calls it, or a type known only to the sender arrives empty.
 
+#include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/blocking_actor.hpp>
 
 #include "core/ids.hpp"
 
@@ -27,5 +29,18 @@ struct LinkOptions {
 
 /// Registers types, loads the middleman and sets its timeouts.
 void configure(caf::actor_system_config& cfg, const LinkOptions& link = {});
+
+/// Stops every actor CAF still holds for the network (its spawn and config
+/// servers, the helper it spawns per peer), and waits for each, while the
+/// network layer still runs. Call it last, when every actor of ours is done,
+/// from `self`, the one actor of ours still alive.
+///
+/// Why: CAF 0.17.6's actor_system destructor stops the middleman first; its
+/// BASP broker never closes its mailbox (abstract_broker::cleanup skips
+/// scheduled_actor::cleanup), and the helpers it watches for its peers get
+/// their exit only then. A helper that exits after the broker leaves its down
+/// message in the dead broker's mailbox: a reference cycle, which
+/// LeakSanitizer reports at exit (tests/lsan.supp has the rest of the story).
+void stop_network_helpers(caf::actor_system& sys, caf::blocking_actor& self);
 
 }  // namespace claimsched::actors

@@ -391,6 +391,7 @@ int run_agent(const AgentOptions& opt) {
   for (auto& t : links) t.join();
   for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);
   for (auto& n : nodes) self->wait_for(n);
+  actors::stop_network_helpers(sys, *self);
   return exit_code.load();
 }
 

@@ -50,6 +50,7 @@ if ((sanitizers)); then
   cmake --build build-asan -j"$jobs"
   step_done "ASan build"
   ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    LSAN_OPTIONS="suppressions=$(pwd)/tests/lsan.supp:print_suppressions=0" \
     ctest --test-dir build-asan --output-on-failure -j"$jobs" --timeout 900
   step_done "ASan tests"
 fi
