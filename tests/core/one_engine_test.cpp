@@ -28,7 +28,7 @@ using testing::NodeBuilder;
 using testing::res;
 using testing::SimCluster;
 
-SchedulerConfig config() {
+SchedulerConfig classes_config() {
   SchedulerConfig c;
   c.partition = PartitionId{1};
   c.pools = {"default"};
@@ -61,7 +61,7 @@ class OneEngineTest : public ::testing::Test {
   void SetUp() override {
     for (uint32_t n = 1; n <= 6; ++n)
       cluster.add_node(NodeBuilder(n).capacity(n == 6 ? "cpu=8,memory=32Gi" : "cpu=8,memory=16Gi").build());
-    s = cluster.add_scheduler(config());
+    s = cluster.add_scheduler(classes_config());
     // Batch fills the cluster, a task a second.
     ASSERT_TRUE(cluster.submit(s, JobBuilder(1).user("ann").count(40).resources("cpu=1,memory=2Gi").build()));
     ASSERT_TRUE(cluster.submit(s, JobBuilder(2).user("ann").count(8).resources("cpu=1,memory=4Gi").build()));
