@@ -77,8 +77,16 @@ void Scheduler::confirm_claim(Claim& c, TimePoint now, Outbox& out) {
   // The placement is recorded before the node is asked to make it real.
   if (config_.journal) {
     JobRecord& j = table_.at(c.request.job);
-    for (auto t : c.request.tasks) j.tasks[t].journaled = true;
-    journal_tasks(c.request.job, c.request.tasks, TaskState::claimed, c.request.node, c.request.claim_id);
+    // Not a task that ended while its claim was out (keep_first_run): its
+    // record stays final.
+    std::vector<TaskIndex> placed;
+    for (auto t : c.request.tasks)
+      if (!is_final(j.tasks[t].state)) {
+        j.tasks[t].journaled = true;
+        placed.push_back(t);
+      }
+    if (!placed.empty())
+      journal_tasks(c.request.job, placed, TaskState::claimed, c.request.node, c.request.claim_id);
   }
   c.phase = ClaimPhase::confirming;
   c.sent_at = now;
@@ -88,8 +96,12 @@ void Scheduler::confirm_claim(Claim& c, TimePoint now, Outbox& out) {
 }
 
 void Scheduler::mark_running(JobRecord& j, const Claim& c, TimePoint now) {
+  uint64_t placed = 0;
   for (auto t : c.request.tasks) {
     TaskRecord& r = j.tasks[t];
+    // Ended while its claim was out (keep_first_run): it does not run here.
+    if (!c.gang && is_final(r.state)) continue;
+    ++placed;
     // A gang member can have run and finished before its gang completed.
     if (r.state == TaskState::claimed) table_.set_state(j, t, TaskState::running);
     r.node = c.node;
@@ -98,10 +110,9 @@ void Scheduler::mark_running(JobRecord& j, const Claim& c, TimePoint now) {
   }
   queue_.reset_backoff(j);
   j.first_running = std::min(j.first_running, now);
-  auto n = static_cast<uint64_t>(c.request.tasks.size());
-  stats_.placements += n;
+  stats_.placements += placed;
   auto latency = now - std::max(j.spec.submit_time, started_at_);
-  stats_.placement_latency.record(static_cast<uint64_t>(std::max<int64_t>(0, latency.count())), n);
+  stats_.placement_latency.record(static_cast<uint64_t>(std::max<int64_t>(0, latency.count())), placed);
 }
 
 void Scheduler::on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& out) {
@@ -127,6 +138,14 @@ void Scheduler::on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& o
     out.releases.push_back(window_.release_request(c->request.node, c->request.job, c->request.claim_id));
     claim_failed(reply.claim_id, "cancelled", false, now, out);
     maybe_finished(j, now, out);
+    return;
+  }
+  if (accepted && !c->gang &&
+      std::all_of(c->request.tasks.begin(), c->request.tasks.end(),
+                  [&](TaskIndex t) { return is_final(j.tasks[t].state); })) {
+    // Its tasks ended meanwhile (keep_first_run): give the room back.
+    out.releases.push_back(window_.release_request(c->request.node, c->request.job, c->request.claim_id));
+    claim_failed(reply.claim_id, "its tasks ended meanwhile", false, now, out);
     return;
   }
   if (accepted) {
@@ -165,7 +184,11 @@ void Scheduler::claim_failed(ClaimId id, const std::string& why, bool count_atte
   window_.erase(id);
   JobRecord& j = table_.at(c.request.job);
   if (!c.gang) {
-    return_to_queue(j, c.request.tasks, count_attempt, why, now);
+    // A task may have ended meanwhile (keep_first_run): only the others come back.
+    std::vector<TaskIndex> back;
+    for (auto t : c.request.tasks)
+      if (j.tasks[t].state == TaskState::claimed) back.push_back(t);
+    return_to_queue(j, back, count_attempt, why, now);
     return;
   }
   Gang& g = window_.gang(*c.gang);
@@ -274,6 +297,12 @@ void Scheduler::on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbo
   }
   if (confirmed) {
     mark_running(j, *c, now);
+    // A task that ended while its confirm was out (keep_first_run): free it.
+    std::vector<TaskIndex> ended;
+    for (auto t : c->request.tasks)
+      if (is_final(j.tasks[t].state)) ended.push_back(t);
+    if (!ended.empty())
+      out.releases.push_back(window_.release_request(c->request.node, c->request.job, std::nullopt, ended));
     window_.erase(reply.claim_id);
     maybe_finished(j, now, out);
     return;

@@ -137,6 +137,29 @@ void Scheduler::end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbo
   maybe_finished(j, now, out);
 }
 
+void Scheduler::keep_first_run(JobRecord& j, const NodeEvent& ev, std::optional<NodeIndex> n, TimePoint now,
+                               Outbox& out) {
+  TaskIndex t = ev.task.index;
+  TaskRecord& r = j.tasks[t];
+  if (r.state == TaskState::pending) {
+    if (j.pending() == 1) queue_.remove(j);  // keyed as it is now
+    table_.end_requeued(j, t, TaskState::succeeded);
+  } else if (r.state == TaskState::running && r.node) {
+    // The agent kills the rerun; the end its node reports later is stale.
+    out.releases.push_back(window_.release_request(view_.node(*r.node).id, j.spec.id, std::nullopt, {t}));
+  }
+  r.node = n;
+  r.exit_code = ev.exit_code;
+  r.end = ev.end.reason != EndReason::none ? ev.end : inferred_end(ev.final_state, ev.exit_code);
+  table_.set_state(j, t, TaskState::succeeded);
+  record_final(j, ev);
+  ++stats_.tasks_finished;
+  views_.note(j.spec.id).last_removal = "task " + std::to_string(t) +
+                                        ": its node came back and said its run there had succeeded; the run "
+                                        "placed meanwhile was stopped";
+  maybe_finished(j, now, out);
+}
+
 void Scheduler::record_final(JobRecord& j, const NodeEvent& ev) {
   j.tasks[ev.task.index].journaled = false;
   rerank(j);
@@ -189,6 +212,8 @@ void Scheduler::declare_lost(JobRecord& j, const std::vector<TaskIndex>& tasks, 
 
 void Scheduler::reconcile_node(const NodeReport& report, TimePoint now, Outbox& out, bool restarted) {
   auto n = view_.find_node(report.spec.id);
+  for (const NodeEvent* ev : reconciler_.succeeded_while_lost(report, config_.partition, table_))
+    keep_first_run(table_.at(ev->task.job), *ev, n, now, out);
   for (const NodeEvent* ev : reconciler_.finished_while_away(report, n, config_.partition, table_)) {
     JobRecord& j = table_.at(ev->task.job);
     if (n) j.tasks[ev->task.index].node = n;  // it ran there: its record says so after it ends
@@ -255,8 +280,9 @@ void Scheduler::node_down(NodeId node, TimePoint now, Outbox& out) {
     return_to_queue(j, back, false, notes ? notes->last_removal : std::string("node lost"), now);
     queue_.enqueue(j);
   }
-  // Running tasks: lost.
+  // Running tasks: lost (unless the node comes back saying they succeeded).
   for (const auto& t : table_.running_on(*n)) {
+    reconciler_.lost_with(node, t);
     NodeEvent ev;
     ev.kind = NodeEvent::Kind::task_finished;
     ev.partition = config_.partition;

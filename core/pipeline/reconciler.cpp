@@ -108,18 +108,56 @@ ReconcileDecision Reconciler::reconcile(NodeIndex n, NodeId node, const std::vec
   return d;
 }
 
+void Reconciler::lost_with(NodeId node, TaskRef task) {
+  auto& lost = lost_with_[node];
+  if (lost.size() == kLostKept) lost.erase(lost.begin());
+  lost.push_back(task);
+}
+
+std::vector<const NodeEvent*> Reconciler::succeeded_while_lost(const NodeReport& report, PartitionId partition,
+                                                               const TaskTable& table) {
+  std::vector<const NodeEvent*> out;
+  auto it = lost_with_.find(report.spec.id);
+  if (it == lost_with_.end()) return out;
+  std::vector<TaskRef> lost = std::move(it->second);
+  lost_with_.erase(it);
+  if (report.finished.empty()) return out;
+  std::sort(lost.begin(), lost.end());
+  // Oldest first: the last event of a task is its latest run's end. Only a
+  // success can be the lost run's: an older run there that succeeded would
+  // have ended the task before it was ever lost.
+  std::map<TaskRef, const NodeEvent*> latest;
+  for (const auto& ev : report.finished)
+    if (ev.partition == partition && ev.kind == NodeEvent::Kind::task_finished &&
+        std::binary_search(lost.begin(), lost.end(), ev.task))
+      latest[ev.task] = &ev;
+  for (const auto& a : report.allocations) latest.erase(a.task);  // held again: it runs there anew
+  for (const auto& [task, ev] : latest) {
+    if (ev->final_state != TaskState::succeeded) continue;
+    const JobRecord* j = table.find(task.job);
+    const TaskRecord* r = j ? j->task(task.index) : nullptr;
+    if (!r || is_final(r->state) || j->spec.gang || j->cancelled) continue;
+    out.push_back(ev);
+  }
+  return out;
+}
+
 std::map<JobId, std::vector<TaskIndex>> Reconciler::forget(NodeId node) {
   auto it = unverified_.find(node);
   if (it == unverified_.end()) return {};
   auto tasks = std::move(it->second);
   unverified_.erase(it);
+  for (const auto& t : tasks) lost_with(node, t);
   return by_job(std::move(tasks));
 }
 
 std::map<JobId, std::vector<TaskIndex>> Reconciler::expire(TimePoint now, Duration grace) {
   if (unverified_.empty() || now - restored_at_ < grace) return {};
   std::vector<TaskRef> all;
-  for (auto& [node, tasks] : unverified_) all.insert(all.end(), tasks.begin(), tasks.end());
+  for (auto& [node, tasks] : unverified_) {
+    for (const auto& t : tasks) lost_with(node, t);
+    all.insert(all.end(), tasks.begin(), tasks.end());
+  }
   unverified_.clear();
   return by_job(std::move(all));
 }

@@ -12,7 +12,10 @@
 //     while this scheduler was away): then it ends as the node saw it end.
 // After a restart, tasks the store places on a node are "unverified" until
 // that node reports; those of nodes that stay away for recovery_grace are lost.
-// The reconciler owns that set; it decides, the scheduler applies.
+// A task lost with a node that comes back saying the task succeeded there
+// meanwhile (under its keeper) succeeded: that run stands, and the run placed
+// since is stopped; other ends of a lost run change nothing (the new run is
+// its retry). The reconciler owns both sets; it decides, the scheduler applies.
 
 #include <map>
 #include <vector>
@@ -58,6 +61,16 @@ class Reconciler {
                               const std::vector<LiveClaim>* claims, bool check_running, PartitionId partition,
                               const TaskTable& table, const ClaimWindow& window);
 
+  /// `task` was running on `node` when the node was declared down, and goes
+  /// back to the queue: if the node comes back saying it succeeded meanwhile,
+  /// that run stands (succeeded_while_lost).
+  void lost_with(NodeId node, TaskRef task);
+  /// The ends `report` gives of tasks lost with its node that succeeded there
+  /// meanwhile and are not final yet (one per task, not of a gang's: a gang
+  /// runs again whole). Forgets the node's lost tasks.
+  std::vector<const NodeEvent*> succeeded_while_lost(const NodeReport& report, PartitionId partition,
+                                                     const TaskTable& table);
+
   /// The node is gone: its unverified tasks, per job.
   std::map<JobId, std::vector<TaskIndex>> forget(NodeId node);
   /// recovery_grace passed since the restore: every unverified task, per job.
@@ -67,6 +80,10 @@ class Reconciler {
   /// Restored tasks awaiting their node's report, by node.
   std::map<NodeId, std::vector<TaskRef>> unverified_;
   TimePoint restored_at_ = TimePoint::min();
+  /// Tasks lost with a node, by node: the newest kLostKept of each (a node
+  /// reports no more ends than that: LedgerConfig::recent_finished).
+  static constexpr size_t kLostKept = 4096;
+  std::map<NodeId, std::vector<TaskRef>> lost_with_;
 };
 
 }  // namespace claimsched::core

@@ -406,6 +406,10 @@ class Scheduler {
   /// limits it runs again or ends in the event's final state.
   void end_task(JobRecord& j, const NodeEvent& ev, TimePoint now, Outbox& out);
   void record_final(JobRecord& j, const NodeEvent& ev);
+  /// A task lost with node `n` succeeded there after all (its node came
+  /// back and said so): it ends so, and the run placed since is stopped (a
+  /// claimed one when its confirm comes back).
+  void keep_first_run(JobRecord& j, const NodeEvent& ev, std::optional<NodeIndex> n, TimePoint now, Outbox& out);
   /// A released task's process ended after all (task_exited): record how.
   void record_exit(const NodeEvent& ev);
   void maybe_finished(JobRecord& j, TimePoint now, Outbox& out);

@@ -119,6 +119,13 @@ std::vector<TaskIndex> TaskTable::end_pending(JobRecord& j, TaskState state) {
   return out;
 }
 
+void TaskTable::end_requeued(JobRecord& j, TaskIndex t, TaskState state) {
+  auto it = std::find(j.requeued.begin(), j.requeued.end(), t);
+  if (it == j.requeued.end()) return;
+  j.requeued.erase(it);
+  set_state(j, t, state);
+}
+
 void TaskTable::set_restored_pending(JobRecord& j, TaskIndex next_fresh, std::vector<TaskIndex> requeued) {
   j.next_fresh = next_fresh;
   // Lowest index first out of the stack.

@@ -148,6 +148,8 @@ class TaskTable {
   std::vector<TaskIndex> requeue(JobRecord& j, const std::vector<TaskIndex>& tasks);
   /// Ends every pending task of j in `state` (cancel); returns them.
   std::vector<TaskIndex> end_pending(JobRecord& j, TaskState state);
+  /// Ends pending task t of j (one that was placed before) in `state`.
+  void end_requeued(JobRecord& j, TaskIndex t, TaskState state);
   /// Restore: pending tasks below next_fresh are given, the rest stay fresh.
   void set_restored_pending(JobRecord& j, TaskIndex next_fresh, std::vector<TaskIndex> requeued);
 

@@ -382,5 +382,112 @@ TEST_F(RecoveryTest, ANodeThatRestartedUnderARunningSchedulerIsReconciledToo) {
   EXPECT_TRUE(sched.check_accounting()) << sched.check_accounting().error().message;
 }
 
+// A node declared down comes back and says a task succeeded there while it
+// was away (under its keeper): that run stands, and the run placed since is
+// stopped before it runs a second time, wherever it got to (pending, claimed,
+// running). Chaos seed 3 ran two tasks twice this way.
+class LostRunTest : public RecoveryTest {
+ protected:
+  /// Job 1's one task runs on a node, which then goes silent while the task
+  /// succeeds; the node is declared down and the task goes back to the queue.
+  void lose_a_task_that_succeeded(bool fill_the_other_node = false) {
+    add_nodes(2);
+    s = cluster.add_scheduler(config());
+    ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(1).cpu("4").build()));
+    if (fill_the_other_node) {
+      ASSERT_TRUE(cluster.submit(s, JobBuilder(2).count(1).cpu("4").build()));
+    }
+    run();
+    first = *sched().job(JobId{1})->tasks[0].node;
+    other = 1 - first;
+    std::vector<NodeEvent> unheard;
+    ASSERT_TRUE(cluster.ledger(first).finish_task(TaskRef{JobId{1}, 0}, TaskState::succeeded, 0, unheard));
+    Outbox out;
+    sched().node_down(cluster.spec(first).id, cluster.now(), out);
+    ASSERT_EQ(sched().stats().tasks_lost, 1u);
+    ASSERT_FALSE(is_final(task().state));
+  }
+  Scheduler& sched() { return cluster.scheduler(s); }
+  const TaskRecord& task() { return sched().job(JobId{1})->tasks[0]; }
+  bool other_node_holds_job_1() {
+    for (const auto& a : cluster.ledger(other).allocations())
+      if (a.task.job == JobId{1}) return true;
+    for (const auto& c : cluster.ledger(other).claims())
+      if (c.job == JobId{1}) return true;
+    return false;
+  }
+  void expect_the_first_run_stands() {
+    EXPECT_EQ(task().state, TaskState::succeeded);
+    EXPECT_EQ(task().node, first) << "status says where it ran";
+    EXPECT_EQ(task().end, TaskEnd::exited(0));
+    EXPECT_EQ(sched().job(JobId{1})->pending(), 0u);
+    EXPECT_TRUE(sched().job(JobId{1})->finished());
+    EXPECT_FALSE(other_node_holds_job_1());
+    EXPECT_TRUE(sched().check_accounting()) << sched().check_accounting().error().message;
+    EXPECT_EQ(cluster.check_all(), "");
+  }
+  size_t s = 0;
+  size_t first = 0;
+  size_t other = 0;
+};
+
+TEST_F(LostRunTest, AWaitingRerunIsDropped) {
+  lose_a_task_that_succeeded(/*fill_the_other_node=*/true);
+  ASSERT_EQ(task().state, TaskState::pending) << "no room for it elsewhere";
+  Outbox out;
+  register_again(sched(), first, cluster.now(), out);
+  EXPECT_TRUE(out.releases.empty());
+  cluster.tick(s);
+  run();
+  expect_the_first_run_stands();
+}
+
+TEST_F(LostRunTest, ARunningRerunIsReleased) {
+  lose_a_task_that_succeeded();
+  cluster.tick(s);
+  run();
+  ASSERT_EQ(task().state, TaskState::running);
+  ASSERT_EQ(task().node, other);
+  Outbox out;
+  register_again(sched(), first, cluster.now(), out);
+  ASSERT_EQ(out.releases.size(), 1u);
+  EXPECT_EQ(out.releases[0].node, cluster.spec(other).id);
+  EXPECT_EQ(out.releases[0].tasks, std::vector<TaskIndex>{0});
+  cluster.foreign_release(other, out.releases[0], true);
+  run();
+  expect_the_first_run_stands();
+}
+
+TEST_F(LostRunTest, AClaimedRerunGivesItsRoomBackWhenTheClaimIsAnswered) {
+  lose_a_task_that_succeeded();
+  cluster.tick(s);  // its claim is on the way, unanswered
+  ASSERT_EQ(task().state, TaskState::claimed);
+  Outbox out;
+  register_again(sched(), first, cluster.now(), out);
+  EXPECT_EQ(task().state, TaskState::succeeded);
+  run();  // the claim is accepted; its answer releases it
+  expect_the_first_run_stands();
+}
+
+TEST_F(LostRunTest, AFailureOfTheLostRunLeavesTheRerunAlone) {
+  add_nodes(2);
+  s = cluster.add_scheduler(config());
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(1).cpu("4").build()));
+  run();
+  first = *sched().job(JobId{1})->tasks[0].node;
+  other = 1 - first;
+  std::vector<NodeEvent> unheard;
+  ASSERT_TRUE(cluster.ledger(first).finish_task(TaskRef{JobId{1}, 0}, TaskState::failed, 3, unheard));
+  Outbox out;
+  sched().node_down(cluster.spec(first).id, cluster.now(), out);
+  cluster.tick(s);
+  run();
+  ASSERT_EQ(task().state, TaskState::running);
+  register_again(sched(), first, cluster.now(), out);
+  EXPECT_EQ(task().state, TaskState::running) << "the rerun is the retry";
+  EXPECT_EQ(task().node, other);
+  EXPECT_TRUE(out.releases.empty());
+}
+
 }  // namespace
 }  // namespace claimsched::core
