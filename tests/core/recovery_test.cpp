@@ -389,8 +389,9 @@ TEST_F(RecoveryTest, ANodeThatRestartedUnderARunningSchedulerIsReconciledToo) {
 class LostRunTest : public RecoveryTest {
  protected:
   /// Job 1's one task runs on a node, which then goes silent while the task
-  /// succeeds; the node is declared down and the task goes back to the queue.
-  void lose_a_task_that_succeeded(bool fill_the_other_node = false) {
+  /// ends there (`how`); the node is declared down and the task goes back to
+  /// the queue.
+  void lose_a_task_that_ended(TaskState how, bool fill_the_other_node = false) {
     add_nodes(2);
     s = cluster.add_scheduler(config());
     ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(1).cpu("4").build()));
@@ -401,7 +402,8 @@ class LostRunTest : public RecoveryTest {
     first = *sched().job(JobId{1})->tasks[0].node;
     other = 1 - first;
     std::vector<NodeEvent> unheard;
-    ASSERT_TRUE(cluster.ledger(first).finish_task(TaskRef{JobId{1}, 0}, TaskState::succeeded, 0, unheard));
+    int32_t exit_code = how == TaskState::succeeded ? 0 : 3;
+    ASSERT_TRUE(cluster.ledger(first).finish_task(TaskRef{JobId{1}, 0}, how, exit_code, unheard));
     Outbox out;
     sched().node_down(cluster.spec(first).id, cluster.now(), out);
     ASSERT_EQ(sched().stats().tasks_lost, 1u);
@@ -432,7 +434,7 @@ class LostRunTest : public RecoveryTest {
 };
 
 TEST_F(LostRunTest, AWaitingRerunIsDropped) {
-  lose_a_task_that_succeeded(/*fill_the_other_node=*/true);
+  lose_a_task_that_ended(TaskState::succeeded, /*fill_the_other_node=*/true);
   ASSERT_EQ(task().state, TaskState::pending) << "no room for it elsewhere";
   Outbox out;
   register_again(sched(), first, cluster.now(), out);
@@ -443,7 +445,7 @@ TEST_F(LostRunTest, AWaitingRerunIsDropped) {
 }
 
 TEST_F(LostRunTest, ARunningRerunIsReleased) {
-  lose_a_task_that_succeeded();
+  lose_a_task_that_ended(TaskState::succeeded);
   cluster.tick(s);
   run();
   ASSERT_EQ(task().state, TaskState::running);
@@ -459,7 +461,7 @@ TEST_F(LostRunTest, ARunningRerunIsReleased) {
 }
 
 TEST_F(LostRunTest, AClaimedRerunGivesItsRoomBackWhenTheClaimIsAnswered) {
-  lose_a_task_that_succeeded();
+  lose_a_task_that_ended(TaskState::succeeded);
   cluster.tick(s);  // its claim is on the way, unanswered
   ASSERT_EQ(task().state, TaskState::claimed);
   Outbox out;
@@ -470,19 +472,11 @@ TEST_F(LostRunTest, AClaimedRerunGivesItsRoomBackWhenTheClaimIsAnswered) {
 }
 
 TEST_F(LostRunTest, AFailureOfTheLostRunLeavesTheRerunAlone) {
-  add_nodes(2);
-  s = cluster.add_scheduler(config());
-  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(1).cpu("4").build()));
-  run();
-  first = *sched().job(JobId{1})->tasks[0].node;
-  other = 1 - first;
-  std::vector<NodeEvent> unheard;
-  ASSERT_TRUE(cluster.ledger(first).finish_task(TaskRef{JobId{1}, 0}, TaskState::failed, 3, unheard));
-  Outbox out;
-  sched().node_down(cluster.spec(first).id, cluster.now(), out);
+  lose_a_task_that_ended(TaskState::failed);
   cluster.tick(s);
   run();
   ASSERT_EQ(task().state, TaskState::running);
+  Outbox out;
   register_again(sched(), first, cluster.now(), out);
   EXPECT_EQ(task().state, TaskState::running) << "the rerun is the retry";
   EXPECT_EQ(task().node, other);
