@@ -53,6 +53,8 @@ using history_atom = caf::atom_constant<caf::atom("history")>;
 using logs_atom = caf::atom_constant<caf::atom("logs")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using remove_pool_atom = caf::atom_constant<caf::atom("rmpool")>;
+using removed_atom = caf::atom_constant<caf::atom("removed")>;
+using move_atom = caf::atom_constant<caf::atom("move")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 
 /// A real task's process ended (local only: from the executor to its node
@@ -190,6 +192,14 @@ using scheduler_actor = claim_client_actor::extend<
     /// with what it does now, in words; with `wait` (true) once it is done,
     /// or with the refusal.
     caf::replies_to<remove_pool_atom, std::string, bool>::with<std::string>,
+    /// The pools this partition removed (a gateway learns them here: a
+    /// removal may have gone through another member).
+    caf::replies_to<removed_atom>::with<std::vector<std::string>>,
+    /// An operator moves this partition to the HA member of this name: the
+    /// operation waits in the lock queue behind the jobs holding one of its
+    /// pools alone, then the owning member pins the partition to it (see
+    /// member_actor). As remove_pool_atom: with `wait`, answers once done.
+    caf::replies_to<move_atom, std::string, bool>::with<std::string>,
     /// A node stopped heartbeating: what ran there is lost.
     caf::reacts_to<node_down_atom, core::NodeId>,
     /// Internal timer: reply timeouts.
@@ -292,6 +302,10 @@ using gateway_actor = caf::typed_actor<
     /// Remove the pool of this name (wait: true to answer once done) through
     /// its partition's lock queue (see the scheduler's remove_pool_atom).
     caf::replies_to<remove_pool_atom, std::string, bool>::with<std::string>,
+    /// Move partition `id` to the member of this name (HA; wait: true to
+    /// answer once done) through its lock queue (see the scheduler's
+    /// move_atom).
+    caf::replies_to<move_atom, uint32_t, std::string, bool>::with<std::string>,
     /// One JSON document per partition (see the scheduler's pools_atom).
     caf::replies_to<pools_atom>::with<std::vector<std::string>>,
     /// A JSON document (see the scheduler's explain_atom).
@@ -320,6 +334,10 @@ using member_actor = caf::typed_actor<
     caf::reacts_to<start_atom, gateway_actor, std::string>,
     /// Internal timer: read etcd and act on what changed.
     caf::reacts_to<tick_atom>,
+    /// From the scheduler of an owned partition whose move holds its locks:
+    /// pin it to the member of this name (etcd, on that member's lease), so
+    /// that the next rebalance hands it over. Answers once the pin is written.
+    caf::replies_to<move_atom, uint32_t, std::string>::with<std::string>,
     /// From the lease keeper's thread: 0 healthy, 1 at risk, 2 lost; why;
     /// the lease it keeps (a stopped keeper's last word is ignored).
     caf::reacts_to<lease_atom, uint8_t, std::string, uint64_t>>;

@@ -96,6 +96,20 @@ void forward(self_ptr self, const GatewayPartition& p, OnAnswer on_answer, OnErr
           });
 }
 
+/// Learns the pools partition `p` removed: a removal may have gone through
+/// another member, and this gateway refuses what is in a removed pool.
+void learn_removed_pools(self_ptr self, const GatewayPartition& p) {
+  if (!p.scheduler) return;
+  self->request(p.scheduler, timeout_of(self->state), removed_atom::value)
+      .then(
+          [=](std::vector<std::string>& removed) {
+            for (auto& pool : removed)
+              if (self->state.removed_pools.insert(pool).second)
+                spdlog::info("gateway: pool {} was removed (claimsched pool remove)", pool);
+          },
+          [](caf::error&) {});  // asked again at the next refresh
+}
+
 /// What the front door refuses before a job reaches its scheduler: no command
 /// (no node could run it), resources the cluster does not declare (a typo
 /// would wait forever).
@@ -515,12 +529,25 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         forward<std::string>(
             self, part,
             [=](std::string& words) mutable {
-              // The scheduler's words end so when the pool is gone (not when
-              // the removal waits its turn).
-              if (words.ends_with(": done")) self->state.removed_pools.insert(pool);
+              if (auto* p = self->state.partition(part.id)) learn_removed_pools(self, *p);
               promise.deliver(std::move(words));
             },
             [=](const caf::error& err) mutable { promise.deliver(err); }, remove_pool_atom::value, pool, wait);
+        return promise;
+      },
+      [=](move_atom, uint32_t id, std::string& member, bool wait) -> caf::result<std::string> {
+        auto& st = self->state;
+        auto* p = st.partition(core::PartitionId{id});
+        if (!p) return error_of(core::Errc::unknown_name, "unknown partition " + std::to_string(id));
+        if (!st.config.member)
+          return error_of(core::Errc::invalid_argument,
+                          "a partition moves between the members of an HA cluster; this server runs without [ha] "
+                          "and owns every partition");
+        if (!p->scheduler) return no_owner(p->id);
+        auto promise = self->make_response_promise<std::string>();
+        forward<std::string>(
+            self, *p, [=](std::string& words) mutable { promise.deliver(std::move(words)); },
+            [=](const caf::error& err) mutable { promise.deliver(err); }, move_atom::value, member, wait);
         return promise;
       },
       [=](history_atom, core::JobFilter& filter) {
@@ -612,6 +639,7 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         p->epoch = epoch;
         p->local = local;
         if (newly_local) register_nodes(self, *p);
+        learn_removed_pools(self, *p);
       },
       [=](tick_atom) {
         auto& st = self->state;
@@ -624,6 +652,10 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         bool stalled = st.last_tick.count() != 0 &&
                        gap > 2 * st.config.heartbeat_interval + st.config.node_grace / 4;
         st.last_tick = t;
+        if (t - st.removed_pools_learned > gateway_state::kLearnRemovedPoolsEvery) {
+          st.removed_pools_learned = t;
+          for (const auto& p : st.config.partitions) learn_removed_pools(self, p);
+        }
         if (stalled) {
           spdlog::warn("gateway: this process was stalled for {} ms; node heartbeats count from now",
                        std::chrono::duration_cast<std::chrono::milliseconds>(gap).count());

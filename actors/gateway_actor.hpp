@@ -71,9 +71,13 @@ struct gateway_state {
   GatewayConfig config;
   /// Pool name -> index into config.partitions (removed pools too).
   std::map<std::string, size_t> pools;
-  /// Pools removed: known from the stores at start and from the removals
-  /// this gateway forwarded (the schedulers refuse them too).
+  /// Pools removed: known from the stores at start, then learned from the
+  /// partitions' schedulers (after a removal forwarded here, when a
+  /// partition's owner changes, and every kLearnRemovedPoolsEvery: a removal
+  /// may go through another member).
   std::set<std::string> removed_pools;
+  core::TimePoint removed_pools_learned{0};
+  static constexpr core::Duration kLearnRemovedPoolsEvery = std::chrono::seconds(5);
   std::map<core::NodeId, Node> nodes;
   /// Where each job the gateway has seen lives (accepted ones only).
   std::map<core::JobId, core::PartitionId> jobs;

@@ -192,6 +192,7 @@ void acquire(self_ptr self, core::PartitionId p, Local& loc, const etcd::Partiti
   setup.change_feed = true;
   setup.ack = st.config.ack;
   setup.history = ps.history;
+  setup.actor.member = caf::actor_cast<member_actor>(self);
   auto assembled = assemble_partition(self->system(), std::move(setup));
   if (!assembled) {
     partition_problem(self, p, loc, "won it but cannot run it (" + assembled.error().to_string() + "); resigning");
@@ -537,12 +538,14 @@ void tick(self_ptr self) {
   for (const auto& [name, _] : st.state.members) live.push_back(name);
   std::vector<core::PartitionId> ids;
   std::map<core::PartitionId, std::string> current;
+  std::map<core::PartitionId, std::string> pinned;
   for (const auto& [p, loc] : st.partitions) {
     ids.push_back(p);
-    const auto& owner = st.state.partitions[p].owner;
-    if (owner && st.state.members.contains(owner->member)) current[p] = owner->member;
+    const auto& ps = st.state.partitions[p];
+    if (ps.owner && st.state.members.contains(ps.owner->member)) current[p] = ps.owner->member;
+    if (!ps.pinned_to.empty()) pinned[p] = ps.pinned_to;
   }
-  auto desired = core::balance_partitions(ids, live, current);
+  auto desired = core::balance_partitions(ids, live, current, pinned);
   for (auto& [p, loc] : st.partitions) act(self, p, loc, desired[p]);
 }
 
@@ -562,6 +565,39 @@ void peer_down(self_ptr self, const std::string& address) {
                  name, address);
     if (auto r = st.etcd->revoke(m.lease); !r) etcd_problem(self, r.error().to_string());
   }
+}
+
+/// Pins owned partition `p` to `member` (see member_actor, move_atom): the
+/// pin lives on that member's lease, so it goes when the member goes; the
+/// handover follows at the next tick (handover).
+core::Expected<std::string> pin(self_ptr self, core::PartitionId p, const std::string& member) {
+  auto& st = self->state;
+  auto it = st.partitions.find(p);
+  if (it == st.partitions.end())
+    return core::make_error(core::Errc::unknown_name, "unknown partition " + std::to_string(p.value));
+  auto& loc = it->second;
+  if (!loc.owned)
+    return core::make_error(core::Errc::unavailable, "member " + st.config.name + " no longer owns partition " +
+                                                         std::to_string(p.value) + "; ask again");
+  auto m = st.state.members.find(member);
+  if (m == st.state.members.end()) {
+    std::string live;
+    for (const auto& [name, _] : st.state.members) live += (live.empty() ? "" : ", ") + name;
+    return core::make_error(core::Errc::unknown_name, "no live member named " + member + " (live: " + live + ")");
+  }
+  auto r = st.etcd->txn({etcd::Compare::created_at(st.keys->owner(p), loc.owner_revision)},
+                        {etcd::Operation::put(st.keys->pin(p), etcd::HaKeys::pin_value(member), m->second.lease)});
+  if (!r) {
+    etcd_problem(self, r.error().to_string());
+    return core::make_error(core::Errc::unavailable, "cannot write the move to etcd: " + r.error().to_string());
+  }
+  if (!r->succeeded)
+    return core::make_error(core::Errc::unavailable, "member " + st.config.name + " lost partition " +
+                                                         std::to_string(p.value) + " meanwhile; ask again");
+  st.state.partitions[p].pinned_to = member;
+  spdlog::warn("{}: partition {} is pinned to member {} (an operator moved it)", st.log_name, p.value, member);
+  if (member == st.config.name) return std::string("done, it stays on ") + member;
+  return "done; " + member + " takes it over once its copy has caught up";
 }
 
 /// The members view (see gateway_actor, members_atom).
@@ -587,6 +623,7 @@ caf::typed_response_promise<std::string> members_view(self_ptr self) {
                      {"pools", loc.setup.actor.scheduler.pools},
                      {"owner", ps.owner ? ps.owner->member : ""},
                      {"epoch", ps.owner ? ps.owner->epoch : ps.epoch_counter},
+                     {"pinned_to", ps.pinned_to},
                      {"standbys", nlohmann::json::array()}};
     parts->push_back(e);
     if (ps.owner && loc.feed) asks.emplace_back(parts->size() - 1, loc.feed);
@@ -725,6 +762,11 @@ member_actor::behavior_type member(self_ptr self, MemberConfig config) {
         }
       },
       [=](members_atom) { return members_view(self); },
+      [=](move_atom, uint32_t partition, std::string& member) -> caf::result<std::string> {
+        auto outcome = pin(self, core::PartitionId{partition}, member);
+        if (!outcome) return messages::to_caf_error(outcome.error());
+        return *outcome;
+      },
   };
 }
 

@@ -104,9 +104,49 @@ PendingWrite* write_holding(scheduler_state& st, core::JobId job) {
   return nullptr;
 }
 
+/// Answers whoever waits for operation `id` (an error if `outcome` is one).
+void answer_waiter(self_ptr self, core::JobId id, core::Expected<std::string> outcome) {
+  auto& st = self->state;
+  auto it = st.operation_waiters.find(id);
+  if (it == st.operation_waiters.end()) return;
+  auto promise = std::move(it->second);
+  st.operation_waiters.erase(it);
+  if (outcome)
+    promise.deliver(std::move(*outcome));
+  else
+    promise.deliver(messages::to_caf_error(outcome.error()));
+}
+
+/// A partition move holds its locks: the owning member pins the partition to
+/// its new member, and hands it over at its next rebalance.
+void carry_out_move(self_ptr self, core::JobId id, const core::Operation& op) {
+  std::string words = core::describe(op) + " (operation " + std::to_string(id.value - core::kFirstOperationId) + "): ";
+  auto finished = [self, id, words](core::Expected<std::string> outcome) {
+    if (outcome)
+      spdlog::info("{}: {}{}", self->state.log_name, words, *outcome);
+    else
+      spdlog::warn("{}: {}refused: {}", self->state.log_name, words, outcome.error().message);
+    self->state.core->finish_operation(id);
+    self->send(self, wake_atom::value);  // jobs waiting behind it go on
+    answer_waiter(self, id, outcome ? core::Expected<std::string>(words + *outcome) : outcome);
+  };
+  if (!self->state.member) {
+    finished(core::make_error(core::Errc::invalid_argument,
+                              "a partition moves between the members of an HA cluster; this server runs without [ha]"));
+    return;
+  }
+  self->request(self->state.member, std::chrono::seconds(10), move_atom::value, op.partition.value, op.member)
+      .then([=](std::string& outcome) { finished(std::move(outcome)); },
+            [=](const caf::error& err) { finished(messages::from_caf_error(err)); });
+}
+
 /// Carries out an operator operation that holds its locks: the node drains
 /// or undrains, then the operation's locks go to whoever waits for them.
 void carry_out(self_ptr self, core::JobId id, const core::Operation& op) {
+  if (op.kind == core::OperationKind::move_partition) {
+    carry_out_move(self, id, op);
+    return;
+  }
   auto finished = [self, id, what = core::describe(op)](const std::string& outcome) {
     spdlog::info("{}: {}: {}", self->state.log_name, what, outcome);
     self->state.core->finish_operation(id);
@@ -356,6 +396,7 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
   st.log_name = "scheduler-" + std::to_string(st.core->config().partition.value);
   st.log = std::move(config.log);
   st.await_replication = config.await_replication;
+  st.member = config.member;
   st.max_writes_in_flight = std::max<uint32_t>(1, config.max_writes_in_flight);
   st.started = config.start_immediately;
   st.tick_interval = config.tick_interval;
@@ -545,7 +586,10 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
       [=](drain_atom, core::NodeId node, std::string& name, bool drain) -> caf::result<std::string> {
         auto& st = self->state;
         auto t = now(self);
-        core::Operation op{drain ? core::OperationKind::drain_node : core::OperationKind::undrain_node, node, name, {}};
+        core::Operation op;
+        op.kind = drain ? core::OperationKind::drain_node : core::OperationKind::undrain_node;
+        op.node = node;
+        op.node_name = name;
         auto queued = st.core->submit_operation(std::move(op), t);
         if (!queued) return messages::to_caf_error(queued.error());
         spdlog::info("{}: {}", st.log_name, queued->second);
@@ -584,6 +628,31 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         auto promise = self->make_response_promise<std::string>();
         st.operation_waiters.emplace(queued->first, promise);
         flush(self, t);
+        return promise;
+      },
+      [=](removed_atom) {
+        const auto& removed = self->state.core->removed_pools();
+        return std::vector<std::string>(removed.begin(), removed.end());
+      },
+      [=](move_atom, std::string& member, bool wait) -> caf::result<std::string> {
+        auto& st = self->state;
+        auto t = now(self);
+        core::Operation op;
+        op.kind = core::OperationKind::move_partition;
+        op.member = member;
+        auto queued = st.core->submit_operation(std::move(op), t);
+        if (!queued) {
+          spdlog::warn("{}: move to {}: refused: {}", st.log_name, member, queued.error().message);
+          return messages::to_caf_error(queued.error());
+        }
+        spdlog::info("{}: {}", st.log_name, queued->second);
+        if (!wait) {
+          flush(self, t);
+          return queued->second;
+        }
+        auto promise = self->make_response_promise<std::string>();
+        st.operation_waiters.emplace(queued->first, promise);
+        flush(self, t);  // carries it out now if nothing holds its locks
         return promise;
       },
       [=](node_down_atom, core::NodeId node) {

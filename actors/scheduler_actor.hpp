@@ -38,6 +38,9 @@ struct SchedulerActorConfig {
   /// Fair share and preemption (core/policy); none: priority and submit
   /// order only, nothing is ever preempted.
   std::optional<core::policy::PolicyConfig> policy;
+  /// HA: the member that owns this partition; it carries out the
+  /// partition's moves. Null (a single server, a sim): moves are refused.
+  member_actor member;
 
   /// Checks what the actor would otherwise trip over; names the field.
   core::Status validate() const;
@@ -98,6 +101,8 @@ struct scheduler_state {
   uint64_t policy_cycles = 0;
   /// Operators waiting for an operation to end (pool remove --wait).
   std::map<core::JobId, caf::typed_response_promise<std::string>> operation_waiters;
+  /// Carries out partition moves (SchedulerActorConfig::member).
+  member_actor member;
 
   static inline const char* name = "scheduler";
 };

@@ -11,7 +11,7 @@ namespace claimsched::apps {
 
 namespace {
 
-const char* kCommands[] = {"submit", "status", "cancel", "queue", "jobs", "logs", "nodes", "node", "pools", "pool", "explain"};
+const char* kCommands[] = {"submit", "status", "cancel", "queue", "jobs", "logs", "nodes", "node", "pools", "pool", "partition", "explain"};
 
 std::string server_address(const ClientOptions& o) {
   if (!o.server.empty()) return o.server;
@@ -150,6 +150,14 @@ void add_client_commands(CLI::App& app, ClientOptions& o) {
   pool->add_option("action", o.pool_action, "remove")->required()->check(CLI::IsMember({"remove"}));
   pool->add_option("name", o.pool_name, "The pool's name (as the config names it)")->required();
   pool->add_flag("--wait", o.wait, "Answer once the removal is done or refused (within --timeout)");
+  auto* partition = app.add_subcommand(
+      "partition", "move ID --to MEMBER (HA): MEMBER owns the partition from now on, while it lives; the others "
+                   "balance around it. Waits its turn behind the jobs holding one of the partition's pools alone");
+  common(partition);
+  partition->add_option("action", o.partition_action, "move")->required()->check(CLI::IsMember({"move"}));
+  partition->add_option("id", o.partition_id, "The partition's id (as `status` shows it)")->required();
+  partition->add_option("--to", o.move_to, "The member it moves to (its [ha] name)")->required();
+  partition->add_flag("--wait", o.wait, "Wait until MEMBER owns the partition (within --timeout)");
 }
 
 int run_client(const std::string& command, const ClientOptions& o) {
@@ -180,6 +188,7 @@ int run_client(const std::string& command, const ClientOptions& o) {
   if (command == "node") return run_node(s, o);
   if (command == "pools") return run_pools(s, o);
   if (command == "pool") return run_pool(s, o);
+  if (command == "partition") return run_partition(s, o);
   if (command == "explain") return run_explain(s, o);
   return fail(kExitUsage, "unknown command '" + command + "'");
 }

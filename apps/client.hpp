@@ -51,6 +51,10 @@ struct ClientOptions {
   /// `pool remove NAME`.
   std::string pool_action;
   std::string pool_name;
+  /// `partition move ID --to MEMBER`.
+  std::string partition_action;
+  uint32_t partition_id = 0;
+  std::string move_to;
   std::string workdir;
   std::string max_run_time;
   std::string duration;

@@ -34,6 +34,9 @@ int run_logs(ClientSession& session, const ClientOptions& o);
 int run_pools(ClientSession& session, const ClientOptions& o);
 /// `pool remove POOL [--wait]`: an operation through the lock queue.
 int run_pool(ClientSession& session, const ClientOptions& o);
+/// `partition move ID --to MEMBER [--wait]` (HA): an operation through the
+/// partition's lock queue; --wait watches the members view for the new owner.
+int run_partition(ClientSession& session, const ClientOptions& o);
 int run_explain(ClientSession& session, const ClientOptions& o);
 
 /// Builds the job `submit` sends from its file and flags (usage errors: 2).

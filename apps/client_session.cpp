@@ -184,6 +184,10 @@ ClientResult<std::string> ClientSession::remove_pool(const std::string& pool, bo
   return impl_->ask<std::string>(actors::remove_pool_atom::value, pool, wait);
 }
 
+ClientResult<std::string> ClientSession::move_partition(uint32_t partition, const std::string& member, bool wait) {
+  return impl_->ask<std::string>(actors::move_atom::value, partition, member, wait);
+}
+
 ClientResult<std::vector<core::JobView>> ClientSession::queue() {
   return impl_->ask<std::vector<core::JobView>>(actors::queue_atom::value);
 }

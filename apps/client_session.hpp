@@ -48,6 +48,9 @@ class ClientSession {
   /// operation does now, in words (`wait`: once it is done). A pool in use
   /// is refused (1), naming what uses it.
   ClientResult<std::string> remove_pool(const std::string& pool, bool wait);
+  /// Moves a partition to another HA member through its lock queue: what the
+  /// operation does now, in words (`wait`: once the move is written).
+  ClientResult<std::string> move_partition(uint32_t partition, const std::string& member, bool wait);
   ClientResult<std::vector<core::JobView>> queue();
   ClientResult<std::vector<core::JobView>> history(const core::JobFilter& filter);
   ClientResult<std::vector<core::NodeStatus>> nodes();

@@ -128,6 +128,10 @@ class Cluster:
     default); `partitions` partitions, partition i owning pool p<i>."""
 
     def __init__(self, dir=None, partitions=3, members=3, etcd_members=3, ack="one", timeouts=None, extra=""):
+        if dir and os.path.isdir(dir) and os.listdir(dir):
+            # Its etcd and member data would be reused: etcd would wait for
+            # peers of an earlier run at ports nobody listens on any more.
+            raise RuntimeError("%s is not empty: a run needs a new or empty --dir" % dir)
         self.dir = dir or tempfile.mkdtemp(prefix="claimsched-ha-")
         os.makedirs(self.dir, exist_ok=True)
         self.bin = binary()

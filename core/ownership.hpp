@@ -33,10 +33,14 @@ namespace claimsched::core {
 /// member that joins takes nothing it does not need); a partition stays with
 /// its current owner while that owner is live and not above its share; the
 /// others go to the members furthest below theirs (ties: name order).
+/// A partition `pinned` to a live member (an operator moved it there:
+/// `claimsched partition move`) goes to that member and counts towards its
+/// share; the others balance around it. A pin to a member not in `members`
+/// is ignored.
 /// Deterministic: it depends only on its arguments. Empty `members`: empty.
 std::map<PartitionId, std::string> balance_partitions(
     const std::vector<PartitionId>& partitions, const std::vector<std::string>& members,
-    const std::map<PartitionId, std::string>& current);
+    const std::map<PartitionId, std::string>& current, const std::map<PartitionId, std::string>& pinned = {});
 
 /// When an owner's epoch began: its first write's sequence number.
 struct EpochStart {

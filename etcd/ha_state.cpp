@@ -65,6 +65,8 @@ std::string HaKeys::owner_value(const std::string& member, core::Epoch epoch) {
   return json{{"member", member}, {"epoch", epoch}}.dump();
 }
 
+std::string HaKeys::pin_value(const std::string& member) { return json{{"member", member}}.dump(); }
+
 std::string HaKeys::candidate_value(core::Epoch round, uint64_t applied, core::Epoch store_epoch, bool eligible) {
   return json{{"round", round}, {"applied", applied}, {"epoch", store_epoch}, {"eligible", eligible}}.dump();
 }
@@ -111,6 +113,13 @@ HaState HaKeys::parse(const Range& range) const {
         if (id && e && n) {
           st.partitions[*id].history.push_back({*e, *n});
           ok = true;
+        }
+      } else if (p.size() == 2 && p[0] == "pin") {
+        auto id = parse_partition(p[1]);
+        auto j = object(kv.value);
+        if (id && j) {
+          st.partitions[*id].pinned_to = j->value("member", "");
+          ok = !st.partitions[*id].pinned_to.empty();
         }
       } else if (p.size() == 3 && p[0] == "candidate") {
         auto id = parse_partition(p[1]);

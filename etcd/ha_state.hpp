@@ -8,12 +8,15 @@
 //   <prefix>epoch/<partition>          "<last epoch handed out>"  permanent, +1 per owner
 //   <prefix>history/<partition>/<epoch> "<first sequence>"        permanent: when each epoch began
 //   <prefix>candidate/<partition>/<name> {"round","applied","epoch","eligible"} on the member's lease
+//   <prefix>pin/<partition>            {"member"}                 on that member's lease
 //
 // <prefix> is "<[ha] prefix>/<cluster_id>/". An owner key exists only while
 // its owner's lease lives: a dead owner's key vanishes with its lease. The
 // epoch counter is bumped in the same transaction that creates the owner key
 // (if the key is absent and the counter unchanged), so epochs are strictly
-// increasing per partition: the fencing token every claim carries.
+// increasing per partition: the fencing token every claim carries. A pin
+// (`claimsched partition move`) keeps the partition with its member while
+// that member lives: it is on the member's own lease.
 
 #include <cstdint>
 #include <map>
@@ -60,6 +63,8 @@ struct PartitionState {
   int64_t epoch_mod_revision = 0;
   std::vector<core::EpochStart> history;
   std::vector<CandidateRecord> candidates;
+  /// The member an operator moved it to (empty: none, balance decides).
+  std::string pinned_to;
 };
 
 /// Everything under the prefix at one revision.
@@ -84,9 +89,11 @@ class HaKeys {
   std::string candidate(core::PartitionId p, const std::string& name) const {
     return root_ + "candidate/" + std::to_string(p.value) + "/" + name;
   }
+  std::string pin(core::PartitionId p) const { return root_ + "pin/" + std::to_string(p.value); }
 
   static std::string member_value(const MemberRecord& m);
   static std::string owner_value(const std::string& member, core::Epoch epoch);
+  static std::string pin_value(const std::string& member);
   static std::string candidate_value(core::Epoch round, uint64_t applied, core::Epoch store_epoch,
                                      bool eligible = true);
 

@@ -7,6 +7,7 @@
 // group lock on it.
 
 #include <string>
+#include <vector>
 
 #include "core/ids.hpp"
 #include "core/locks/declaration.hpp"
@@ -21,6 +22,9 @@ enum class OperationKind : uint8_t {
   /// `claimsched pool remove POOL`: the partition stops serving the pool,
   /// if nothing uses it (check_pool_unused).
   remove_pool,
+  /// `claimsched partition move PARTITION --to MEMBER` (HA): the member that
+  /// owns the partition hands it to MEMBER, which keeps it while it lives.
+  move_partition,
 };
 
 struct Operation {
@@ -30,12 +34,18 @@ struct Operation {
   std::string node_name;
   /// remove_pool: the pool's name (jobs name pools in `group` locks).
   std::string pool;
+  /// move_partition: the partition, its pools (set by its scheduler), and the
+  /// member it moves to.
+  PartitionId partition;
+  std::vector<std::string> pools;
+  std::string member;
 };
 
-/// "drain node a1", "remove pool p1".
+/// "drain node a1", "remove pool p1", "move partition 2 to m3".
 std::string describe(const Operation& op);
 /// The fixed table: drain and undrain take `node` exclusive on that node;
-/// remove_pool takes `group` exclusive on the pool.
+/// remove_pool takes `group` exclusive on the pool; move_partition takes
+/// `group` shared on each of the partition's pools.
 LockDeclaration locks_of(const Operation& op);
 
 /// Operations share the lock queue with jobs; their ids live at and above

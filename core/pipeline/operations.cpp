@@ -1,6 +1,6 @@
-// Operator operations through the lock queue: a node's (drain, undrain) goes
-// out for the actor to carry out; a pool's removal needs no node and is
-// carried out here, once it holds the pool's group lock.
+// Operator operations through the lock queue: a node's (drain, undrain) and a
+// partition's move go out for the actor to carry out; a pool's removal needs
+// no node and is carried out here, once it holds the pool's group lock.
 
 #include <algorithm>
 
@@ -14,6 +14,13 @@ Expected<std::pair<JobId, std::string>> Scheduler::submit_operation(Operation op
     if (!view_.find_pool(op.pool)) return make_error(Errc::unknown_name, describe(op) + ": " + partition + " has no such pool");
     if (pool_removed(op.pool))
       return make_error(Errc::wrong_state, describe(op) + ": pool " + op.pool + " was removed already");
+  } else if (op.kind == OperationKind::move_partition) {
+    op.partition = config_.partition;
+    if (op.member.empty() || op.member.find('/') != std::string::npos)
+      return make_error(Errc::invalid_argument, describe(op) + ": '" + op.member + "' is not a member's name");
+    op.pools.clear();
+    for (const auto& pool : config_.pools)
+      if (!pool_removed(pool)) op.pools.push_back(pool);
   } else if (!view_.find_node(op.node)) {
     return make_error(Errc::unknown_name, describe(op) + ": " + partition + " has no such node");
   }

@@ -197,7 +197,9 @@ TEST_F(LockPipelineTest, ANodeDrainWaitsForTheJobHoldingItsNodesLock) {
   ASSERT_TRUE(cluster.submit(s, locked_job(1, "node=shared:node-1")));
   settle(s);
   Scheduler& sched = cluster.scheduler(s);
-  Operation drain{OperationKind::drain_node, NodeId(1), "node-1", {}};
+  Operation drain;
+  drain.node = NodeId(1);
+  drain.node_name = "node-1";
   auto op = sched.submit_operation(drain, cluster.now());
   ASSERT_TRUE(op);
   EXPECT_EQ(op->second, "drain node node-1 (operation 0): waits for node 'node-1' held by job 1");
@@ -216,9 +218,47 @@ TEST_F(LockPipelineTest, ANodeDrainWaitsForTheJobHoldingItsNodesLock) {
   settle(s);
   EXPECT_EQ(running(s, 2), 1u);
   // A node the partition does not know is an error, not a queued operation.
-  EXPECT_FALSE(sched.submit_operation(Operation{OperationKind::undrain_node, NodeId(99), "x", {}}, cluster.now()));
+  Operation unknown;
+  unknown.kind = OperationKind::undrain_node;
+  unknown.node = NodeId(99);
+  unknown.node_name = "x";
+  EXPECT_FALSE(sched.submit_operation(unknown, cluster.now()));
   JobSpec reserved = JobBuilder(kFirstOperationId).cpu("1").build();
   EXPECT_FALSE(cluster.submit(s, reserved)) << "job ids never reach the operations' range";
+}
+
+TEST_F(LockPipelineTest, APartitionMoveWaitsForAJobHoldingOneOfItsPoolsAlone) {
+  size_t s = start();
+  ASSERT_TRUE(cluster.submit(s, locked_job(1, "group=shared:default")));
+  ASSERT_TRUE(cluster.submit(s, locked_job(2, "group=exclusive:default")));
+  settle(s);
+  Scheduler& sched = cluster.scheduler(s);
+  Operation move;
+  move.kind = OperationKind::move_partition;
+  move.member = "m2";
+  auto op = sched.submit_operation(move, cluster.now());
+  ASSERT_TRUE(op);
+  // Job 1 shares the pool with it; job 2 waits for job 1, and the move,
+  // queued after job 2, waits its turn behind it.
+  EXPECT_EQ(state(s, 2), JobState::waiting);
+  EXPECT_NE(op->second.find("move partition 1 to m2 (operation 0): waits for"), std::string::npos) << op->second;
+  finish(s, 1);
+  EXPECT_EQ(running(s, 2), 1u);
+  EXPECT_TRUE(cluster.operations(s).empty()) << "job 2 holds the pool alone";
+  finish(s, 2);
+  ASSERT_EQ(cluster.operations(s).size(), 1u);
+  const Operation& out = cluster.operations(s)[0].second;
+  EXPECT_EQ(out.partition, PartitionId{1});
+  EXPECT_EQ(out.member, "m2");
+  EXPECT_EQ(out.pools, std::vector<std::string>{"default"});
+  // Jobs sharing the pool go on beside it while it is carried out.
+  ASSERT_TRUE(cluster.submit(s, locked_job(3, "group=shared:default")));
+  settle(s);
+  EXPECT_EQ(running(s, 3), 1u);
+  sched.finish_operation(cluster.operations(s)[0].first);
+  // No member's name: refused before it queues.
+  move.member = "";
+  EXPECT_FALSE(sched.submit_operation(move, cluster.now()));
 }
 
 }  // namespace

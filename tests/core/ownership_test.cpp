@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 
 namespace claimsched::core {
@@ -59,6 +60,58 @@ TEST(BalancePartitions, ALeavingMembersPartitionsGoToTheOthers) {
     if (m != "b") {
       EXPECT_EQ(after.at(p), m) << "partition " << p.value << " of a live member stayed";
     }
+  }
+}
+
+TEST(BalancePartitions, APinnedPartitionGoesToItsMemberAndTheOthersBalanceAroundIt) {
+  // One partition on a, two on b; the operator moves 3 to a: a holds 3 and
+  // its own 1 (the remainder goes to the member pinned to), b keeps 2.
+  std::map<PartitionId, std::string> current{{PartitionId{1}, "a"}, {PartitionId{2}, "b"}, {PartitionId{3}, "b"}};
+  auto after = balance_partitions(partitions(3), {"a", "b"}, current, {{PartitionId{3}, "a"}});
+  EXPECT_EQ(after.at(PartitionId{3}), "a");
+  EXPECT_EQ(after.at(PartitionId{1}), "a") << "a's own partition stays: a takes the remainder";
+  EXPECT_EQ(after.at(PartitionId{2}), "b");
+  // Pinned above its share: the member keeps every pinned partition, the
+  // rest go to the others.
+  std::map<PartitionId, std::string> all_on_c{{PartitionId{1}, "c"}, {PartitionId{2}, "c"}, {PartitionId{3}, "c"}};
+  auto pinned = balance_partitions(partitions(4), {"a", "b", "c"}, {}, all_on_c);
+  EXPECT_EQ(counts(pinned), (std::map<std::string, size_t>{{"a", 1}, {"c", 3}}));
+}
+
+TEST(BalancePartitions, APinToAMemberThatIsGoneIsIgnored) {
+  auto before = balance_partitions(partitions(4), {"a", "b"}, {});
+  auto after = balance_partitions(partitions(4), {"a", "b"}, before, {{PartitionId{1}, "z"}, {PartitionId{9}, "a"}});
+  EXPECT_EQ(after, before);
+}
+
+TEST(BalancePartitions, PinsKeepEveryPartitionOwnedUnderRandomChurn) {
+  std::mt19937 rng(11);
+  std::vector<std::string> all{"m1", "m2", "m3", "m4"};
+  std::map<PartitionId, std::string> owners;
+  for (int round = 0; round < 300; ++round) {
+    std::vector<std::string> live;
+    for (const auto& m : all)
+      if (rng() % 3 != 0) live.push_back(m);
+    if (live.empty()) live.push_back(all[rng() % all.size()]);
+    std::map<PartitionId, std::string> pins;
+    for (uint32_t p = 1; p <= 9; ++p)
+      if (rng() % 4 == 0) pins[PartitionId{p}] = all[rng() % all.size()];
+    auto next = balance_partitions(partitions(9), live, owners, pins);
+    ASSERT_EQ(next.size(), 9u);
+    for (const auto& [p, m] : next)
+      EXPECT_TRUE(std::find(live.begin(), live.end(), m) != live.end()) << "partition " << p.value << " on " << m;
+    for (const auto& [p, m] : pins)
+      if (std::find(live.begin(), live.end(), m) != live.end()) {
+        EXPECT_EQ(next.at(p), m);
+      }
+    // Unpinned partitions never leave a member that is at or below its share.
+    size_t lo = 9 / live.size();
+    auto c = counts(next);
+    for (const auto& m : live)
+      if (!std::any_of(pins.begin(), pins.end(), [&](const auto& kv) { return kv.second == m; })) {
+        EXPECT_LE(c[m], lo + 1);
+      }
+    owners = next;
   }
 }
 

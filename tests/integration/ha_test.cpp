@@ -81,6 +81,67 @@ TEST_F(HaTest, APausedOwnerIsFencedAndStepsDownWhenItWakes) {
   EXPECT_EQ(check_completed_once(done, 4), "");
 }
 
+TEST_F(HaTest, AnOperatorsPartitionMoveWaitsForTheJobHoldingItsPoolThenTheNewOwnerKeepsIt) {
+  for (const char* m : {"m1", "m2"}) ASSERT_NO_FATAL_FAILURE(cluster.start_member(m));
+  ASSERT_TRUE(cluster.wait_for_owners()) << HaCluster::read_file(cluster.log("m1"));
+  cluster.start_agent("a1", "p1");
+  ASSERT_TRUE(HaCluster::wait_until([&] { return cluster.alive_nodes() == 1; }, 20s));
+  std::string first = cluster.owner(1);
+  std::string other = first == "m1" ? "m2" : "m1";
+  std::string go = cluster.dir() + "/go";
+  uint64_t holder = cluster.submit("--pool p1 --lock group=exclusive:p1",
+                                   "/bin/sh -c 'while [ ! -e " + go + " ]; do sleep 0.05; done'");
+  ASSERT_NE(holder, 0u);
+  ASSERT_TRUE(HaCluster::wait_until([&] { return count_tasks_on(*cluster.status(holder), "running") == 1; }, 20s));
+
+  auto r = cluster.client("partition move 1 --to " + other);
+  EXPECT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_NE(r.out.find("move partition 1 to " + other), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("waits for group 'p1' held by job " + std::to_string(holder)), std::string::npos) << r.out;
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(cluster.owner(1), first) << "the move waits while the job holds the pool alone";
+
+  std::ofstream(go) << "go\n";
+  EXPECT_EQ(cluster.wait_for_new_owner(1, first, 20s), other) << HaCluster::read_file(cluster.log(first));
+  EXPECT_EQ(cluster.wait_for_job(holder).value("state", ""), "succeeded");
+  // It stays there: the rebalancing that follows does not move it back.
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(cluster.owner(1), other);
+  auto m = cluster.members();
+  ASSERT_TRUE(m);
+  EXPECT_EQ((*m)["partitions"][0].value("pinned_to", ""), other) << m->dump(2);
+  // New work goes to the new owner.
+  uint64_t after = cluster.submit("--pool p1", "/bin/true");
+  EXPECT_EQ(cluster.wait_for_job(after).value("state", ""), "succeeded");
+
+  // A member nobody knows: refused, with the live ones named.
+  auto bad = cluster.client("partition move 1 --to nobody --wait");
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("no live member named nobody (live: m1, m2)"), std::string::npos) << bad.out;
+  // Back to the first, waiting until it owns it.
+  auto back = cluster.client("partition move 1 --to " + first + " --wait --timeout 30s");
+  EXPECT_EQ(back.exit_code, 0) << back.out;
+  EXPECT_NE(back.out.find("partition 1: owned by " + first), std::string::npos) << back.out;
+}
+
+TEST(HaPoolRemove, EveryMemberLearnsOfARemovalThatWentThroughAnother) {
+  HaCluster cluster(2);
+  for (const char* m : {"m1", "m2"}) ASSERT_NO_FATAL_FAILURE(cluster.start_member(m));
+  ASSERT_TRUE(cluster.wait_for_owners()) << HaCluster::read_file(cluster.log("m1"));
+  auto r = cluster.client("pool remove p2 --wait");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  // An agent registers with every member: each refuses it, whichever
+  // forwarded the removal and whichever owns the pool's partition.
+  cluster.start_agent("a2", "p2");
+  for (const char* m : {"m1", "m2"})
+    EXPECT_TRUE(HaCluster::wait_until(
+        [&] {
+          return HaCluster::read_file(cluster.log(m)).find("node a2: pool 'p2' was removed") != std::string::npos;
+        },
+        15s))
+        << m << ":\n" << HaCluster::read_file(cluster.log(m));
+}
+
 TEST_F(HaTest, AMemberWaitsForEtcdAndSaysSo) {
   cluster.etcd().signal(0, SIGSTOP);
   ASSERT_NO_FATAL_FAILURE(cluster.start_member("m1"));

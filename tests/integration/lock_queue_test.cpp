@@ -111,6 +111,14 @@ TEST_F(LockQueueTest, ABadDeclarationIsRefusedAtTheDoor) {
   EXPECT_TRUE(contains(r.out, "unknown level 'disk'")) << r.out;
 }
 
+TEST_F(LockQueueTest, APartitionMoveNeedsAnHaCluster) {
+  auto r = cluster.client("partition move 1 --to m2");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_TRUE(contains(r.out, "this server runs without [ha] and owns every partition")) << r.out;
+  r = cluster.client("partition move 7 --to m2");
+  EXPECT_TRUE(contains(r.out, "unknown partition 7")) << r.out;
+}
+
 class PredictiveQueueTest : public LockQueueTest {
  protected:
   PredictiveQueueTest()
