@@ -33,6 +33,7 @@
 #include <variant>
 
 #include "agent/keeper.hpp"
+#include "agent/keeper_spawn.hpp"
 #include "core/duration.hpp"
 
 extern char** environ;
@@ -451,6 +452,8 @@ struct ProcessSupervisor::Impl {
 
   OnExit on_exit;
   SupervisorOptions options;
+  /// The keeper program spawned per task; empty: keepers are forked.
+  std::string keeper_binary;
   UniqueFd wake_fd;
   std::atomic<size_t> running{0};
 
@@ -506,13 +509,22 @@ struct ProcessSupervisor::Impl {
                       p.exit_path.empty() ? nullptr : p.exit_path.c_str(),
                       p.exit_tmp_path.empty() ? nullptr : p.exit_tmp_path.c_str()};
     const auto started = Clock::now();
-    pid_t pid = ::fork();
-    if (pid < 0) {
-      int err = errno;
-      return io_error("cannot start " + in_quotes(p.command) + ": fork: " + errno_text(err), core::SpawnStage::system,
-                      err);
+    pid_t pid = 0;
+    if (!keeper_binary.empty()) {
+      pid = spawn_keeper(keeper_binary, args);
+      if (pid < 0)
+        return io_error("cannot start " + in_quotes(p.command) + ": posix_spawn of " + in_quotes(keeper_binary) +
+                            ": " + errno_text(-pid),
+                        core::SpawnStage::system, -pid);
+    } else {
+      pid = ::fork();
+      if (pid < 0) {
+        int err = errno;
+        return io_error("cannot start " + in_quotes(p.command) + ": fork: " + errno_text(err),
+                        core::SpawnStage::system, err);
+      }
+      if (pid == 0) keeper::run(args);
     }
-    if (pid == 0) keeper::run(args);
 
     report_write->reset();
     control_read->reset();
@@ -838,6 +850,12 @@ struct ProcessSupervisor::Impl {
 ProcessSupervisor::ProcessSupervisor(OnExit on_exit, SupervisorOptions options) : impl_(std::make_unique<Impl>()) {
   impl_->on_exit = std::move(on_exit);
   impl_->options = options;
+  if (auto keeper = find_keeper_binary(options.keeper_binary); !keeper)
+    spdlog::error("process-supervisor: {}; keepers are forked instead", keeper.error().message);
+  else if (!options.fork_keepers)
+    impl_->keeper_binary = *keeper;
+  if (impl_->keeper_binary.empty() && !options.fork_keepers)
+    spdlog::info("process-supervisor: no claimsched-keeper beside this program; each task's keeper is a fork of it");
   impl_->wake_fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!impl_->wake_fd) throw std::system_error(errno, std::system_category(), "process-supervisor: eventfd");
   // The thread starts with every signal blocked, and keeps them so.

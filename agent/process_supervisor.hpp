@@ -4,7 +4,8 @@
 // (no CAF): the node actor owns a ProcessSupervisor, calls start/kill from its
 // own thread and forwards the on_exit callbacks to itself as messages.
 //
-// Threads. The supervisor owns one thread. It forks every child (so the
+// Threads. The supervisor owns one thread. It starts every child - a spawn
+// of the claimsched-keeper program, or a fork of the agent without it (so the
 // children's PR_SET_PDEATHSIG, which fires when the *forking thread* exits,
 // is tied to a thread that lives exactly as long as the supervisor), reaps
 // them (waitpid on its own pids only, woken by a pidfd per child; it never
@@ -152,6 +153,14 @@ struct SupervisorOptions {
   /// How long start() waits for the child to reach execve before it kills it
   /// and fails (a chdir into a hung network mount, say).
   core::Duration exec_timeout = std::chrono::seconds(10);
+  /// The claimsched-keeper program each task's keeper runs as (spawned, so
+  /// the agent is never copied: keeper_spawn.hpp). Empty: the one beside
+  /// this process's executable; none there (or this one not executable):
+  /// keepers are forked copies of this process, as before, which costs the
+  /// agent a copy of its page tables per task.
+  std::string keeper_binary;
+  /// Fork keepers even where a keeper program is found.
+  bool fork_keepers = false;
 };
 
 class ProcessSupervisor {

@@ -4,9 +4,18 @@
 # for each agents x slots layout. Prints one JSON object per layout:
 #   {"agents":4,"slots":8,"jobs":20000,"succeeded":...,"submit_per_sec":...,
 #    "complete_per_sec":...,"latency_p50_ms":...,"latency_p99_ms":...,
-#    "placement_p50_ms":...,"placement_p99_ms":...}
+#    "placement_p50_ms":...,"placement_p99_ms":...,
+#    "spawn_ceiling_per_sec":...,"ratio_to_ceiling":...,
+#    "server_cpu_us_per_job":...,"agent_cpu_us_per_job":...,
+#    "agent_children_cpu_us_per_job":...}
 # latency is submit -> the task's end as the server saw it; placement is
-# submit -> the task running.
+# submit -> the task running. spawn_ceiling_per_sec is the machine's
+# process-start ceiling (build/bench/e2e/spawn_ceiling: posix_spawn + wait of
+# /bin/true, 8 in flight), the mean of one run right before and one right
+# after the layout's measured jobs; ratio_to_ceiling is complete_per_sec over
+# it. The CPU figures are the processes' own user + system time (/proc) over
+# the measured jobs, per job: the server's, the agents' (summed), and what the
+# agents' children used (each task's keeper and the task itself).
 #
 #   bench/e2e_throughput.sh [--jobs N] [--layouts "1x32 4x8"] [--warmup N]
 #
@@ -17,6 +26,23 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 export CLAIMSCHED_BIN="${CLAIMSCHED_BIN:-$here/build/apps/claimsched}"
 submit="${CLAIMSCHED_E2E_SUBMIT:-$here/build/bench/e2e/e2e_submit}"
+ceiling="${CLAIMSCHED_SPAWN_CEILING:-$here/build/bench/e2e/spawn_ceiling}"
+ticks_per_sec="$(getconf CLK_TCK)"
+
+# "self children" CPU ticks of the processes whose pid files are given.
+cpu_ticks() {
+  local self=0 children=0 pid stat
+  for pidfile in "$@"; do
+    pid="$(cat "$pidfile")"
+    stat="$(cat "/proc/$pid/stat")"
+    # Fields after the command's closing parenthesis: 14-17 are utime,
+    # stime, cutime, cstime (the 12th to 15th after it).
+    read -r -a f <<<"${stat##*) }"
+    self=$((self + f[11] + f[12]))
+    children=$((children + f[13] + f[14]))
+  done
+  echo "$self $children"
+}
 jobs=20000
 warmup=200
 layouts="1x32 4x8"
@@ -39,8 +65,33 @@ for layout in $layouts; do
   server="$(cat "$dir/address")"
   # Warm up (first connections, RocksDB's first files), then measure.
   "$submit" --server "$server" --jobs "$warmup" -- /bin/true >/dev/null
+  ceiling_before="$("$ceiling")"
+  read -r server_before _ <<<"$(cpu_ticks "$dir/server.pid")"
+  read -r agents_before children_before <<<"$(cpu_ticks "$dir"/agent-*.pid)"
   result="$("$submit" --server "$server" --jobs "$jobs" -- /bin/true)"
-  echo "{\"agents\":$agents,\"slots\":$slots,${result#\{}"
+  read -r server_after _ <<<"$(cpu_ticks "$dir/server.pid")"
+  read -r agents_after children_after <<<"$(cpu_ticks "$dir"/agent-*.pid)"
+  ceiling_after="$("$ceiling")"
+  python3 - "$agents" "$slots" "$jobs" "$ticks_per_sec" "$result" "$ceiling_before" "$ceiling_after" \
+    "$((server_after - server_before))" "$((agents_after - agents_before))" \
+    "$((children_after - children_before))" <<'PY'
+import json, sys
+agents, slots, jobs, hz = (int(x) for x in sys.argv[1:5])
+result = json.loads(sys.argv[5])
+ceilings = [json.loads(sys.argv[6])["spawn_ceiling_per_sec"], json.loads(sys.argv[7])["spawn_ceiling_per_sec"]]
+server, agent, children = (int(x) for x in sys.argv[8:11])
+ceiling = sum(ceilings) / 2
+us_per_job = lambda ticks: round(ticks * 1e6 / hz / jobs, 1)
+out = {"agents": agents, "slots": slots}
+out.update(result)
+out.update({"spawn_ceiling_per_sec": round(ceiling, 1),
+            "spawn_ceiling_before_after": ceilings,
+            "ratio_to_ceiling": round(result["complete_per_sec"] / ceiling, 3) if ceiling > 0 else None,
+            "server_cpu_us_per_job": us_per_job(server),
+            "agent_cpu_us_per_job": us_per_job(agent),
+            "agent_children_cpu_us_per_job": us_per_job(children)})
+print(json.dumps(out))
+PY
   "$here/deploy/local-cluster.sh" stop >/dev/null
   rm -rf "$dir"
   trap - EXIT

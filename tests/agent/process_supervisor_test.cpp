@@ -444,7 +444,9 @@ TEST_F(ProcessSupervisorTest, KillOnRequest) {
 
 TEST_F(ProcessSupervisorTest, KillEscalatesToSigkillAfterTheGrace) {
   Exits exits;
-  ProcessSupervisor supervisor(exits.callback(), SupervisorOptions{.kill_grace = 300ms});
+  SupervisorOptions options;
+  options.kill_grace = 300ms;
+  ProcessSupervisor supervisor(exits.callback(), options);
   // The shell and its sleep ignore SIGTERM.
   auto handle = supervisor.start(shell("trap '' TERM; echo $$; sleep 30"));
   ASSERT_TRUE(handle) << handle.error().to_string();
@@ -604,6 +606,51 @@ TEST_F(ProcessSupervisorTest, ChildGetsCleanDescriptorsAndSignals) {
   uint64_t mask = std::stoull(out.substr(ign + 7), nullptr, 16);
   EXPECT_EQ(mask & (uint64_t{1} << (SIGPIPE - 1)), 0u) << out;
   EXPECT_NE(out.find("/dev/null"), std::string::npos) << out;
+}
+
+TEST_F(ProcessSupervisorTest, ATasksKeeperIsTheSpawnedKeeperProgramNotACopyOfTheAgent) {
+  Exits exits;
+  ProcessSupervisor supervisor(exits.callback());
+  auto handle = supervisor.start(shell("readlink /proc/$PPID/exe; cat /proc/$PPID/comm"));
+  ASSERT_TRUE(handle) << handle.error().to_string();
+  ASSERT_TRUE(exits.wait(*handle));
+  std::string out = read_file(dir_ / "out.txt");
+  EXPECT_NE(out.find("claimsched-keeper\n"), std::string::npos) << out;
+}
+
+TEST_F(ProcessSupervisorTest, WithoutAKeeperProgramTheKeeperIsAForkAndGivesTheSameGuarantees) {
+  Exits exits;
+  SupervisorOptions options;
+  options.kill_grace = 300ms;
+  options.fork_keepers = true;
+  ProcessSupervisor supervisor(exits.callback(), options);
+  auto handle = supervisor.start(shell("readlink /proc/$PPID/exe; exit 5"));
+  ASSERT_TRUE(handle) << handle.error().to_string();
+  auto exit = exits.wait(*handle);
+  ASSERT_TRUE(exit);
+  EXPECT_EQ(exit->exit_code, 5);
+  std::string out = read_file(dir_ / "out.txt");
+  EXPECT_EQ(out.find("claimsched-keeper"), std::string::npos) << out;
+  EXPECT_NE(out.find("agent_tests"), std::string::npos) << out;
+  auto sleeper = supervisor.start(shell("exec sleep 30"));
+  ASSERT_TRUE(sleeper) << sleeper.error().to_string();
+  supervisor.kill(*sleeper, "test");
+  auto killed = exits.wait(*sleeper);
+  ASSERT_TRUE(killed);
+  EXPECT_EQ(killed->how, How::killed_on_request);
+}
+
+TEST_F(ProcessSupervisorTest, AKeeperProgramThatIsNotExecutableFallsBackToAFork) {
+  std::ofstream(dir_ / "not-a-keeper") << "#!/bin/sh\n";
+  Exits exits;
+  SupervisorOptions options;
+  options.keeper_binary = (dir_ / "not-a-keeper").string();
+  ProcessSupervisor supervisor(exits.callback(), options);
+  auto handle = supervisor.start(shell("exit 0"));
+  ASSERT_TRUE(handle) << handle.error().to_string();
+  auto exit = exits.wait(*handle);
+  ASSERT_TRUE(exit);
+  EXPECT_TRUE(exit->succeeded());
 }
 
 // --- tasks that outlive their agent (drain, then adoption by the next) ----------
