@@ -37,7 +37,6 @@
 #include "agent/launch.hpp"
 #include "core/duration.hpp"
 
-
 namespace claimsched::agent {
 
 namespace fs = std::filesystem;
