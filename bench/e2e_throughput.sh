@@ -17,7 +17,11 @@
 # the measured jobs, per job: the server's, the agents' (summed), and what the
 # agents' children used (each task's keeper and the task itself).
 #
-#   bench/e2e_throughput.sh [--jobs N] [--layouts "1x32 4x8"] [--warmup N]
+#   bench/e2e_throughput.sh [--jobs N] [--layouts "1x32 4x8"] [--warmup N] [--rate R]
+#
+# --rate R offers R jobs per second (open loop) instead of submitting as fast
+# as jobs are acknowledged: placement_p50/p99 are then submit -> running at
+# that rate (offered_per_sec says which).
 #
 # Uses deploy/local-cluster.sh (CLAIMSCHED_BIN picks the binary) and
 # build/bench/e2e/e2e_submit (CLAIMSCHED_E2E_SUBMIT); build both in Release first. Each layout gets a fresh cluster in a temporary directory.
@@ -46,11 +50,13 @@ cpu_ticks() {
 jobs=20000
 warmup=200
 layouts="1x32 4x8"
+rate=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --jobs) jobs="$2"; shift 2 ;;
     --layouts) layouts="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
+    --rate) rate=(--rate "$2"); shift 2 ;;
     *) echo "e2e_throughput: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -68,7 +74,7 @@ for layout in $layouts; do
   ceiling_before="$("$ceiling")"
   read -r server_before _ <<<"$(cpu_ticks "$dir/server.pid")"
   read -r agents_before children_before <<<"$(cpu_ticks "$dir"/agent-*.pid)"
-  result="$("$submit" --server "$server" --jobs "$jobs" -- /bin/true)"
+  result="$("$submit" --server "$server" --jobs "$jobs" "${rate[@]}" -- /bin/true)"
   read -r server_after _ <<<"$(cpu_ticks "$dir/server.pid")"
   read -r agents_after children_after <<<"$(cpu_ticks "$dir"/agent-*.pid)"
   ceiling_after="$("$ceiling")"

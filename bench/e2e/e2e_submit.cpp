@@ -1,8 +1,11 @@
-// e2e_submit --server HOST:PORT --jobs N [-- COMMAND...]: submits N one-task
-// jobs pipelined, waits until every one ended, and prints one JSON object:
+// e2e_submit --server HOST:PORT --jobs N [--rate R] [-- COMMAND...]: submits N
+// one-task jobs pipelined (closed loop: as fast as they are acknowledged) or,
+// with --rate, R jobs per second (open loop: the load a steady stream of
+// users offers, where latency means something), waits until every one
+// ended, and prints one JSON object:
 //   {"jobs":N,"succeeded":...,"submit_per_sec":...,"complete_per_sec":...,
 //    "latency_p50_ms":...,"latency_p99_ms":...,"placement_p50_ms":...,
-//    "placement_p99_ms":...}
+//    "placement_p99_ms":...} (with --rate, also "offered_per_sec")
 // Rates and latencies come from the server's own clock: submit, the first
 // task running, the last task ended. (Before issue 13 this was
 // `claimsched submit --repeat N --wait`; a user's --wait now waits for a job.)
@@ -33,8 +36,31 @@ double quantile(std::vector<double> v, double q) {
   return v[std::min(v.size() - 1, i == 0 ? 0 : i - 1)];
 }
 
+/// Submits `jobs` copies of `job`, each at its due time at `rate` per second
+/// (those due together go in one pipelined batch).
+apps::ClientResult<std::vector<core::JobId>> submit_at_rate(apps::ClientSession& s, const core::JobSpec& job,
+                                                              uint32_t jobs, double rate) {
+  std::vector<core::JobId> ids;
+  ids.reserve(jobs);
+  auto start = std::chrono::steady_clock::now();
+  while (ids.size() < jobs) {
+    double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    auto due = std::min<uint64_t>(jobs, static_cast<uint64_t>(elapsed * rate) + 1);
+    if (due <= ids.size()) {
+      auto next = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                              std::chrono::duration<double>(static_cast<double>(ids.size()) / rate));
+      std::this_thread::sleep_until(next);
+      continue;
+    }
+    auto batch = s.submit_many(job, static_cast<uint32_t>(due - ids.size()));
+    if (!batch) return batch.error();
+    ids.insert(ids.end(), batch->begin(), batch->end());
+  }
+  return ids;
+}
+
 int usage() {
-  std::fprintf(stderr, "usage: e2e_submit --server HOST:PORT --jobs N [-- COMMAND...]\n");
+  std::fprintf(stderr, "usage: e2e_submit --server HOST:PORT --jobs N [--rate JOBS_PER_SEC] [-- COMMAND...]\n");
   return 2;
 }
 
@@ -43,6 +69,7 @@ int usage() {
 int main(int argc, char** argv) {
   std::string server;
   uint32_t jobs = 1000;
+  double rate = 0;  // 0: closed loop
   core::JobSpec job;
   job.user = "bench";
   job.pool = "default";
@@ -53,6 +80,9 @@ int main(int argc, char** argv) {
       server = argv[++i];
     } else if (a == "--jobs" && i + 1 < argc) {
       jobs = static_cast<uint32_t>(std::stoul(argv[++i]));
+    } else if (a == "--rate" && i + 1 < argc) {
+      rate = std::stod(argv[++i]);
+      if (!(rate > 0)) return usage();
     } else if (a == "--") {
       for (++i; i < argc; ++i) job.command.emplace_back(argv[i]);
     } else {
@@ -69,7 +99,7 @@ int main(int argc, char** argv) {
   }
   auto& s = **session;
   auto started = std::chrono::steady_clock::now();
-  auto ids = s.submit_many(job, jobs);
+  auto ids = rate > 0 ? submit_at_rate(s, job, jobs, rate) : s.submit_many(job, jobs);
   if (!ids) {
     std::fprintf(stderr, "e2e_submit: %s\n", ids.error().message.c_str());
     return ids.error().exit_code;
@@ -116,6 +146,7 @@ int main(int argc, char** argv) {
                    {"latency_p99_ms", quantile(completion, 0.99)},
                    {"placement_p50_ms", quantile(placement, 0.5)},
                    {"placement_p99_ms", quantile(placement, 0.99)}};
+  if (rate > 0) j["offered_per_sec"] = rate;
   std::printf("%s\n", j.dump().c_str());
   return 0;
 }
