@@ -55,6 +55,7 @@ using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using remove_pool_atom = caf::atom_constant<caf::atom("rmpool")>;
 using removed_atom = caf::atom_constant<caf::atom("removed")>;
 using move_atom = caf::atom_constant<caf::atom("move")>;
+using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 
 /// A real task's process ended (local only: from the executor to its node
@@ -314,6 +315,9 @@ using gateway_actor = caf::typed_actor<
     caf::replies_to<logs_atom, core::LogRequest>::with<core::LogChunk>,
     /// Members, partition owners, epochs, standbys and their lag (JSON).
     caf::replies_to<members_atom>::with<std::string>,
+    /// Local only (the HTTP endpoint): the Prometheus text of this server's
+    /// partitions and nodes (gateway_metrics.hpp).
+    caf::replies_to<metrics_atom>::with<std::string>,
     /// A partition this member owns: its scheduler, change feed and epoch (HA
     /// peers forward jobs to the one and follow the other); Errc::unavailable
     /// if it is not owned here.

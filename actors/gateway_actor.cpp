@@ -7,6 +7,7 @@
 #include <set>
 
 #include "actors/clock.hpp"
+#include "actors/gateway_metrics.hpp"
 
 namespace claimsched::actors {
 
@@ -617,6 +618,14 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
                   promise.deliver(view.dump());
                 },
                 [=](caf::error& err) mutable { promise.deliver(err); });
+        return promise;
+      },
+      [=](metrics_atom) -> caf::result<std::string> {
+        auto sender = self->current_sender();
+        if (!sender || sender->node() != self->node())
+          return error_of(core::Errc::invalid_argument, "metrics are served over HTTP ([http] listen)");
+        auto promise = self->make_response_promise<std::string>();
+        answer_metrics(self, promise);
         return promise;
       },
       [=](partition_atom, uint32_t id) -> caf::result<scheduler_actor, change_feed_actor, uint64_t> {

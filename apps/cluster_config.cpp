@@ -24,6 +24,7 @@ constexpr std::string_view kTopKeys[] = {"cluster_id",
                                          "max_claims_in_flight",
                                          "default_max_lost_retries",
                                          "listen",
+                                         "http",
                                          "storage",
                                          "timeouts",
                                          "partitions",
@@ -93,6 +94,7 @@ class ConfigReader {
   void read() {
     top_level();
     listen();
+    http();
     storage();
     timeouts();
     policy_section();
@@ -142,6 +144,19 @@ class ConfigReader {
       r_.problem(*t->get("host"), "listen.host", "must not be empty (0.0.0.0: every interface)");
     int64_t port = c_.listen.port;
     if (r_.integer(*t, "port", "listen", port, 0, 65535)) c_.listen.port = static_cast<uint16_t>(port);
+  }
+
+  void http() {
+    const toml::table* t = r_.table(root_, "http", "");
+    if (!t) return;
+    r_.keys(*t, "http", {"listen"});
+    std::string listen;
+    if (!r_.string(*t, "listen", "http", listen)) return;
+    auto parsed = parse_http_listen(listen);
+    if (!parsed)
+      r_.problem(*t->get("listen"), "http.listen", parsed.error().message);
+    else
+      c_.http = *parsed;
   }
 
   void storage() {
@@ -648,6 +663,18 @@ ConfigReport analyze_cluster_config(std::string_view toml, std::string_view sour
   std::stable_sort(report.problems.begin(), report.problems.end(),
                    [](const ConfigProblem& a, const ConfigProblem& b) { return a.line < b.line; });
   return report;
+}
+
+core::Expected<HttpConfig> parse_http_listen(const std::string& listen) {
+  auto colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  std::string port = colon == std::string::npos ? "" : listen.substr(colon + 1);
+  bool digits = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
+  if (host.empty() || !digits || std::stoul(port) > 65535)
+    return core::make_error(Errc::invalid_argument,
+                            "must be HOST:PORT (127.0.0.1:9090; port 0 picks a free one), got '" + listen + "'");
+  return HttpConfig{true, host, static_cast<uint16_t>(std::stoul(port))};
 }
 
 core::Expected<ClusterConfig> parse_cluster_config(std::string_view toml, std::string_view source) {

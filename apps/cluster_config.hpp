@@ -38,6 +38,14 @@ struct ListenConfig {
   uint16_t port = 7070;
 };
 
+/// [http]: the HTTP endpoint (GET /metrics); off unless `listen` is given.
+struct HttpConfig {
+  bool enabled = false;
+  std::string host;
+  /// 0: pick a free one and print it.
+  uint16_t port = 0;
+};
+
 struct StorageConfig {
   /// Root of all state: one directory per partition under it.
   std::string data_dir = "/var/lib/claimsched";
@@ -136,6 +144,7 @@ struct ClusterConfig {
   /// (`resources = ["fpga"]`); a job asking for another is refused at submit.
   std::vector<std::string> resources;
   ListenConfig listen;
+  HttpConfig http;
   StorageConfig storage;
   TimeoutsConfig timeouts;
   /// Which partition owns which leaf pools.
@@ -160,6 +169,9 @@ struct ClusterConfig {
   /// Retries of a task whose node was lost, unless the job says otherwise.
   uint32_t default_max_lost_retries = 3;
 };
+
+/// `[http] listen`'s value, "HOST:PORT" ("[::1]:9090"; port 0: a free one).
+core::Expected<HttpConfig> parse_http_listen(const std::string& listen);
 
 /// Parses and validates `toml` (named `source` in messages). On failure the
 /// error lists every problem found, one per line, each with its line.

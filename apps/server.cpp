@@ -14,6 +14,7 @@
 #include "actors/partition.hpp"
 #include "actors/registration.hpp"
 #include "apps/cluster_config.hpp"
+#include "apps/http_endpoint.hpp"
 #include "apps/partition_setup.hpp"
 #include "apps/signals.hpp"
 #include "agent/machine.hpp"
@@ -42,6 +43,27 @@ core::Expected<std::pair<actors::gateway_actor, uint16_t>> serve_gateway(caf::ac
                                                       sys.render(port.error()));
   }
   return std::make_pair(*gateway, *port);
+}
+
+/// [http]: serves /metrics from `gateway` while the returned endpoint lives
+/// (none without [http] listen); says where on stdout.
+core::Expected<std::unique_ptr<HttpEndpoint>> serve_http(caf::actor_system& sys, const ClusterConfig& config,
+                                                         actors::gateway_actor gateway) {
+  if (!config.http.enabled) return std::unique_ptr<HttpEndpoint>();
+  auto metrics = [&sys, gateway]() -> core::Expected<std::string> {
+    caf::scoped_actor self{sys};
+    core::Expected<std::string> out = core::make_error(core::Errc::unavailable, "no answer");
+    self->request(gateway, std::chrono::seconds(5), actors::metrics_atom::value)
+        .receive([&](std::string& text) { out = std::move(text); },
+                 [&](caf::error& err) { out = core::make_error(core::Errc::unavailable, sys.render(err)); });
+    return out;
+  };
+  auto endpoint = HttpEndpoint::start(config.http.host, config.http.port, metrics);
+  if (!endpoint) return endpoint.error();
+  std::printf("claimsched server http on %s:%u (GET /metrics)\n", config.http.host.c_str(),
+              static_cast<unsigned>((*endpoint)->port()));
+  std::fflush(stdout);
+  return endpoint;
 }
 
 /// One member of an HA cluster ([ha]): the gateway, and the member
@@ -106,6 +128,14 @@ int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_syste
               config.listen.host.c_str(), static_cast<unsigned>(port), config.cluster_id.c_str(), mc.name.c_str(),
               address.c_str(), config.partitions.size(), mc.etcd.front().c_str(), config.storage.data_dir.c_str());
   std::fflush(stdout);
+  auto http = serve_http(sys, config, gateway);
+  if (!http) {
+    sys.middleman().unpublish(gateway, port);
+    stop_member();
+    self->send_exit(gateway, caf::exit_reason::user_shutdown);
+    self->wait_for(gateway);
+    return fail(http.error().message);
+  }
   int code = 0;
   bool member_ended = false;
   while (!member_ended && !wait_for_stop_signal(std::chrono::milliseconds(200))) {
@@ -121,6 +151,7 @@ int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_syste
         caf::after(std::chrono::milliseconds(0)) >> [] {});
   }
   spdlog::info("claimsched server: stopping");
+  http->reset();
   sys.middleman().unpublish(gateway, port);
   if (!member_ended) stop_member();
   self->send_exit(gateway, caf::exit_reason::user_shutdown);
@@ -147,6 +178,14 @@ int run_server(const ServerOptions& opt) {
   ClusterConfig config = std::move(*loaded);
   if (opt.port >= 0) config.listen.port = static_cast<uint16_t>(opt.port);
   if (!opt.data_dir.empty()) config.storage.data_dir = opt.data_dir;
+  if (!opt.http.empty()) {
+    auto http = parse_http_listen(opt.http);
+    if (!http) {
+      std::fprintf(stderr, "claimsched server: --http: %s\n", http.error().message.c_str());
+      return 2;
+    }
+    config.http = *http;
+  }
   if (!config.ha && (!opt.name.empty() || !opt.etcd.empty())) {
     std::fprintf(stderr, "claimsched server: --name and --etcd need an [ha] section in %s\n", opt.config.c_str());
     return 2;
@@ -197,9 +236,17 @@ int run_server(const ServerOptions& opt) {
               config.listen.host.c_str(), static_cast<unsigned>(port), config.cluster_id.c_str(),
               config.partitions.size(), config.storage.data_dir.c_str());
   std::fflush(stdout);
+  auto http = serve_http(sys, config, gateway);
+  if (!http) {
+    sys.middleman().unpublish(gateway, port);
+    caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+    stop_partitions();
+    return fail(http.error().message);
+  }
   while (!wait_for_stop_signal(std::chrono::milliseconds(500))) {
   }
   spdlog::info("claimsched server: stopping");
+  http->reset();
   sys.middleman().unpublish(gateway, port);
   caf::scoped_actor self{sys};
   self->send_exit(gateway, caf::exit_reason::user_shutdown);

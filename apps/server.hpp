@@ -21,6 +21,8 @@ struct ServerOptions {
   /// HA: overrides [ha] name and [ha] etcd (comma-separated URLs).
   std::string name;
   std::string etcd;
+  /// Overrides [http] listen (HOST:PORT; port 0: a free one, printed).
+  std::string http;
 };
 
 int run_server(const ServerOptions& options);

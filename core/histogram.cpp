@@ -45,6 +45,12 @@ void Histogram::merge(const Histogram& other) {
   min_ = std::min(min_, other.min_);
 }
 
+uint64_t Histogram::count_at_most(uint64_t v) const {
+  uint64_t n = 0;
+  for (size_t b = 0; b <= kLastBucket && upper_bound_of(b) <= v; ++b) n += buckets_[b];
+  return n;
+}
+
 uint64_t Histogram::quantile(double q) const {
   if (count_ == 0) return 0;
   q = std::clamp(q, 0.0, 1.0);

@@ -24,6 +24,12 @@ class Histogram {
   /// The smallest recorded-bucket value v such that at least q (0..1) of the
   /// values are <= v (upper bound of the bucket, clamped to max()).
   uint64_t quantile(double q) const;
+  /// The sum of the recorded values.
+  uint64_t sum() const { return sum_; }
+  /// How many recorded values are at most `v`, to bucket precision: a value
+  /// counts if its bucket's upper bound is at most `v` (Prometheus' cumulative
+  /// buckets, `le`).
+  uint64_t count_at_most(uint64_t v) const;
 
  private:
   static size_t bucket_of(uint64_t v);

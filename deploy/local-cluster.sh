@@ -3,7 +3,7 @@
 # each a separate process with its state and log under one directory.
 #
 #   deploy/local-cluster.sh start [--agents N] [--slots S] [--dir DIR] [--port P] [--config FILE]
-#                                 [--members M]
+#                                 [--members M] [--http]
 #   deploy/local-cluster.sh status
 #   deploy/local-cluster.sh stop
 #
@@ -11,6 +11,10 @@
 # [ha] instead of the one server (each its own port, data directory and log:
 # member-I.*); agents register with every member and the printed address
 # lists them all. Needs etcd (Debian's etcd-server).
+#
+# --http: the server (each member) also serves GET /metrics (Prometheus) on a
+# free loopback port, written to DIR/http_address (a member's to
+# DIR/member-I.http_address, member-1's also to DIR/http_address).
 #
 # start prints the address; point the client at it with
 #   export CLAIMSCHED_SERVER=127.0.0.1:PORT
@@ -43,6 +47,7 @@ slots=4
 port=0
 config=""
 members=0
+http=0
 
 die() { echo "local-cluster: $*" >&2; exit 1; }
 
@@ -57,6 +62,7 @@ while [[ $# -gt 0 ]]; do
     --port) port="$2"; shift 2 ;;
     --config) config="$2"; shift 2 ;;
     --members) members="$2"; shift 2 ;;
+    --http) http=1; shift ;;
     *) die "unknown option $1" ;;
   esac
 done
@@ -66,6 +72,20 @@ done
 [[ "$members" =~ ^[0-9]+$ && "$members" -le 9 ]] || die "--members must be 0-9, got '$members'"
 
 alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# --http: the server flag, and where a server's log says it listens for HTTP.
+http_args() { if [[ "$http" == 1 ]]; then echo "--http 127.0.0.1:0"; fi; }
+# Waits for LOG (read from byte FROM) to name the HTTP address; writes it to FILE.
+record_http_address() {
+  local log="$1" from="$2" file="$3" a
+  [[ "$http" == 1 ]] || return 0
+  for _ in $(seq 1 100); do
+    a="$(tail -c +"$from" "$log" | sed -n 's/^claimsched server http on \([^ ]*\) .*/\1/p' | head -1)"
+    if [[ -n "$a" ]]; then echo "$a" >"$file"; return 0; fi
+    sleep 0.1
+  done
+  die "no HTTP address in $log within 10s"
+}
 
 server_address() {
   [[ -f "$dir/address" ]] || return 1
@@ -99,10 +119,14 @@ start_members() {
   for i in $(seq 1 "$members"); do
     p="$(port_in "$dir/member-$i.port")"
     # --etcd: this etcd, also when --config names a file (it needs an [ha] section).
+    local from=$(($(stat -c %s "$dir/member-$i.log" 2>/dev/null || echo 0) + 1))
+    # shellcheck disable=SC2046
     nohup "$bin" --log-level "$log_level" server --config "$config" --name "member-$i" --port "$p" \
-      --data-dir "$dir/member-$i" --etcd "http://127.0.0.1:$client" >>"$dir/member-$i.log" 2>&1 &
+      --data-dir "$dir/member-$i" --etcd "http://127.0.0.1:$client" $(http_args) >>"$dir/member-$i.log" 2>&1 &
     echo $! >"$dir/member-$i.pid"
     address="${address:+$address,}127.0.0.1:$p"
+    record_http_address "$dir/member-$i.log" "$from" "$dir/member-$i.http_address"
+    if [[ "$i" == 1 && "$http" == 1 ]]; then cp "$dir/member-1.http_address" "$dir/http_address"; fi
   done
   echo "$address" >"$dir/address"
   for _ in $(seq 1 200); do
@@ -156,6 +180,7 @@ EOF
     # A restarted server keeps its port so the agents (which reconnect) find
     # it; a first one picks a free port unless --port says otherwise.
     local args=(server --config "$config" --data-dir "$dir/server")
+    if [[ "$http" == 1 ]]; then args+=(--http 127.0.0.1:0); fi
     if [[ "$port" == 0 && -f "$dir/address" ]]; then
       local previous
       previous="$(cat "$dir/address")"
@@ -177,6 +202,7 @@ EOF
     [[ -n "$address" ]] || die "the server did not report its address within 10s (see $dir/server.log)"
     address="${address/0.0.0.0/127.0.0.1}"
     echo "$address" >"$dir/address"
+    record_http_address "$dir/server.log" "$log_from" "$dir/http_address"
   fi
 
   local started=()
@@ -209,6 +235,7 @@ EOF
     if [[ "$up" -ge "$agents" ]]; then
       trap - EXIT
       echo "local cluster up: server(s) $address, $agents agent(s) of $slots slot(s), state in $dir"
+      if [[ "$http" == 1 ]]; then echo "metrics: http://$(cat "$dir/http_address")/metrics"; fi
       echo "export CLAIMSCHED_SERVER=$address"
       return 0
     fi

@@ -345,6 +345,23 @@ default_class = "prod"
   EXPECT_EQ(lines[2].rfind("cluster.toml:8: timeouts.heartbeat_intreval: unknown key", 0), 0u) << lines[2];
 }
 
+TEST(ClusterConfig, AnHttpSectionTurnsMetricsOnAndABadAddressIsNamed) {
+  auto off = parse_cluster_config("", "c.toml");
+  ASSERT_TRUE(off.has_value());
+  EXPECT_FALSE(off->http.enabled);
+  auto on = parse_cluster_config("[http]\nlisten = \"[::1]:9090\"\n", "c.toml");
+  ASSERT_TRUE(on.has_value()) << on.error().message;
+  EXPECT_TRUE(on->http.enabled);
+  EXPECT_EQ(on->http.host, "::1");
+  EXPECT_EQ(on->http.port, 9090);
+  for (const char* bad : {"9090", "host:", ":9090", "h:99999", "h:x1"}) {
+    auto parsed = parse_cluster_config(std::string("[http]\nlisten = \"") + bad + "\"\n", "c.toml");
+    ASSERT_FALSE(parsed.has_value()) << bad;
+    EXPECT_NE(parsed.error().message.find("c.toml:2: http.listen: must be HOST:PORT"), std::string::npos)
+        << parsed.error().message;
+  }
+}
+
 TEST(ClusterConfig, AnHaSectionMakesAMemberAndItsMistakesAreNamed) {
   auto parsed = parse_cluster_config(
       "[agent]\nserver = \"10.0.0.1:7070,10.0.0.2:7070\"\n"

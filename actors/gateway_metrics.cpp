@@ -1,0 +1,87 @@
+#include "actors/gateway_metrics.hpp"
+
+#include <memory>
+
+#include "core/metrics_text.hpp"
+
+namespace claimsched::actors {
+
+namespace {
+
+/// Bounds of the latency buckets, in seconds: a millisecond to a minute.
+const std::vector<double> kLatencyBounds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+
+void scheduler_metrics(core::MetricsText& m, const SchedulerStatus& s) {
+  core::MetricLabels p{{"partition", std::to_string(s.partition.value)}};
+#define CLAIMSCHED_METRIC_COUNTER(name, what) m.counter("claimsched_" #name "_total", what, p, s.stats.name);
+  CLAIMSCHED_SCHEDULER_COUNTERS(CLAIMSCHED_METRIC_COUNTER)
+#undef CLAIMSCHED_METRIC_COUNTER
+  auto gauge = [&](const char* name, const char* help, double v) { m.gauge(name, help, p, v); };
+  gauge("claimsched_jobs_queued", "jobs waiting to be placed (queued, parked or backing off)",
+        static_cast<double>(s.queued_jobs + s.parked_jobs + s.backing_off_jobs));
+  gauge("claimsched_tasks_pending", "tasks waiting for a node", static_cast<double>(s.pending_tasks));
+  gauge("claimsched_tasks_running", "tasks claimed or running on a node", static_cast<double>(s.running_tasks));
+  gauge("claimsched_claims_in_flight", "claims sent and not answered yet", static_cast<double>(s.claims_in_flight));
+  gauge("claimsched_tasks_unverified", "tasks restored onto nodes that have not reported since",
+        static_cast<double>(s.unverified_tasks));
+  gauge("claimsched_partition_epoch", "the owner's epoch (fencing token) of the partition", static_cast<double>(s.epoch));
+  gauge("claimsched_partition_scheduling", "1 while the partition places work, 0 while it holds or is fenced",
+        s.started && !s.fenced ? 1.0 : 0.0);
+  gauge("claimsched_replication_lag_records", "durable changes the partition's standbys do not hold yet",
+        static_cast<double>(s.durable_sequence > s.replicated_sequence && s.replicated_sequence > 0
+                                ? s.durable_sequence - s.replicated_sequence
+                                : 0));
+  gauge("claimsched_store_failed", "1 once the partition's store failed (it stopped)", s.store_error.empty() ? 0.0 : 1.0);
+  m.histogram_seconds("claimsched_placement_latency_seconds", "submit (or placement start) to confirmed, per task", p,
+                      s.stats.placement_latency, kLatencyBounds);
+}
+
+void gateway_metrics(core::MetricsText& m, const gateway_state& st) {
+  uint64_t up = 0, down = 0;
+  for (const auto& [id, n] : st.nodes) (n.down ? down : up) += 1;
+  m.gauge("claimsched_nodes", "nodes registered with this server, by state", {{"state", "up"}}, static_cast<double>(up));
+  m.gauge("claimsched_nodes", "nodes registered with this server, by state", {{"state", "down"}},
+          static_cast<double>(down));
+  for (const auto& p : st.config.partitions)
+    m.gauge("claimsched_partition_owned_here", "1 if this server owns the partition now",
+            {{"partition", std::to_string(p.id.value)}}, p.local && p.scheduler ? 1.0 : 0.0);
+}
+
+}  // namespace
+
+void answer_metrics(gateway_actor::stateful_pointer<gateway_state> self, caf::typed_response_promise<std::string> promise) {
+  std::vector<scheduler_actor> local;
+  for (const auto& p : self->state.config.partitions)
+    if (p.local && p.scheduler) local.push_back(p.scheduler);
+  struct Gathering {
+    std::vector<SchedulerStatus> statuses;
+    size_t left = 0;
+  };
+  auto g = std::make_shared<Gathering>();
+  g->left = local.size();
+  auto finish = [self, g, promise]() mutable {
+    core::MetricsText m;
+    std::sort(g->statuses.begin(), g->statuses.end(),
+              [](const auto& a, const auto& b) { return a.partition < b.partition; });
+    for (const auto& s : g->statuses) scheduler_metrics(m, s);
+    gateway_metrics(m, self->state);
+    promise.deliver(m.text());
+  };
+  if (local.empty()) {
+    finish();
+    return;
+  }
+  for (const auto& s : local)
+    self->request(s, std::chrono::seconds(2), status_atom::value)
+        .then(
+            [=](SchedulerStatus& status) mutable {
+              g->statuses.push_back(std::move(status));
+              if (--g->left == 0) finish();
+            },
+            // A partition that does not answer is left out of this scrape.
+            [=](caf::error&) mutable {
+              if (--g->left == 0) finish();
+            });
+}
+
+}  // namespace claimsched::actors

@@ -1,0 +1,45 @@
+#pragma once
+
+// The server's HTTP endpoint ([http] listen): GET /metrics answers the
+// Prometheus text the gateway renders (actors/gateway_metrics.hpp). One
+// thread of cpp-httplib's own; it asks the actor system through a scoped
+// actor per request, so a slow scrape never holds an actor.
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "core/error.hpp"
+
+namespace httplib {
+class Server;
+}
+
+namespace claimsched::apps {
+
+class HttpEndpoint {
+ public:
+  /// Renders the metrics now, or says why not (answered 503).
+  using Metrics = std::function<core::Expected<std::string>()>;
+
+  /// Listens on host:port (0: a free port); an error names the address.
+  static core::Expected<std::unique_ptr<HttpEndpoint>> start(const std::string& host, uint16_t port, Metrics metrics);
+  /// Stops listening and waits for the thread.
+  ~HttpEndpoint();
+
+  HttpEndpoint(const HttpEndpoint&) = delete;
+  HttpEndpoint& operator=(const HttpEndpoint&) = delete;
+
+  uint16_t port() const { return port_; }
+
+ private:
+  HttpEndpoint() = default;
+
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace claimsched::apps

@@ -1,0 +1,93 @@
+// GET /metrics on a running server ([http] listen): after a known workload
+// its counters say what happened, and every line parses as Prometheus' text
+// format (one HELP and TYPE per family, a family's samples together).
+
+#include <httplib.h>
+
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "tests/integration/cluster.hpp"
+
+namespace claimsched::testing {
+namespace {
+
+/// Problems with `text` as Prometheus' text format 0.0.4 (empty: none), and
+/// its samples by name with labels ("name{labels}" -> value).
+std::string check_exposition(const std::string& text, std::map<std::string, std::string>& samples) {
+  static const std::regex kSample(R"(^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? (\S+)$)");
+  static const std::regex kComment(R"(^# (HELP|TYPE) ([a-zA-Z_:][a-zA-Z0-9_:]*) (.*)$)");
+  std::set<std::string> typed, closed;
+  std::string current;
+  std::istringstream lines(text);
+  int n = 0;
+  for (std::string line; std::getline(lines, line);) {
+    ++n;
+    std::smatch m;
+    if (std::regex_match(line, m, kComment)) {
+      std::string family = m[2];
+      if (m[1] == "TYPE") {
+        if (!typed.insert(family).second) return "line " + std::to_string(n) + ": a second TYPE for " + family;
+        static const std::set<std::string> kTypes{"counter", "gauge", "histogram", "summary", "untyped"};
+        if (!kTypes.contains(m[3])) return "line " + std::to_string(n) + ": unknown type " + std::string(m[3]);
+      }
+      if (family != current) {
+        if (closed.contains(family)) return "line " + std::to_string(n) + ": family " + family + " comes back";
+        if (!current.empty()) closed.insert(current);
+        current = family;
+      }
+      continue;
+    }
+    if (!std::regex_match(line, m, kSample)) return "line " + std::to_string(n) + " does not parse: " + line;
+    std::string name = m[1];
+    for (const char* suffix : {"_bucket", "_sum", "_count"})
+      if (!typed.contains(name) && name.ends_with(suffix) && typed.contains(name.substr(0, name.size() - std::strlen(suffix))))
+        name = name.substr(0, name.size() - std::strlen(suffix));
+    if (name != current) return "line " + std::to_string(n) + ": sample of " + name + " outside its family";
+    samples[line.substr(0, line.rfind(' '))] = m[5];
+  }
+  return "";
+}
+
+TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
+  LocalCluster cluster("[http]\nlisten = \"127.0.0.1:0\"\n");
+  ASSERT_NO_FATAL_FAILURE(cluster.start_server());
+  std::string log = LocalCluster::read_file(cluster.server_log());
+  const std::string said = "claimsched server http on ";
+  auto at = log.find(said);
+  ASSERT_NE(at, std::string::npos) << log;
+  std::string http = log.substr(at + said.size(), log.find(' ', at + said.size()) - at - said.size());
+  cluster.start_agent("a1");
+  ASSERT_TRUE(cluster.wait_for_alive_nodes(1));
+  for (const char* command : {"/bin/true", "/bin/true", "/bin/true", "/bin/false"})
+    cluster.client_before_command("submit --wait", command);
+
+  httplib::Client client("http://" + http);
+  auto res = client.Get("/metrics");
+  ASSERT_TRUE(res) << "no answer from " << http;
+  EXPECT_EQ(res->status, 200);
+  EXPECT_TRUE(res->get_header_value("Content-Type").starts_with("text/plain; version=0.0.4")) << res->get_header_value("Content-Type");
+  std::map<std::string, std::string> samples;
+  EXPECT_EQ(check_exposition(res->body, samples), "") << res->body;
+  EXPECT_EQ(samples["claimsched_jobs_submitted_total{partition=\"1\"}"], "4") << res->body;
+  EXPECT_EQ(samples["claimsched_placements_total{partition=\"1\"}"], "4");
+  EXPECT_EQ(samples["claimsched_tasks_finished_total{partition=\"1\"}"], "4");
+  EXPECT_EQ(samples["claimsched_tasks_running{partition=\"1\"}"], "0");
+  EXPECT_EQ(samples["claimsched_placement_latency_seconds_count{partition=\"1\"}"], "4");
+  EXPECT_EQ(samples["claimsched_placement_latency_seconds_bucket{partition=\"1\",le=\"+Inf\"}"], "4");
+  EXPECT_EQ(samples["claimsched_nodes{state=\"up\"}"], "1");
+  EXPECT_EQ(samples["claimsched_partition_owned_here{partition=\"1\"}"], "1");
+  EXPECT_EQ(client.Get("/elsewhere")->status, 404);
+}
+
+TEST(Metrics, ABadHttpAddressIsRefusedAtStart) {
+  LocalCluster cluster("[http]\nlisten = \"9090\"\n");
+  auto r = run_command(std::string(CLAIMSCHED_BINARY) + " server --config " + cluster.dir() + "/cluster.toml 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("http.listen: must be HOST:PORT"), std::string::npos) << r.out;
+}
+
+}  // namespace
+}  // namespace claimsched::testing
