@@ -45,7 +45,7 @@ std::string ProcessExecutor::exit_path(core::TaskRef task, core::ClaimId claim) 
 core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec& spec,
                                     const core::Allocation& a) {
   const core::TaskLaunch& launch = *a.launch;
-  Queued q{node, a.task, a.claim_id, {}};
+  Queued q{node, a.task, a.claim_id, {}, std::chrono::steady_clock::now()};
   agent::LaunchSpec& ls = q.launch;
   ls.argv = launch.argv;
   ls.env = agent::task_environment(a.task.job, a.task.index, spec.name, a.resources);
@@ -119,6 +119,7 @@ void ProcessExecutor::launch(Queued q) {
     kill_when_launched_.reset();
   }
   // Released while it was being started: it runs now, so it is stopped now.
+  metrics_.started(std::chrono::steady_clock::now() - q.queued_at);
   track(*handle, Running{q.node, q.task, q.claim}, std::move(kill_reason));
   spdlog::debug("task {}.{}: started ({} us to launch)", q.task.job.value, q.task.index,
                 std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered)
@@ -377,6 +378,7 @@ TaskEnded ProcessExecutor::ended(const Running& r, const agent::TaskExit& how, s
 
 void ProcessExecutor::report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end) {
   storage::crash::point(storage::crash::kTaskExitSeen);
+  metrics_.ended(how);
   TaskEnded e = ended(r, how, end);
   // Ends the agent did not ask for are worth an operator's eye; killed ones
   // were asked for and logged by whoever asked.

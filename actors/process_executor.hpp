@@ -7,7 +7,7 @@
 // <output_dir>/<job>.
 //
 // Starts are asynchronous: start() queues the launch and returns, a launcher
-// thread forks and execs (about 2 ms per process on a small VM). The node
+// thread starts the task's keeper and waits for the task's exec. The node
 // actor keeps answering claims meanwhile, instead of waiting out every
 // fork of a burst; a start that fails comes back as a failed TaskEnded.
 //
@@ -27,6 +27,7 @@
 #include <optional>
 #include <thread>
 
+#include "actors/executor_metrics.hpp"
 #include "actors/task_executor.hpp"
 #include "agent/process_supervisor.hpp"
 
@@ -65,6 +66,8 @@ class ProcessExecutor : public TaskExecutor {
   size_t busy();
   /// True if a task of `job` runs (or waits to start) here.
   bool runs_job(core::JobId job);
+  /// Starts, start latency and ends, for /metrics.
+  const ExecutorMetrics& metrics() const { return metrics_; }
 
  private:
   struct Running {
@@ -77,6 +80,8 @@ class ProcessExecutor : public TaskExecutor {
     core::TaskRef task;
     core::ClaimId claim;
     agent::LaunchSpec launch;
+    /// When start() queued it (the start latency counts from here).
+    std::chrono::steady_clock::time_point queued_at;
   };
   void launch_loop();
   void launch(Queued q);
@@ -96,6 +101,7 @@ class ProcessExecutor : public TaskExecutor {
   void report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end = std::nullopt);
 
   std::string output_dir_;
+  ExecutorMetrics metrics_;
   std::mutex mutex_;
   std::map<uint64_t, Running> by_handle_;
   std::map<core::TaskRef, uint64_t> by_task_;

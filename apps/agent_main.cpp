@@ -24,7 +24,9 @@
 #include "agent/task_output.hpp"
 #include "core/duration.hpp"
 #include "apps/cluster_config.hpp"
+#include "apps/http_endpoint.hpp"
 #include "apps/signals.hpp"
+#include "core/metrics_text.hpp"
 #include "storage/node_store.hpp"
 
 namespace claimsched::apps {
@@ -275,6 +277,21 @@ int run_agent(const AgentOptions& opt) {
     executor = std::make_shared<actors::ProcessExecutor>(a.state_dir + "/tasks");
     executor->load_detached();  // what the last agent left running, for the nodes to adopt
   }
+  std::unique_ptr<HttpEndpoint> http;
+  if (!opt.http.empty()) {
+    auto where = parse_http_listen(opt.http);
+    if (!where) return fail(2, "--http: " + where.error().message);
+    auto endpoint = HttpEndpoint::start(where->host, where->port, [executor]() -> core::Expected<std::string> {
+      core::MetricsText m;
+      if (executor) executor->metrics().render(m, executor->busy());
+      return m.text();
+    });
+    if (!endpoint) return fail(1, endpoint.error().message);
+    http = std::move(*endpoint);
+    std::printf("claimsched agent http on %s:%u (GET /metrics)\n", where->host.c_str(),
+                static_cast<unsigned>(http->port()));
+    std::fflush(stdout);
+  }
   core::LedgerConfig ledger;
   ledger.claim_ttl = config.timeouts.claim_ttl;
   // A real node remembers many task ends: while the server restarts, every
@@ -387,6 +404,7 @@ int run_agent(const AgentOptions& opt) {
   } else {
     spdlog::info("claimsched agent {}: stopping", a.name);
   }
+  http.reset();
   stopping = true;
   for (auto& t : links) t.join();
   for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);

@@ -36,6 +36,8 @@ struct AgentOptions {
   std::string on_stop;
   /// How long task outputs are kept (empty: [agent] keep_outputs, else 7d).
   std::string keep_outputs;
+  /// Serve GET /metrics on HOST:PORT (empty: no HTTP).
+  std::string http;
 };
 
 int run_agent(const AgentOptions& options);

@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
   agt->add_option("--on-stop", agent.on_stop,
                   "On SIGTERM: leave running tasks for the next start to adopt (leave, the default) or wait for "
                   "them to end (wait)");
+  agt->add_option("--http", agent.http, "Serve GET /metrics on HOST:PORT (port 0: any free one, printed)");
   agt->add_option("--keep-outputs", agent.keep_outputs, "Keep task outputs this long after their job ends here (default 7d)");
 
   claimsched::apps::ClientOptions client;

@@ -84,19 +84,28 @@ void MetricsText::gauge(std::string_view name, std::string_view help, const Metr
 
 void MetricsText::histogram_seconds(std::string_view name, std::string_view help, const MetricLabels& labels,
                                     const Histogram& nanoseconds, const std::vector<double>& bounds_seconds) {
+  std::vector<uint64_t> at_most;
+  at_most.reserve(bounds_seconds.size());
+  for (double le : bounds_seconds) at_most.push_back(nanoseconds.count_at_most(static_cast<uint64_t>(std::llround(le * 1e9))));
+  histogram(name, help, labels, bounds_seconds, at_most, static_cast<double>(nanoseconds.sum()) / 1e9,
+            nanoseconds.count());
+}
+
+void MetricsText::histogram(std::string_view name, std::string_view help, const MetricLabels& labels,
+                            const std::vector<double>& bounds, const std::vector<uint64_t>& at_most, double sum,
+                            uint64_t count) {
   std::string& out = family(name, help, "histogram");
   std::string bucket = std::string(name) + "_bucket";
-  for (double le : bounds_seconds) {
+  for (size_t i = 0; i < bounds.size() && i < at_most.size(); ++i) {
     MetricLabels with_le = labels;
-    with_le.emplace_back("le", number(le));
-    auto ns = static_cast<uint64_t>(std::llround(le * 1e9));
-    sample(out, bucket, with_le, std::to_string(nanoseconds.count_at_most(ns)));
+    with_le.emplace_back("le", number(bounds[i]));
+    sample(out, bucket, with_le, std::to_string(at_most[i]));
   }
   MetricLabels inf = labels;
   inf.emplace_back("le", "+Inf");
-  sample(out, bucket, inf, std::to_string(nanoseconds.count()));
-  sample(out, std::string(name) + "_sum", labels, number(static_cast<double>(nanoseconds.sum()) / 1e9));
-  sample(out, std::string(name) + "_count", labels, std::to_string(nanoseconds.count()));
+  sample(out, bucket, inf, std::to_string(count));
+  sample(out, std::string(name) + "_sum", labels, number(sum));
+  sample(out, std::string(name) + "_count", labels, std::to_string(count));
 }
 
 }  // namespace claimsched::core

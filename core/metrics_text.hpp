@@ -31,6 +31,10 @@ class MetricsText {
   /// at `bounds_seconds` (ascending) and +Inf, `_sum` and `_count`.
   void histogram_seconds(std::string_view name, std::string_view help, const MetricLabels& labels,
                          const Histogram& nanoseconds, const std::vector<double>& bounds_seconds);
+  /// A histogram from counts already cumulative: `at_most[i]` values were at
+  /// most `bounds[i]`; `count` in all (the +Inf bucket), summing to `sum`.
+  void histogram(std::string_view name, std::string_view help, const MetricLabels& labels,
+                 const std::vector<double>& bounds, const std::vector<uint64_t>& at_most, double sum, uint64_t count);
 
   /// Every family, in the order first written.
   std::string text() const;

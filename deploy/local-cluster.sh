@@ -12,9 +12,10 @@
 # member-I.*); agents register with every member and the printed address
 # lists them all. Needs etcd (Debian's etcd-server).
 #
-# --http: the server (each member) also serves GET /metrics (Prometheus) on a
-# free loopback port, written to DIR/http_address (a member's to
-# DIR/member-I.http_address, member-1's also to DIR/http_address).
+# --http: the server (each member) and every agent also serve GET /metrics
+# (Prometheus) on a free loopback port, written to DIR/http_address (a
+# member's to DIR/member-I.http_address, member-1's also to
+# DIR/http_address; agent I's to DIR/agent-I.http_address).
 #
 # start prints the address; point the client at it with
 #   export CLAIMSCHED_SERVER=127.0.0.1:PORT
@@ -75,12 +76,13 @@ alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 # --http: the server flag, and where a server's log says it listens for HTTP.
 http_args() { if [[ "$http" == 1 ]]; then echo "--http 127.0.0.1:0"; fi; }
-# Waits for LOG (read from byte FROM) to name the HTTP address; writes it to FILE.
+# Waits for LOG (read from byte FROM) to name the HTTP address of a server
+# (or, with WHO=agent, an agent); writes it to FILE.
 record_http_address() {
-  local log="$1" from="$2" file="$3" a
+  local log="$1" from="$2" file="$3" who="${4:-server}" a
   [[ "$http" == 1 ]] || return 0
   for _ in $(seq 1 100); do
-    a="$(tail -c +"$from" "$log" | sed -n 's/^claimsched server http on \([^ ]*\) .*/\1/p' | head -1)"
+    a="$(tail -c +"$from" "$log" | sed -n "s/^claimsched $who http on \([^ ]*\) .*/\1/p" | head -1)"
     if [[ -n "$a" ]]; then echo "$a" >"$file"; return 0; fi
     sleep 0.1
   done
@@ -213,12 +215,15 @@ EOF
       echo "local-cluster: agent-$i is still running (PID $(cat "$dir/agent-$i.pid")); keeping it" >&2
       continue
     fi
+    local agent_from=$(($(stat -c %s "$dir/agent-$i.log" 2>/dev/null || echo 0) + 1))
     echo "--- local-cluster start $(date -u +%FT%T.%3NZ)" >>"$dir/agent-$i.log"
+    # shellcheck disable=SC2046
     nohup "$bin" --log-level "$log_level" agent "${agent_config[@]}" --server "$address" --name "local-$i" \
-      --resources "cpu=$slots,memory=${slots}Gi" --state-dir "$dir/agent-$i" \
+      --resources "cpu=$slots,memory=${slots}Gi" --state-dir "$dir/agent-$i" $(http_args) \
       >>"$dir/agent-$i.log" 2>&1 &
     echo $! >"$dir/agent-$i.pid"
     started+=("$i")
+    record_http_address "$dir/agent-$i.log" "$agent_from" "$dir/agent-$i.http_address" "agent"
   done
 
   # Ready when every agent's node is up; an agent that exits says why.

@@ -1,6 +1,7 @@
-// GET /metrics on a running server ([http] listen): after a known workload
-// its counters say what happened, and every line parses as Prometheus' text
-// format (one HELP and TYPE per family, a family's samples together).
+// GET /metrics on a running server ([http] listen) and agent (--http): after
+// a known workload their counters say what happened, and every line parses
+// as Prometheus' text format (one HELP and TYPE per family, a family's
+// samples together).
 
 #include <httplib.h>
 
@@ -59,7 +60,7 @@ TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   auto at = log.find(said);
   ASSERT_NE(at, std::string::npos) << log;
   std::string http = log.substr(at + said.size(), log.find(' ', at + said.size()) - at - said.size());
-  cluster.start_agent("a1");
+  cluster.start_agent("a1", "cpu=4,memory=4Gi", {"--http", "127.0.0.1:0"});
   ASSERT_TRUE(cluster.wait_for_alive_nodes(1));
   for (const char* command : {"/bin/true", "/bin/true", "/bin/true", "/bin/false"})
     cluster.client_before_command("submit --wait", command);
@@ -80,6 +81,22 @@ TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   EXPECT_EQ(samples["claimsched_nodes{state=\"up\"}"], "1");
   EXPECT_EQ(samples["claimsched_partition_owned_here{partition=\"1\"}"], "1");
   EXPECT_EQ(client.Get("/elsewhere")->status, 404);
+
+  std::string agent_log = LocalCluster::read_file(cluster.dir() + "/a1.log");
+  const std::string agent_said = "claimsched agent http on ";
+  auto a = agent_log.find(agent_said);
+  ASSERT_NE(a, std::string::npos) << agent_log;
+  std::string agent_http =
+      agent_log.substr(a + agent_said.size(), agent_log.find(' ', a + agent_said.size()) - a - agent_said.size());
+  auto agent_res = httplib::Client("http://" + agent_http).Get("/metrics");
+  ASSERT_TRUE(agent_res) << "no answer from " << agent_http;
+  std::map<std::string, std::string> agent;
+  EXPECT_EQ(check_exposition(agent_res->body, agent), "") << agent_res->body;
+  EXPECT_EQ(agent["claimsched_agent_task_starts_total"], "4") << agent_res->body;
+  EXPECT_EQ(agent["claimsched_agent_task_exits_total{outcome=\"succeeded\"}"], "3");
+  EXPECT_EQ(agent["claimsched_agent_task_exits_total{outcome=\"failed\"}"], "1");
+  EXPECT_EQ(agent["claimsched_agent_tasks_running"], "0");
+  EXPECT_EQ(agent["claimsched_agent_task_start_seconds_count"], "4");
 }
 
 TEST(Metrics, ABadHttpAddressIsRefusedAtStart) {
