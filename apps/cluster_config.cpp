@@ -151,7 +151,8 @@ class ConfigReader {
     if (!t) return;
     r_.keys(*t, "http", {"listen"});
     std::string listen;
-    if (!r_.string(*t, "listen", "http", listen)) return;
+    // Required: an [http] table says the operator wants the endpoint.
+    if (!r_.string(*t, "listen", "http", listen, true) || !t->get("listen")) return;
     auto parsed = parse_http_listen(listen);
     if (!parsed)
       r_.problem(*t->get("listen"), "http.listen", parsed.error().message);

@@ -48,6 +48,15 @@ class GatewayTest : public ActorTest {
     return track(*g);
   }
 
+  /// A strict mock of a partition's scheduler that also answers which pools
+  /// it removed (none): the gateway asks every owner it routes to, and again
+  /// every few seconds (a removal may have gone through another member).
+  scheduler_actor scheduler_mock(const std::string& name, caf::behavior expected) {
+    return strict_mock<scheduler_actor>(
+        name, caf::behavior{caf::message_handler{expected.as_behavior_impl()}.or_else(
+                  [](actors::removed_atom) { return std::vector<std::string>{}; })});
+  }
+
   /// The answer to `xs...` from the gateway, as text ("ok ..." or "error <code>: ...").
   template <class R, class... Ts>
   std::string call(actors::gateway_actor g, Ts... xs) {
@@ -59,7 +68,7 @@ class GatewayTest : public ActorTest {
 
 TEST_F(GatewayTest, ARefusedSubmitLeavesNoRouteBehind) {
   int submits = 0;
-  auto s1 = strict_mock<scheduler_actor>(
+  auto s1 = scheduler_mock(
       "scheduler-1", caf::behavior{[&](core::JobSpec& j) -> caf::result<core::JobId> {
         // The first attempt is refused (say the class is unknown), the
         // second accepted.
@@ -78,7 +87,7 @@ TEST_F(GatewayTest, ARefusedSubmitLeavesNoRouteBehind) {
 }
 
 TEST_F(GatewayTest, ASubmitToAPartitionWithoutOwnerIsRetryableNotLost) {
-  auto s1 = strict_mock<scheduler_actor>("scheduler-1", caf::behavior{});
+  auto s1 = scheduler_mock("scheduler-1", caf::behavior{});
   auto g = make_gateway(s1, scheduler_actor{});
   auto r = call<core::JobId>(g, job(1, "b"));
   EXPECT_NE(r.find("unavailable"), std::string::npos) << r;
@@ -89,12 +98,12 @@ TEST_F(GatewayTest, ASubmitToAPartitionWithoutOwnerIsRetryableNotLost) {
 TEST_F(GatewayTest, JobsOfAnotherMemberAreFoundByAskingEveryPartition) {
   // Job 9 was submitted through another member: this gateway never saw it.
   int asked1 = 0, asked2 = 0;
-  auto s1 = strict_mock<scheduler_actor>(
+  auto s1 = scheduler_mock(
       "scheduler-1", caf::behavior{[&](actors::status_atom, core::JobId id) -> caf::result<core::JobView> {
         ++asked1;
         return messages::to_caf_error(core::make_error(core::Errc::unknown_name, "unknown job " + std::to_string(id.value)));
       }});
-  auto s2 = strict_mock<scheduler_actor>(
+  auto s2 = scheduler_mock(
       "scheduler-2", caf::behavior{[&](actors::status_atom, core::JobId id) -> caf::result<core::JobView> {
         ++asked2;
         if (id.value != 9)
@@ -120,7 +129,7 @@ TEST_F(GatewayTest, JobsOfAnotherMemberAreFoundByAskingEveryPartition) {
 
 TEST_F(GatewayTest, NodesGoToTheirPartitionsLocalOwnerOnlyAndFollowItsChange) {
   std::vector<core::NodeId> registered1, registered2;
-  auto s1 = strict_mock<scheduler_actor>(
+  auto s1 = scheduler_mock(
       "scheduler-1", caf::behavior{[&](actors::register_atom, actors::node_actor) { registered1.push_back({}); }});
   auto g = make_gateway(s1, scheduler_actor{});
   auto n1 = strict_mock<actors::node_actor>("node-1", caf::behavior{});
@@ -129,7 +138,7 @@ TEST_F(GatewayTest, NodesGoToTheirPartitionsLocalOwnerOnlyAndFollowItsChange) {
   ASSERT_TRUE(ask<uint64_t>(g, actors::register_atom::value, node(2, "b"), n2).has_value());
   EXPECT_EQ(registered1.size(), 1u) << "node 1 to partition 1's owner; node 2's partition has none";
   // Partition 2 gets an owner here: the gateway hands it the nodes it knows.
-  auto s2 = strict_mock<scheduler_actor>(
+  auto s2 = scheduler_mock(
       "scheduler-2", caf::behavior{[&](actors::register_atom, actors::node_actor) { registered2.push_back({}); }});
   // (From a local actor: the member coordinator; anonymous routes are ignored.)
   caf::send_as(s1, g, actors::route_atom::value, uint32_t{2}, s2, actors::change_feed_actor{}, uint64_t{3}, true);
@@ -143,7 +152,7 @@ TEST_F(GatewayTest, NodesGoToTheirPartitionsLocalOwnerOnlyAndFollowItsChange) {
 
 TEST_F(GatewayTest, ASilentNodeIsDeclaredDownToItsOwnerOnce) {
   int downs = 0;
-  auto s1 = strict_mock<scheduler_actor>("scheduler-1",
+  auto s1 = scheduler_mock("scheduler-1",
                                          caf::behavior{[&](actors::register_atom, actors::node_actor) {},
                                                        [&](actors::node_down_atom, core::NodeId id) {
                                                          EXPECT_EQ(id.value, 1u);
@@ -165,7 +174,7 @@ TEST_F(GatewayTest, ASilentNodeIsDeclaredDownToItsOwnerOnce) {
 
 TEST_F(GatewayTest, AHeartbeatThatPassesALeaveDoesNotShortenTheRestartGrace) {
   int downs = 0;
-  auto s1 = strict_mock<scheduler_actor>("scheduler-1",
+  auto s1 = scheduler_mock("scheduler-1",
                                          caf::behavior{[&](actors::register_atom, actors::node_actor) {},
                                                        [&](actors::node_down_atom, core::NodeId) { ++downs; }});
   auto g = make_gateway(s1, scheduler_actor{});
@@ -184,8 +193,8 @@ TEST_F(GatewayTest, AHeartbeatThatPassesALeaveDoesNotShortenTheRestartGrace) {
 }
 
 TEST_F(GatewayTest, PeersGetOnlyPartitionsOwnedHere) {
-  auto s1 = strict_mock<scheduler_actor>("scheduler-1", caf::behavior{});
-  auto s2 = strict_mock<scheduler_actor>("scheduler-2", caf::behavior{});
+  auto s1 = scheduler_mock("scheduler-1", caf::behavior{});
+  auto s2 = scheduler_mock("scheduler-2", caf::behavior{});
   auto g = make_gateway(s1, scheduler_actor{});
   caf::send_as(s1, g, actors::route_atom::value, uint32_t{2}, s2, actors::change_feed_actor{}, uint64_t{5}, false);
   run();

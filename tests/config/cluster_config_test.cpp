@@ -354,6 +354,9 @@ TEST(ClusterConfig, AnHttpSectionTurnsMetricsOnAndABadAddressIsNamed) {
   EXPECT_TRUE(on->http.enabled);
   EXPECT_EQ(on->http.host, "::1");
   EXPECT_EQ(on->http.port, 9090);
+  auto empty = parse_cluster_config("[http]\n", "c.toml");
+  ASSERT_FALSE(empty.has_value());
+  EXPECT_NE(empty.error().message.find("http.listen"), std::string::npos) << empty.error().message;
   for (const char* bad : {"9090", "host:", ":9090", "h:99999", "h:x1"}) {
     auto parsed = parse_cluster_config(std::string("[http]\nlisten = \"") + bad + "\"\n", "c.toml");
     ASSERT_FALSE(parsed.has_value()) << bad;
