@@ -42,7 +42,10 @@ void NodeChanges::events(const core::NodeLedger& ledger, const std::vector<core:
   }
 }
 
-void NodeChanges::commit(const core::NodeLedger& ledger) {
+void NodeChanges::commit(core::NodeLedger& ledger) {
+  // Whichever operation ended them: the ends the ledger remembered since the
+  // last commit.
+  for (const auto& f : ledger.take_unsaved_finished()) batch_.put_finished(node_, f.slot, f.sequence, f.event);
   if (header_) {
     storage::StoredNodeHeader header;
     header.spec = std::move(*header_);
@@ -77,6 +80,9 @@ core::NodeLedger restore_ledger(const storage::LoadedNode& stored, const core::L
       spdlog::warn("node {}: stored claim {} does not fit any more; dropped", stored.header.spec.name,
                    c.id.value);
   }
+  auto finished = stored.finished;
+  std::sort(finished.begin(), finished.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (const auto& [sequence, ev] : finished) ledger.restore_finished(sequence, ev);
   if (stored.header.state != core::NodeState::up) (void)ledger.set_state(stored.header.state);
   // Subscribers never see the generation go back.
   ledger.restore_generation(stored.header.generation + 1);

@@ -38,7 +38,7 @@ class NodeChanges {
   /// stored one, and every subscriber re-subscribes after a restart (a
   /// subscription resets the generation it expects), so writing it on every
   /// operation would double the records for nothing.
-  void commit(const core::NodeLedger& ledger);
+  void commit(core::NodeLedger& ledger);
 
  private:
   storage::NodeStore& store_;

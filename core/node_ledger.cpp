@@ -242,21 +242,54 @@ bool NodeLedger::finish_task(TaskRef task, TaskState final_state, int32_t exit_c
 }
 
 void NodeLedger::remember_finished(const NodeEvent& ev) {
-  if (config_.recent_finished == 0) return;
-  if (recent_finished_.size() < config_.recent_finished) {
-    recent_finished_.push_back(ev);
-    return;
-  }
-  recent_finished_[recent_next_] = ev;
-  recent_next_ = static_cast<uint32_t>((recent_next_ + 1) % recent_finished_.size());
+  const uint32_t cap = config_.recent_finished;
+  if (cap == 0) return;
+  auto slot = static_cast<size_t>(finished_seen_ % cap);
+  if (recent_finished_.size() <= slot) recent_finished_.resize(slot + 1);
+  recent_finished_[slot] = ev;
+  ++finished_seen_;
+  finished_unsaved_ = std::min(finished_unsaved_ + 1, cap);
 }
 
 std::vector<NodeEvent> NodeLedger::recent_finished() const {
   std::vector<NodeEvent> out;
   out.reserve(recent_finished_.size());
-  for (size_t i = 0; i < recent_finished_.size(); ++i)
-    out.push_back(recent_finished_[(recent_next_ + i) % recent_finished_.size()]);
+  const uint64_t cap = config_.recent_finished;
+  uint64_t first = finished_seen_ > recent_finished_.size() ? finished_seen_ - recent_finished_.size() : 0;
+  for (uint64_t seq = first; seq < finished_seen_; ++seq) {
+    auto slot = static_cast<size_t>(seq % cap);
+    if (slot < recent_finished_.size() && recent_finished_[slot].task.job.value != 0)
+      out.push_back(recent_finished_[slot]);
+  }
   return out;
+}
+
+std::vector<NodeLedger::FinishedRecord> NodeLedger::take_unsaved_finished() {
+  std::vector<FinishedRecord> out;
+  out.reserve(finished_unsaved_);
+  const uint64_t cap = config_.recent_finished;
+  for (uint64_t seq = finished_seen_ - finished_unsaved_; seq < finished_seen_; ++seq) {
+    auto slot = static_cast<uint32_t>(seq % cap);
+    out.push_back({seq, slot, recent_finished_[slot]});
+  }
+  finished_unsaved_ = 0;
+  return out;
+}
+
+void NodeLedger::restore_finished(uint64_t sequence, const NodeEvent& event) {
+  const uint32_t cap = config_.recent_finished;
+  if (cap == 0 || event.task.job.value == 0) return;
+  auto slot = static_cast<size_t>(sequence % cap);
+  // Once the ring went round, every slot is in use (the ones the store did
+  // not give back stay empty).
+  size_t size = sequence >= cap ? cap : slot + 1;
+  if (recent_finished_.size() < size) recent_finished_.resize(size);
+  // Sequences the store did not give back: their slots hold older ends (or
+  // nothing), which are not among the last `cap` any more.
+  for (uint64_t s = std::max(finished_seen_, sequence >= cap ? sequence - cap + 1 : 0); s < sequence; ++s)
+    recent_finished_[static_cast<size_t>(s % cap)] = NodeEvent{};
+  recent_finished_[slot] = event;
+  finished_seen_ = std::max(finished_seen_, sequence + 1);
 }
 
 TimePoint NodeLedger::next_deadline() const {

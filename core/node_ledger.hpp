@@ -85,12 +85,26 @@ class NodeLedger {
   /// snapshot carries them, so a subscriber that missed deltas still learns
   /// how its tasks ended.
   std::vector<NodeEvent> recent_finished() const;
+  /// The task_finished events remembered since the last call, each with its
+  /// sequence number (the count of events remembered before it, for ever) and
+  /// its slot in the ring (sequence mod config.recent_finished): what a
+  /// durable node writes, so that a restarted agent still reports the ends
+  /// its tasks reached (slots bound what is stored to the ring's size).
+  struct FinishedRecord {
+    uint64_t sequence = 0;
+    uint32_t slot = 0;
+    NodeEvent event;
+  };
+  std::vector<FinishedRecord> take_unsaved_finished();
 
   /// Restores an allocation recorded before a restart (durability). The caller
   /// guarantees it fits; returns false if the task is already held.
   bool restore_allocation(const Allocation& allocation);
   bool restore_claim(const LiveClaim& claim);
   void restore_epoch(PartitionId partition, Epoch epoch);
+  /// Restores a remembered task_finished event (its sequence as
+  /// take_unsaved_finished gave it); call in ascending sequence order.
+  void restore_finished(uint64_t sequence, const NodeEvent& event);
 
  private:
   enum class EpochCheck { ok, stale };
@@ -115,9 +129,13 @@ class NodeLedger {
   std::vector<Allocation> allocations_;
   /// Min-heap of pending deadlines; entries may be stale (lazy deletion).
   std::vector<TimePoint> deadlines_;
-  /// A ring of the last task_finished events (allocated on the first one).
+  /// A ring of the last task_finished events (allocated on the first one):
+  /// the one of sequence s is at s mod config.recent_finished; a slot a
+  /// restore left empty holds job 0 (no job has that id).
   std::vector<NodeEvent> recent_finished_;
-  uint32_t recent_next_ = 0;
+  /// Events remembered for ever, and how many of the newest are unsaved.
+  uint64_t finished_seen_ = 0;
+  uint32_t finished_unsaved_ = 0;
   void remember_finished(const NodeEvent& ev);
 };
 

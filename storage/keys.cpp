@@ -18,6 +18,9 @@ std::string describe(std::string_view cf_name, std::string_view key) {
     if (auto a = parse_node_allocation(key))
       meaning = "node " + std::to_string(a->node.value) + " job " +
                 std::to_string(a->task.job.value) + " task " + std::to_string(a->task.index);
+  } else if (cf_name == cf::kNodeFinished) {
+    if (auto f = parse_node_finished(key))
+      meaning = "node " + std::to_string(f->node.value) + " finished slot " + std::to_string(f->slot);
   } else if (cf_name == cf::kMeta) {
     bool printable = !key.empty();
     for (unsigned char c : key) printable = printable && c >= 0x20 && c < 0x7F;

@@ -45,6 +45,7 @@ inline constexpr std::string_view kMeta = "meta";
 inline constexpr std::string_view kNodeHeaders = "node_headers";
 inline constexpr std::string_view kNodeClaims = "node_claims";
 inline constexpr std::string_view kNodeAllocations = "node_allocations";
+inline constexpr std::string_view kNodeFinished = "node_finished";
 }  // namespace cf
 
 // -- big-endian integers ------------------------------------------------------
@@ -90,6 +91,7 @@ inline constexpr size_t kTaskKeySize = 12;
 inline constexpr size_t kNodeKeySize = 8;
 inline constexpr size_t kNodeClaimKeySize = 16;
 inline constexpr size_t kNodeAllocationKeySize = 20;
+inline constexpr size_t kNodeFinishedKeySize = 12;
 
 // -- partition store ----------------------------------------------------------
 
@@ -175,6 +177,14 @@ inline FixedKey<kNodeAllocationKeySize> node_allocation(core::NodeId node, core:
   return k;
 }
 
+/// A slot of the node's ring of recent task ends (NodeLedger::recent_finished).
+inline FixedKey<kNodeFinishedKeySize> node_finished(core::NodeId node, uint32_t slot) {
+  FixedKey<kNodeFinishedKeySize> k;
+  put_u64(k.bytes.data(), node.value);
+  put_u32(k.bytes.data() + 8, slot);
+  return k;
+}
+
 /// Every node-store key of `node` (in any node column family) starts with
 /// node_prefix(node) and sorts below node_prefix_end(node).
 inline FixedKey<kNodeKeySize> node_prefix(core::NodeId node) { return keys::node(node); }
@@ -198,6 +208,18 @@ inline std::optional<NodeClaimKey> parse_node_claim(std::string_view k) {
   auto n = parse_node(k.substr(0, 8));
   if (!n) return std::nullopt;
   return NodeClaimKey{*n, core::ClaimId{get_u64(k.data() + 8)}};
+}
+
+struct NodeFinishedKey {
+  core::NodeId node;
+  uint32_t slot = 0;
+};
+
+inline std::optional<NodeFinishedKey> parse_node_finished(std::string_view k) {
+  if (k.size() != kNodeFinishedKeySize) return std::nullopt;
+  auto n = parse_node(k.substr(0, 8));
+  if (!n) return std::nullopt;
+  return NodeFinishedKey{*n, get_u32(k.data() + 8)};
 }
 
 inline std::optional<NodeAllocationKey> parse_node_allocation(std::string_view k) {

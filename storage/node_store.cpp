@@ -55,6 +55,20 @@ Status decode_allocation(const Database& db, std::string_view key, std::string_v
   return Status::ok();
 }
 
+Status decode_finished(const Database& db, std::string_view key, std::string_view value, core::NodeId& node,
+                       uint64_t& sequence, core::NodeEvent& out) {
+  auto parsed = keys::parse_node_finished(key);
+  if (!parsed) return db.record_error(NodeStore::kFinished, key, "not a node finished key");
+  node = parsed->node;
+  if (value.size() < 8) return db.record_error(NodeStore::kFinished, key, "no sequence number");
+  sequence = keys::get_u64(value.data());
+  if (auto st = messages::decode(value.substr(8), out); !st)
+    return db.record_error(NodeStore::kFinished, key, st.error());
+  if (out.kind != core::NodeEvent::Kind::task_finished)
+    return db.record_error(NodeStore::kFinished, key, "holds an event that is not a task's end");
+  return Status::ok();
+}
+
 /// The node id a claim/allocation key starts with, or nullopt if malformed.
 std::optional<core::NodeId> node_of(std::string_view key) {
   if (key.size() < keys::kNodeKeySize) return std::nullopt;
@@ -67,7 +81,8 @@ const Database::Layout& NodeStore::layout() {
   // Order = the Cf enum.
   static const Database::Layout kLayout{
       messages::StoreKind::nodes,
-      {keys::cf::kNodeHeaders, keys::cf::kNodeClaims, keys::cf::kNodeAllocations, keys::cf::kMeta}};
+      {keys::cf::kNodeHeaders, keys::cf::kNodeClaims, keys::cf::kNodeAllocations, keys::cf::kMeta,
+       keys::cf::kNodeFinished}};
   return kLayout;
 }
 
@@ -117,10 +132,19 @@ void NodeStore::Batch::erase_allocation(core::NodeId node, core::TaskRef task) {
       .PermitUncheckedError();
 }
 
+void NodeStore::Batch::put_finished(core::NodeId node, uint32_t slot, uint64_t sequence,
+                                    const core::NodeEvent& event) {
+  scratch_.assign(8, '\0');
+  keys::put_u64(scratch_.data(), sequence);
+  scratch_ += messages::encode(event);
+  put(kFinished, keys::node_finished(node, slot), scratch_);
+}
+
 void NodeStore::Batch::erase_node(core::NodeId node) {
   batch_.Delete(db_->handle(kHeaders), slice(keys::node_header(node))).PermitUncheckedError();
   erase_range(kClaims, node);
   erase_range(kAllocations, node);
+  erase_range(kFinished, node);
 }
 
 void NodeStore::Batch::put_report(const core::NodeReport& report) {
@@ -147,10 +171,11 @@ Status NodeStore::write(Batch batch) { return db_->write(std::move(batch.batch_)
 
 Status NodeStore::load_range(std::string_view lower, std::string_view upper,
                              const std::function<Status(LoadedNode&&)>& f) const {
-  // A merge join of the three column families, all keyed by node id first.
+  // A merge join of the node column families, all keyed by node id first.
   auto headers = db_->cursor(kHeaders, lower, upper);
   auto claims = db_->cursor(kClaims, lower, upper);
   auto allocations = db_->cursor(kAllocations, lower, upper);
+  auto finished = db_->cursor(kFinished, lower, upper);
 
   auto orphan = [&](size_t cf, std::string_view key) {
     return db_->record_error(cf, key, "no node_headers record for its node");
@@ -189,13 +214,23 @@ Status NodeStore::load_range(std::string_view lower, std::string_view upper,
       return Status::ok();
     });
     if (!st) return st;
+    st = take(finished, kFinished, id, [&](std::string_view k, std::string_view v) -> Status {
+      uint64_t sequence = 0;
+      core::NodeEvent ev;
+      if (auto s2 = decode_finished(*db_, k, v, owner, sequence, ev); !s2) return s2;
+      loaded.finished.emplace_back(sequence, std::move(ev));
+      return Status::ok();
+    });
+    if (!st) return st;
     if (auto s3 = f(std::move(loaded)); !s3) return s3;
   }
   if (auto st = headers.status(); !st) return st;
   if (claims.valid()) return orphan(kClaims, claims.key());
   if (auto st = claims.status(); !st) return st;
   if (allocations.valid()) return orphan(kAllocations, allocations.key());
-  return allocations.status();
+  if (auto st = allocations.status(); !st) return st;
+  if (finished.valid()) return orphan(kFinished, finished.key());
+  return finished.status();
 }
 
 Status NodeStore::load(const std::function<Status(LoadedNode&&)>& f) const {
@@ -237,6 +272,15 @@ Status canonical_node_record(const Database& db, size_t cf, std::string_view key
       core::Allocation a;
       if (auto st = decode_allocation(db, key, value, node, a); !st) return st;
       canonical = messages::encode(a);
+      return Status::ok();
+    }
+    case NodeStore::kFinished: {
+      uint64_t sequence = 0;
+      core::NodeEvent ev;
+      if (auto st = decode_finished(db, key, value, node, sequence, ev); !st) return st;
+      canonical.assign(8, '\0');
+      keys::put_u64(canonical.data(), sequence);
+      canonical += messages::encode(ev);
       return Status::ok();
     }
     case NodeStore::kMeta: {

@@ -11,6 +11,13 @@
 // | node_claims      | node id, claim id       | LiveClaim (claimsched.proto) |
 // | node_allocations | node id, job, task idx  | Allocation (claimsched.proto) |
 // | meta             | "identity"              | StoreIdentity (cluster, host) |
+// | node_finished    | node id, ring slot      | sequence (u64, big-endian), NodeEvent |
+//
+// node_finished holds the node's recent task ends (NodeLedger's ring of
+// task_finished events, one key per slot, so at most the ring's size per
+// node): a restarted agent reports the ends its tasks reached before, even
+// those no scheduler heard, instead of having them taken for lost and run
+// again.
 //
 // A node actor writes, in ONE batch per ledger operation, the records that
 // operation changed plus its header (the generation moved): e.g. an accepted
@@ -54,13 +61,15 @@ struct LoadedNode {
   std::vector<core::LiveClaim> claims;
   /// In (job, task index) order.
   std::vector<core::Allocation> allocations;
+  /// Recent task ends with their sequence numbers, in slot order.
+  std::vector<std::pair<uint64_t, core::NodeEvent>> finished;
 
   friend bool operator==(const LoadedNode&, const LoadedNode&) = default;
 };
 
 class NodeStore {
  public:
-  enum Cf : size_t { kHeaders = 0, kClaims, kAllocations, kMeta };
+  enum Cf : size_t { kHeaders = 0, kClaims, kAllocations, kMeta, kFinished };
 
   class Batch {
    public:
@@ -70,11 +79,14 @@ class NodeStore {
     void erase_claim(core::NodeId node, core::ClaimId claim);
     void put_allocation(core::NodeId node, const core::Allocation& allocation);
     void erase_allocation(core::NodeId node, core::TaskRef task);
+    /// A recent task end, in slot `slot` of the node's ring (replacing the
+    /// older one there).
+    void put_finished(core::NodeId node, uint32_t slot, uint64_t sequence, const core::NodeEvent& event);
     /// Removes everything stored for the node.
     void erase_node(core::NodeId node);
     /// Replaces everything stored for the node by `report` (header from its
     /// spec, snapshot state and generation, and epochs): registration, or a
-    /// periodic full snapshot.
+    /// periodic full snapshot. The recent task ends stay as they are.
     void put_report(const core::NodeReport& report);
 
     size_t records() const { return batch_.Count(); }

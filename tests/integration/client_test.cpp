@@ -330,6 +330,31 @@ TEST_F(ClientTest, AnAgentStoppedAndStartedAgainAdoptsItsRunningTask) {
   EXPECT_EQ(lines, (std::multiset<std::string>{"0", "1"}));
 }
 
+TEST_F(ClientTest, ATaskThatEndedUnheardIsReportedEndedAfterItsAgentIsKilledToo) {
+  // The end reaches the agent's node while no server listens; then the agent
+  // dies too. Its restart must still report that end: the task succeeded
+  // once, it is not taken for lost and run again.
+  std::string done = cluster.dir() + "/done.log";
+  std::string why;
+  uint64_t job = cluster.submit("--resources cpu=4,memory=1Gi",
+                                "/bin/sh -c 'sleep 1; echo $CLAIMSCHED_TASK_INDEX >> " + done + "'", &why);
+  ASSERT_NE(job, 0u) << why;
+  ASSERT_TRUE(LocalCluster::wait_until([&] { return cluster.status(job)->value("state", "") == "running"; }, 20s));
+  std::string node = (*cluster.status(job))["tasks"][0].value("node_name", "");
+  ASSERT_TRUE(node == "a1" || node == "a2") << node;
+  cluster.kill_server(SIGKILL);
+  ASSERT_TRUE(LocalCluster::wait_until([&] { return LocalCluster::read_file(done) == "0\n"; }, 10s));
+  std::this_thread::sleep_for(300ms);  // the node records the end
+  cluster.kill_agent(node, SIGKILL);
+  cluster.start_server();
+  cluster.start_agent(node);
+  auto s = cluster.wait_for_job(job, 30s);
+  EXPECT_EQ(s.value("state", ""), "succeeded") << s.dump(2);
+  EXPECT_EQ(s["tasks"][0].value("losses", -1), 0) << s.dump(2);
+  std::this_thread::sleep_for(1500ms);  // a rerun would have completed by now
+  EXPECT_EQ(LocalCluster::read_file(done), "0\n") << "the task ran once";
+}
+
 TEST_F(ClientTest, AnAgentWithOnStopWaitFinishesItsTasksBeforeItExits) {
   cluster.start_agent("a3", "cpu=1,memory=1Gi", {"--on-stop", "wait", "--label", "waits"});
   ASSERT_TRUE(cluster.wait_for_alive_nodes(3));

@@ -162,6 +162,47 @@ TEST(NodeStore, PutReportReplacesAndEraseNodeRemovesEverything) {
   EXPECT_EQ(n.allocations, r.allocations);
 }
 
+TEST(NodeStore, RecentTaskEndsReloadBySlotAndGoWithTheirNode) {
+  TempDir tmp;
+  auto store = NodeStore::open(tmp.path(), host_a());
+  ASSERT_TRUE(store);
+  auto end_of = [](uint64_t job) {
+    core::NodeEvent ev;
+    ev.kind = core::NodeEvent::Kind::task_finished;
+    ev.partition = core::PartitionId{2};
+    ev.task = core::TaskRef{core::JobId{job}, 0};
+    ev.claim_id = core::ClaimId{job};
+    ev.exit_code = 3;
+    ev.final_state = core::TaskState::failed;
+    return ev;
+  };
+  auto b = (*store)->batch();
+  b.put_header(header(1, 1));
+  b.put_finished(core::NodeId{1}, 0, 0, end_of(10));
+  b.put_finished(core::NodeId{1}, 1, 1, end_of(11));
+  b.put_finished(core::NodeId{1}, 0, 4, end_of(14));  // the ring went round: slot 0 again
+  b.put_header(header(2, 1));
+  b.put_finished(core::NodeId{2}, 0, 0, end_of(20));
+  ASSERT_OK((*store)->write(std::move(b)));
+  auto loaded = load_all(**store);
+  ASSERT_EQ(loaded.size(), 2u);
+  using Finished = std::vector<std::pair<uint64_t, core::NodeEvent>>;
+  EXPECT_EQ(loaded.at(1).finished, (Finished{{4, end_of(14)}, {1, end_of(11)}}));
+  EXPECT_EQ(loaded.at(2).finished, (Finished{{0, end_of(20)}}));
+
+  // A registration's full report keeps them; removing the node removes them.
+  core::NodeReport r;
+  r.spec = node_spec(1);
+  r.snapshot.node = core::NodeId{1};
+  b = (*store)->batch();
+  b.put_report(r);
+  b.erase_node(core::NodeId{2});
+  ASSERT_OK((*store)->write(std::move(b)));
+  loaded = load_all(**store);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded.at(1).finished.size(), 2u);
+}
+
 TEST(NodeStore, AClaimWithoutItsNodeIsCorruptNotSkipped) {
   TempDir tmp;
   {
