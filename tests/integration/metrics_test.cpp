@@ -52,14 +52,18 @@ std::string check_exposition(const std::string& text, std::map<std::string, std:
   return "";
 }
 
+/// The HTTP address a process printed to `log` after `said` ("" if none).
+std::string address_after(const std::string& log, const std::string& said) {
+  auto at = log.find(said);
+  if (at == std::string::npos) return "";
+  return log.substr(at + said.size(), log.find(' ', at + said.size()) - at - said.size());
+}
+
 TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   LocalCluster cluster("[http]\nlisten = \"127.0.0.1:0\"\n");
   ASSERT_NO_FATAL_FAILURE(cluster.start_server());
-  std::string log = LocalCluster::read_file(cluster.server_log());
-  const std::string said = "claimsched server http on ";
-  auto at = log.find(said);
-  ASSERT_NE(at, std::string::npos) << log;
-  std::string http = log.substr(at + said.size(), log.find(' ', at + said.size()) - at - said.size());
+  std::string http = address_after(LocalCluster::read_file(cluster.server_log()), "claimsched server http on ");
+  ASSERT_NE(http, "") << LocalCluster::read_file(cluster.server_log());
   cluster.start_agent("a1", "cpu=4,memory=4Gi", {"--http", "127.0.0.1:0"});
   ASSERT_TRUE(cluster.wait_for_alive_nodes(1));
   for (const char* command : {"/bin/true", "/bin/true", "/bin/true", "/bin/false"})
@@ -83,11 +87,8 @@ TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   EXPECT_EQ(client.Get("/elsewhere")->status, 404);
 
   std::string agent_log = LocalCluster::read_file(cluster.dir() + "/a1.log");
-  const std::string agent_said = "claimsched agent http on ";
-  auto a = agent_log.find(agent_said);
-  ASSERT_NE(a, std::string::npos) << agent_log;
-  std::string agent_http =
-      agent_log.substr(a + agent_said.size(), agent_log.find(' ', a + agent_said.size()) - a - agent_said.size());
+  std::string agent_http = address_after(agent_log, "claimsched agent http on ");
+  ASSERT_NE(agent_http, "") << agent_log;
   auto agent_res = httplib::Client("http://" + agent_http).Get("/metrics");
   ASSERT_TRUE(agent_res) << "no answer from " << agent_http;
   std::map<std::string, std::string> agent;
