@@ -68,9 +68,10 @@ std::string did_you_mean(std::string_view name, const std::vector<std::string>& 
   return near.empty() ? std::string() : "; did you mean '" + std::string(near) + "'?";
 }
 
-/// "host:port" with a port in [1, 65535]; the host may be a bracketed IPv6
-/// address ("[::1]:7070"). Empty on success, else what is wrong.
-std::string check_host_port(std::string_view text) {
+/// "host:port" with a port in [1, 65535] (or 0 with `port_zero`: any free
+/// one); the host may be a bracketed IPv6 address ("[::1]:7070"). Empty on
+/// success, else what is wrong.
+std::string check_host_port(std::string_view text, bool port_zero = false) {
   size_t colon = text.rfind(':');
   if (colon == std::string_view::npos) return "expected host:port, got '" + std::string(text) + "'";
   std::string_view host = text.substr(0, colon);
@@ -82,7 +83,8 @@ std::string check_host_port(std::string_view text) {
       !std::all_of(port.begin(), port.end(), [](char ch) { return ch >= '0' && ch <= '9'; }))
     return "the port must be a number in [1, 65535], got '" + std::string(port) + "'";
   int p = std::stoi(std::string(port));
-  if (p < 1 || p > 65535) return "the port must be in [1, 65535], got " + std::to_string(p);
+  if ((p < 1 && !(port_zero && p == 0)) || p > 65535)
+    return "the port must be in [" + std::string(port_zero ? "0" : "1") + ", 65535], got " + std::to_string(p);
   return {};
 }
 
@@ -667,15 +669,12 @@ ConfigReport analyze_cluster_config(std::string_view toml, std::string_view sour
 }
 
 core::Expected<HttpConfig> parse_http_listen(const std::string& listen) {
+  if (std::string why = check_host_port(listen, true); !why.empty())
+    return core::make_error(Errc::invalid_argument, "must be HOST:PORT (127.0.0.1:9090; port 0 picks a free one): " + why);
   auto colon = listen.rfind(':');
-  std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
-  std::string port = colon == std::string::npos ? "" : listen.substr(colon + 1);
-  bool digits = !port.empty() && port.size() <= 5 && port.find_first_not_of("0123456789") == std::string::npos;
-  if (host.empty() || !digits || std::stoul(port) > 65535)
-    return core::make_error(Errc::invalid_argument,
-                            "must be HOST:PORT (127.0.0.1:9090; port 0 picks a free one), got '" + listen + "'");
-  return HttpConfig{true, host, static_cast<uint16_t>(std::stoul(port))};
+  std::string host = listen.substr(0, colon);
+  if (host.front() == '[') host = host.substr(1, host.size() - 2);
+  return HttpConfig{true, host, static_cast<uint16_t>(std::stoul(listen.substr(colon + 1)))};
 }
 
 core::Expected<ClusterConfig> parse_cluster_config(std::string_view toml, std::string_view source) {
