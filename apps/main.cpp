@@ -10,6 +10,7 @@
 #include "apps/client.hpp"
 #include "apps/config_command.hpp"
 #include "apps/policy_command.hpp"
+#include "apps/replay.hpp"
 #include "apps/server.hpp"
 #include "apps/sim.hpp"
 #include "apps/starvation.hpp"
@@ -120,6 +121,28 @@ int main(int argc, char** argv) {
   agt->add_option("--http", agent.http, "Serve GET /metrics on HOST:PORT (port 0: any free one, printed)");
   agt->add_option("--keep-outputs", agent.keep_outputs, "Keep task outputs this long after their job ends here (default 7d)");
 
+  claimsched::apps::ReplayOptions replay;
+  auto* rep = app.add_subcommand("replay", "Replay a workload trace (SWF or CSV, gzip or plain) in virtual time");
+  rep->add_option("trace", replay.trace, "The trace file")->required();
+  rep->add_option("--config", replay.configs, "A cluster.toml to replay under (repeat to compare several)");
+  rep->add_option("--machine", replay.machines,
+                  "N:RESOURCES[@POOL]: N nodes of that capacity (repeatable; default: the trace header's "
+                  "MaxNodes and MaxProcs)");
+  rep->add_option("--map", replay.maps, "FIELD=VALUE:class=C,pool=P: where a trace's user, group, queue, "
+                                        "partition or executable goes (repeatable; first match wins)");
+  rep->add_flag("--strict", replay.strict, "A malformed trace line is an error (default: skipped and counted)");
+  rep->add_flag("--preemptible", replay.preemptible,
+                "The trace's jobs may be preempted (restarted from the start); default: not, as HPC jobs");
+  rep->add_flag("--skip-idle-cycles", replay.skip_idle_policy_cycles,
+                "Skip the policy's cycles where nothing happens and no timer expires: much faster, approximate "
+                "(default: one every [policy] interval, as the server runs them)");
+  rep->add_flag("--json", replay.json, "Print the report as one JSON object");
+  rep->add_flag("--quiet", replay.quiet, "No progress bar, no per-line notes");
+  rep->add_option("--limit", replay.limit, "Replay only the first N jobs");
+  rep->add_option("--csv", replay.csv, "Write a CSV with a row per job (per configuration: FILE-LABEL.csv)");
+  rep->add_option("--plot", replay.plot_dir, "Write PNG plots (and their data) into this directory");
+  rep->add_option("--tau", replay.tau_s, "Bounded slowdown's threshold, seconds")->capture_default_str();
+
   claimsched::apps::ClientOptions client;
   claimsched::apps::add_client_commands(app, client);
   try {
@@ -136,6 +159,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("sim"))
     return sim.scenario == "starvation" ? claimsched::apps::run_starvation_scenario(sim)
                                         : claimsched::apps::run_sim(sim);
+  if (app.got_subcommand("replay")) return claimsched::apps::run_replay(replay);
   if (app.got_subcommand("policy")) return claimsched::apps::run_policy_eval(policy);
   if (app.got_subcommand("config")) return claimsched::apps::run_config_check(config_check);
   if (app.got_subcommand("server")) return claimsched::apps::run_server(server);

@@ -11,12 +11,16 @@ packages=(
   libcaf-dev protobuf-compiler libprotobuf-dev librocksdb-dev
   libspdlog-dev libfmt-dev libgtest-dev libgmock-dev libbenchmark-dev libcli11-dev
   libtomlplusplus-dev nlohmann-json3-dev libcpp-httplib-dev
+  # claimsched replay reads gzip traces.
+  zlib1g-dev
   python3 procps
   # HA members elect partition owners in etcd; the suite starts throwaway
   # etcd members on loopback (and its short chaos run needs three).
   etcd-server etcd-client
   # The fuzz targets (tests/fuzz): clang with libFuzzer and the sanitizers' runtimes.
   clang-14 libclang-rt-14-dev
+  # scripts/replay-plot.sh draws the replay report's PNGs (no X11 needed).
+  gnuplot-nox
 )
 
 missing=()
