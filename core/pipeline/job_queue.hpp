@@ -65,6 +65,14 @@ class JobQueue {
   /// (`capacity_grew`: growth seen since the last refresh).
   TimePoint next_wakeup(bool capacity_grew) const;
 
+  /// a comes before b in the queue's order (whatever their states).
+  static bool ahead(const JobRecord& a, const JobRecord& b) { return key_of(a) < key_of(b); }
+  /// Calls f(job) for every job waiting for capacity, in the queue's order.
+  template <class F>
+  void for_each_waiting(F&& f) const {
+    for (const auto& key : waiting_) f(key.job);
+  }
+
   size_t queued() const { return queued_.size(); }
   size_t waiting() const { return waiting_.size(); }
   size_t backing_off() const { return backing_off_.size(); }

@@ -42,6 +42,8 @@ Scheduler::Scheduler(SchedulerConfig config)
   queues.push_back(LockQueueSettings{});  // operator operations: fifo, no limit
   gate_ = LockQueue(std::move(queues));
   view_.set_one_change_in_flight(config_.strict_cas);
+  for (const auto& cls : config_.classes) backfill_ = backfill_ || cls.backfill != BackfillMode::none;
+  table_.track_holders(backfill_);
   // Parents before their children, whatever the order of `pools`.
   auto parent_of = [&](const std::string& pool) -> const std::string* {
     for (const auto& [child, parent] : config_.pool_parents)
@@ -352,6 +354,9 @@ void Scheduler::schedule(TimePoint now, Outbox& out) {
   operations_ready_.clear();
   if (reservations_.size() > 0) claim_ready_holds(now, out);
   queue_.refresh(now, view_.take_grew(), table_);
+  // Backfilling: jobs that wait hold future starts that later jobs must not
+  // delay (core/pipeline/backfill.hpp).
+  if (backfill_) backfill_begin(now);
   // DUCC: a pool's residents come before squatters from above. Jobs that
   // found no room in their own pool try its subpools only once every job
   // had its turn in its own.
@@ -360,28 +365,34 @@ void Scheduler::schedule(TimePoint now, Outbox& out) {
     auto next = queue_.front();
     if (!next) break;
     JobRecord& j = table_.at(*next);
-    switch (config_.classes[j.class_index].policy) {
-      case ClassPolicy::reserve:
-        place_machine(j, now, out);
-        break;
-      case ClassPolicy::fixed_share:
-        place_whole(j, now, out);  // one allocation per request (DUCC)
-        break;
-      case ClassPolicy::fair_share:
-        if (j.spec.gang)
-          place_whole(j, now, out);
-        else if (!place_batch(j, false, now, out) && request_for(j, false).subpools &&
-                 !view_.pool(j.pool).descendants.empty())
-          squatters.push_back(j.spec.id);
-        break;
-    }
+    if (backfill_ ? place_backfilling(j, false, now, out) : place_next(j, now, out)) squatters.push_back(j.spec.id);
   }
   for (JobId id : squatters) {
     JobRecord& j = table_.at(id);
     while (window_.size() < config_.max_claims_in_flight && j.queue.state == QueueState::waiting_for_capacity &&
-           place_batch(j, true, now, out)) {
+           (backfill_ ? place_backfilling(j, true, now, out) : place_batch(j, true, now, out))) {
     }
   }
+  if (backfill_) backfill_end(now);
+}
+
+bool Scheduler::place_next(JobRecord& j, TimePoint now, Outbox& out) {
+  switch (config_.classes[j.class_index].policy) {
+    case ClassPolicy::reserve:
+      place_machine(j, now, out);
+      return false;
+    case ClassPolicy::fixed_share:
+      place_whole(j, now, out);  // one allocation per request (DUCC)
+      return false;
+    case ClassPolicy::fair_share:
+      if (j.spec.gang) {
+        place_whole(j, now, out);
+        return false;
+      }
+      return !place_batch(j, false, now, out) && request_for(j, false).subpools &&
+             !view_.pool(j.pool).descendants.empty();
+  }
+  return false;
 }
 
 // --- the lock queue ----------------------------------------------------------------
@@ -674,8 +685,12 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
     return e;
   };
   e.locks = lock_explanation(*j);
+  const JobNotes* notes = views_.notes(id);
   if (j->finished()) return say(WaitVerdict::ended, "finished");
-  if (j->pending() == 0) return say(WaitVerdict::placed, "all tasks placed");
+  if (j->pending() == 0)
+    return say(WaitVerdict::placed, "all tasks placed" + (notes && !notes->backfilled.empty()
+                                                             ? "; " + notes->backfilled
+                                                             : std::string()));
   if (j->queue.state == QueueState::gated && e.locks) {
     const LockExplanation& l = *e.locks;
     std::string cls = "class '" + config_.classes[j->class_index].name + "'";
@@ -692,7 +707,6 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
                                         " (value " + format_tenths(l.value ? l.value->value : 0) + ", age " +
                                         std::to_string(l.age_ticks) + " ticks)");
   }
-  const JobNotes* notes = views_.notes(id);
   if (const Hold* h = reservations_.of(id)) {
     std::string nodes;
     for (const auto& p : h->parts) nodes += (nodes.empty() ? "" : ", ") + std::to_string(view_.node(p.node).id.value);
@@ -703,6 +717,8 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
                                             " task(s) taken away for it are freed") +
                    (h->why.empty() ? "" : ": " + h->why));
   }
+  if (notes && notes->waits == WaitCause::reservation && j->queue.state == QueueState::waiting_for_capacity)
+    return say(WaitVerdict::unschedulable, notes->reason);
   if (notes && (notes->waits == WaitCause::not_granted || notes->waits == WaitCause::capped) &&
       j->queue.state != QueueState::queued)
     return say(notes->waits == WaitCause::capped ? WaitVerdict::queued : WaitVerdict::unschedulable, notes->reason);
@@ -731,6 +747,13 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
     auto result = place(view_, req, config_.classes[j->class_index].placement);
     if (result.verdict != PlacementVerdict::fit)
       e.summary = (e.verdict == WaitVerdict::unresolvable ? "" : "waiting for capacity: ") + result.reason;
+  }
+  if (const FutureStart* fs = future_start(id)) {
+    e.reserved_start = fs->at;
+    for (const auto& p : fs->parts) e.reserved_nodes.push_back(view_.node(p.node).id);
+    e.summary = start_words(*fs) + ": " + e.summary;
+  } else if (notes && !notes->no_reservation.empty()) {
+    e.summary += "; " + notes->no_reservation;
   }
   return e;
 }

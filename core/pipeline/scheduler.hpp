@@ -24,6 +24,7 @@
 #include "core/cluster_view.hpp"
 #include "core/explain.hpp"
 #include "core/locks/operations.hpp"
+#include "core/pipeline/backfill.hpp"
 #include "core/pipeline/claim_window.hpp"
 #include "core/pipeline/job_queue.hpp"
 #include "core/pipeline/job_views.hpp"
@@ -300,6 +301,10 @@ class Scheduler {
   const JobQueue& queue() const { return queue_; }
   const ClaimWindow& window() const { return window_; }
   const Reservations& reservations() const { return reservations_; }
+  /// Backfilling: the future starts the last pass booked, in the order made.
+  const std::vector<FutureStart>& future_starts() const { return future_starts_; }
+  /// Backfilling: job's future start, if it holds one.
+  const FutureStart* future_start(JobId job) const;
   /// The classes' lock queues and the partition's locks (Ganeti's job queue).
   const LockQueue& lock_queue() const { return gate_; }
   /// What a job holds (claimed or running) as allotments count it: a
@@ -358,6 +363,36 @@ class Scheduler {
   /// How many more tasks of j the resource_limits of its pool and the pools
   /// above allow; `why` names the pool when none.
   uint32_t limits_room(const JobRecord& j, std::string* why) const;
+  /// Places j's next batch (or all of it) as its class's policy says; true
+  /// if it found no room and may squat in its pool's subpools.
+  bool place_next(JobRecord& j, TimePoint now, Outbox& out);
+  // backfilling (backfill_pass.cpp)
+  /// The pass begins: the future starts of the jobs already waiting, in
+  /// queue order.
+  void backfill_begin(TimePoint now);
+  /// The pass ends: withheld room goes back; jobs kept from starting are
+  /// looked at again if a future start went or moved away.
+  void backfill_end(TimePoint now);
+  /// place_next (or, with `squat`, a squatter's batch) under the future
+  /// starts that bind j; then words for what happened (backfilled, kept
+  /// from starting) and, if j waits, a future start of its own.
+  bool place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbox& out);
+  /// Gives j a future start if its class backfills and it may have one.
+  void book(JobRecord& j, TimePoint now);
+  bool may_book(const JobRecord& j) const;
+  /// The room one running task of j holds (a reservation: its machine).
+  Resources task_room(const JobRecord& j) const;
+  /// The ends of every task holding room now (profile_).
+  void build_profile(TimePoint now);
+  /// Withholds on each node the largest `keep` of the future starts marked
+  /// in `want` (by index in future_starts_).
+  void apply_binding(const std::vector<char>& want);
+  void drop_start(size_t k);
+  void index_start(size_t k);
+  /// Could j be placed now if no future start held room back?
+  bool fits_unbound(const JobRecord& j) const;
+  std::string start_words(const FutureStart& fs) const;
+
   // the lock queue (scheduler.cpp)
   /// j declares locks, or its class limits running jobs or orders them.
   bool uses_lock_queue(const JobRecord& j) const;
@@ -447,6 +482,22 @@ class Scheduler {
   JobViews views_;           // job views
   Reservations reservations_;  // placement (room held for the policy)
   LockQueue gate_;           // queue: running slots and locks per class
+  /// Backfilling (queue): some class backfills. Fixed at construction; off,
+  /// a pass costs this one branch.
+  bool backfill_ = false;
+  /// The future starts of the last pass, in the order made (explain reads
+  /// them between passes); the ones the pass before made, and its time.
+  std::vector<FutureStart> future_starts_;
+  std::vector<FutureStart> previous_starts_;
+  TimePoint previous_pass_{0};
+  /// When the room held now frees (built on first use in a pass).
+  BackfillProfile profile_;
+  bool profile_built_ = false;
+  /// During a pass: which future starts hold their room back now, the room
+  /// withheld in the view per node, and the starts with a part per node.
+  std::vector<char> applied_;
+  std::map<NodeIndex, Resources> withheld_;
+  std::map<NodeIndex, std::vector<size_t>> starts_on_node_;
   /// Operations queued or under way, and those that hold their locks and
   /// wait to go out in the next Outbox.
   std::map<JobId, Operation> operations_;
