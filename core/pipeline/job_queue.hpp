@@ -10,7 +10,8 @@
 // The key: class priority (best first), then the policy's rank (higher first:
 // jobs further below their fair share; 0 without a policy), then submit time,
 // then id. Seams for later stages: a lock-aware predictive order (Ganeti)
-// changes `rank`; backfilling adds reservations ahead of this order.
+// changes `rank`; backfilling (backfill.hpp) books future starts for waiting
+// jobs in this order and keeps later jobs from delaying them.
 
 #include <set>
 #include <utility>
