@@ -9,23 +9,30 @@
 //   - When a job of a class with `backfill = "easy"` or `"conservative"`
 //     waits for room, it gets a future start: the earliest time T at which
 //     its tasks fit at once (a gang or a fixed_share request: all its pending
-//     tasks; other work: one task, the next), computed from when the tasks
-//     that hold room now end — a running task at its start plus its job's
+//     tasks; other work: one task, the next) and stay fitting for its whole
+//     run (T to T + its max_run_time; for ever without one), on the room of
+//     each node over time: its room now, plus what the tasks holding room
+//     free when they end — a running task at its start plus its job's
 //     max_run_time, a claim in flight at now plus it; a task of a job without
-//     max_run_time never ends here — and from the future starts made before
-//     it, each holding its room from its T until T + its own max_run_time
-//     (for ever without one).
+//     max_run_time never ends here — minus what the future starts booked
+//     before it take, each from its T to its T + max_run_time.
 //   - easy: the first such job of the class in queue order; conservative:
-//     every such job, in the order the pass meets them.
+//     every such job, in queue order.
 //   - A later job (in queue order, of any class) starts now only if it does
-//     not delay a future start: it ends by T (now + its max_run_time <= T),
-//     or it takes only room the future start does not need — on each node of
-//     the start, what frees there before T beyond what the start needs.
+//     not delay a future start: on every node, over its own run, it fits in
+//     the room those future starts leave (so one that ends by T is free of
+//     that start, and one that runs past T may take only room the start
+//     does not need). A job that holds a start of its own is bound so by
+//     every other start if it starts before its T or elsewhere; at its T it
+//     takes the room it was booked.
 //   - No finite T (the room is held by tasks without max_run_time): no
 //     future start; the job waits as without backfilling, and says so.
 //
-// BackfillProfile is the pure part: the room ends of a pass and the search
-// for T, O(ends · log ends) per future start.
+// BackfillProfile is the pure part: the room ends of a pass, the search for
+// T (a sweep of T over the times room comes, with each node's minimum room
+// over [T, T + run) kept per dimension in monotonic deques: O(E log E) for
+// E ends and start edges on the nodes searched), and a node's least room
+// over a stretch of time.
 
 #include <optional>
 #include <string>
@@ -43,10 +50,7 @@ struct FutureStart {
   struct Part {
     NodeIndex node = 0;
     uint32_t tasks = 0;
-    /// Room available on the node now that a later job which does not end
-    /// by `at` must leave alone: what the start needs there beyond what
-    /// frees there before `at` (element-wise, between zero and the room now).
-    Resources keep;
+    friend bool operator==(const Part&, const Part&) = default;
   };
   JobId job;
   /// The view's index of the job's pool (its parts are there).
@@ -73,7 +77,7 @@ struct NodeRoom {
 };
 
 /// When room frees in the future, over one pass: the ends of the tasks that
-/// hold room now.
+/// hold room now, by node.
 class BackfillProfile {
  public:
   void clear() { ends_.clear(); }
@@ -82,20 +86,24 @@ class BackfillProfile {
   size_t size() const { return ends_.size(); }
 
   /// The earliest time T >= now at which `tasks` tasks of `per_task` fit at
-  /// once on `nodes` (their room now in NodeRoom::free), with the room that
-  /// frees by T and the room `starts` hold (each from its `at` to its
-  /// until()); the room must stay there for `run` (zero: for ever), so a
-  /// start that begins within [T, T + run) counts as holding its room from T.
-  /// Parts go to `nodes` in their order. Nothing when no finite T exists.
+  /// once on `nodes` (their room now in NodeRoom::free) and keep fitting
+  /// until T + `run` (zero: for ever), with the room that frees and the room
+  /// `starts` hold (each from its `at` to its until()). Parts go to `nodes`
+  /// in their order. Nothing when no finite T exists.
   std::optional<FutureStart> earliest(const std::vector<NodeRoom>& nodes, const Resources& per_task, uint32_t tasks,
-                                      Duration run, TimePoint now, const std::vector<FutureStart>& starts) const;
+                                      Duration run, TimePoint now, const std::vector<const FutureStart*>& starts) const;
+  /// The least room node n has (element-wise) over [now, until), from its
+  /// room now, what frees there, and what `starts` hold there.
+  Resources least_room(NodeIndex n, const Resources& free, TimePoint now, TimePoint until,
+                       const std::vector<const FutureStart*>& starts) const;
 
  private:
   struct End {
-    TimePoint at;
     NodeIndex node;
+    TimePoint at;
     Resources room;
   };
+  /// By node, then time.
   std::vector<End> ends_;
 };
 

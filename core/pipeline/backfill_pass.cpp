@@ -1,14 +1,15 @@
 // Backfilling's wiring in the placement pass (the rules: backfill.hpp).
 //
 // A pass with some class backfilling: backfill_begin books a future start
-// for each waiting job that may have one (queue order); every job the pass
-// then places goes through place_backfilling, which withholds in the view,
-// while that job is placed, the room of the future starts that bind it —
-// those ahead of it in queue order that it does not end before — so
+// for each job that found no room before and may have one, in queue order.
+// Every job the pass then places goes through place_backfilling: a job whose
+// own start is due takes its booked room; any other is placed with the room
+// it may not take withheld in the view (on the nodes of the future starts
+// that bind it, what its run would need of the room they hold), so
 // placement itself finds the nodes and room it may use. A job that then
-// finds no room but would have fitted without the withheld room waits,
-// kept from starting (WaitCause::reservation); a job that waits for room
-// books a future start of its own. backfill_end gives the withheld room back.
+// finds no room but would have fitted without the withheld room waits, kept
+// from starting (WaitCause::reservation); a job that waits books a start of
+// its own. backfill_end gives the withheld room back.
 
 #include <algorithm>
 #include <set>
@@ -77,32 +78,35 @@ void Scheduler::build_profile(TimePoint now) {
 void Scheduler::backfill_begin(TimePoint now) {
   previous_starts_ = std::move(future_starts_);
   future_starts_.clear();
-  applied_.clear();
-  starts_on_node_.clear();
+  had_start_.clear();
   profile_built_ = false;
-  if (queue_.waiting() == 0) return;
-  std::vector<JobId> waiting;
-  queue_.for_each_waiting([&](JobId id) { waiting.push_back(id); });
-  for (JobId id : waiting) book(table_.at(id), now);
+  // The jobs that found no room before: still waiting, or back in line
+  // because room grew. Each gets its start in queue order, against the
+  // starts of the jobs ahead of it.
+  std::vector<JobRecord*> jobs;
+  auto take = [&](JobId id) {
+    JobRecord& j = table_.at(id);
+    if (may_book(j)) jobs.push_back(&j);
+  };
+  queue_.for_each_waiting(take);
+  if (queue_.queued() > 0) queue_.for_each_queued(take);
+  std::sort(jobs.begin(), jobs.end(), [](const JobRecord* a, const JobRecord* b) { return JobQueue::ahead(*a, *b); });
+  for (JobRecord* j : jobs) book(*j, now);
 }
 
 void Scheduler::backfill_end(TimePoint now) {
-  apply_binding(std::vector<char>(future_starts_.size(), 0));
-  withheld_.clear();
+  set_withheld({});
   // Jobs kept from starting may go now if a start they were kept for went,
-  // moved later (more time before it than the last pass saw) or needs less
-  // room: they wait for capacity, so tell the queue room grew. Not when a
-  // start only follows the clock (an overdue task makes T = now each pass).
+  // moved later (more time before it than the last pass saw) or changed
+  // where it goes: they wait for capacity, so tell the queue room grew. Not
+  // when a start only follows the clock (an overdue task makes T = now).
   bool freed = false;
   for (const auto& p : previous_starts_) {
     const FutureStart* c = future_start(p.job);
-    if (!c || c->at - now > p.at - previous_pass_ || c->parts.size() != p.parts.size()) {
+    if (!c || c->at - now > p.at - previous_pass_ || c->parts != p.parts) {
       freed = true;
       break;
     }
-    for (size_t i = 0; i < p.parts.size() && !freed; ++i)
-      freed = c->parts[i].node != p.parts[i].node || !p.parts[i].keep.fits_in(c->parts[i].keep);
-    if (freed) break;
   }
   if (freed) queue_.note_growth();
   previous_starts_.clear();
@@ -112,7 +116,8 @@ void Scheduler::backfill_end(TimePoint now) {
 bool Scheduler::may_book(const JobRecord& j) const {
   const ClassConfig& cls = config_.classes[j.class_index];
   if (cls.backfill == BackfillMode::none || cls.policy == ClassPolicy::reserve) return false;
-  if (j.cancelled || j.pending() == 0 || j.queue.state != QueueState::waiting_for_capacity) return false;
+  if (j.cancelled || j.pending() == 0) return false;
+  if (j.queue.state != QueueState::waiting_for_capacity && j.queue.state != QueueState::queued) return false;
   const JobNotes* n = views_.notes(j.spec.id);
   if (!n) return false;
   bool no_room = n->waits == WaitCause::no_room && n->verdict == PlacementVerdict::unschedulable;
@@ -147,14 +152,10 @@ void Scheduler::book(JobRecord& j, TimePoint now) {
   // with one task (its reservation is for the next, renewed as each starts).
   bool whole = j.spec.gang || cls.policy == ClassPolicy::fixed_share;
   uint32_t tasks = whole ? j.pending() : 1;
-  std::optional<FutureStart> fs;
-  if (replaces) {
-    std::vector<FutureStart> others = future_starts_;
-    others.erase(others.begin() + static_cast<std::ptrdiff_t>(*replaces));
-    fs = profile_.earliest(rooms, j.spec.per_task, tasks, j.spec.max_run_time, now, others);
-  } else {
-    fs = profile_.earliest(rooms, j.spec.per_task, tasks, j.spec.max_run_time, now, future_starts_);
-  }
+  std::vector<const FutureStart*> before;
+  for (size_t k = 0; k < future_starts_.size(); ++k)
+    if (!replaces || k != *replaces) before.push_back(&future_starts_[k]);
+  auto fs = profile_.earliest(rooms, j.spec.per_task, tasks, j.spec.max_run_time, now, before);
   JobNotes& notes = views_.note(j.spec.id);
   if (!fs) {
     notes.no_reservation = "no reservation (backfill " + std::string(to_string(cls.backfill)) +
@@ -166,48 +167,52 @@ void Scheduler::book(JobRecord& j, TimePoint now) {
   fs->job = j.spec.id;
   fs->pool = j.pool;
   fs->mode = cls.backfill;
+  had_start_.insert(j.spec.id);
   future_starts_.push_back(std::move(*fs));
-  applied_.push_back(0);
-  index_start(future_starts_.size() - 1);
-}
-
-void Scheduler::index_start(size_t k) {
-  for (const auto& p : future_starts_[k].parts) starts_on_node_[p.node].push_back(k);
 }
 
 void Scheduler::drop_start(size_t k) {
-  std::vector<char> want = applied_;
-  want[k] = 0;
-  apply_binding(want);
   future_starts_.erase(future_starts_.begin() + static_cast<std::ptrdiff_t>(k));
-  applied_.erase(applied_.begin() + static_cast<std::ptrdiff_t>(k));
-  starts_on_node_.clear();
-  for (size_t i = 0; i < future_starts_.size(); ++i) index_start(i);
 }
 
-void Scheduler::apply_binding(const std::vector<char>& want) {
-  std::set<NodeIndex> touched;
-  for (size_t k = 0; k < future_starts_.size(); ++k)
-    if (applied_[k] != want[k])
-      for (const auto& p : future_starts_[k].parts) touched.insert(p.node);
-  applied_ = want;
-  if (touched.empty()) return;
+void Scheduler::set_withheld(const std::map<NodeIndex, Resources>& target) {
+  if (withheld_.empty() && target.empty()) return;
   // Withholding and giving back is not growth (as planning in place_whole).
   bool grew = view_.take_grew();
-  for (NodeIndex n : touched) {
-    Resources target;
-    for (size_t k : starts_on_node_[n]) {
-      if (!applied_[k]) continue;
-      for (const auto& p : future_starts_[k].parts)
-        if (p.node == n) target = target.max(p.keep);
+  for (auto it = withheld_.begin(); it != withheld_.end();) {
+    if (!target.contains(it->first)) {
+      view_.unwithhold(it->first, it->second);
+      it = withheld_.erase(it);
+    } else {
+      ++it;
     }
+  }
+  for (const auto& [n, room] : target) {
     Resources& current = withheld_[n];
-    if (target == current) continue;
-    view_.withhold(n, target - current);
-    current = target;
+    if (room == current) continue;
+    view_.withhold(n, room - current);
+    current = room;
   }
   (void)view_.take_grew();
   if (grew) queue_.note_growth();
+}
+
+void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, TimePoint now, TimePoint until) {
+  std::map<NodeIndex, Resources> target;
+  if (!binding.empty()) {
+    if (!profile_built_) build_profile(now);
+    std::set<NodeIndex> nodes;
+    for (const FutureStart* s : binding)
+      for (const auto& p : s->parts) nodes.insert(p.node);
+    for (NodeIndex n : nodes) {
+      Resources free = view_.node(n).available();
+      if (auto w = withheld_.find(n); w != withheld_.end()) free += w->second;  // the room as it is
+      Resources least = profile_.least_room(n, free, now, until, binding);
+      Resources keep = (free - least).max(Resources{}).min(free.max(Resources{}));
+      if (!keep.is_zero()) target[n] = keep;
+    }
+  }
+  set_withheld(target);
 }
 
 bool Scheduler::fits_unbound(const JobRecord& j) const {
@@ -221,59 +226,90 @@ bool Scheduler::fits_unbound(const JobRecord& j) const {
 }
 
 bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbox& out) {
-  // The future starts that bind j: ahead of it in queue order, and it does
-  // not end by their time.
+  // The future starts that bind j: those ahead of it in queue order — and,
+  // if j held one itself this pass, every other (they were computed with
+  // j's room at its own start; elsewhere or earlier it may take only room
+  // none of them needs). One that begins after j ends binds it to nothing.
   TimePoint ends = end_of_run(now, j.spec.max_run_time);
-  std::vector<char> binds(future_starts_.size(), 0);
-  std::optional<size_t> binding, passed;  // the first of each in j's pool
+  bool had = had_start_.contains(j.spec.id);
+  std::vector<const FutureStart*> binding;
+  std::optional<size_t> passed;  // the first start ahead of j in its pool
   for (size_t k = 0; k < future_starts_.size(); ++k) {
     const FutureStart& fs = future_starts_[k];
-    if (fs.job == j.spec.id || !JobQueue::ahead(table_.at(fs.job), j)) continue;
-    binds[k] = ends > fs.at;
-    if (fs.pool != j.pool) continue;
-    if (binds[k] && !binding) binding = k;
-    if (!passed) passed = k;
+    if (fs.job == j.spec.id) continue;
+    bool in_front = JobQueue::ahead(table_.at(fs.job), j);
+    if ((in_front || had) && ends > fs.at) binding.push_back(&fs);
+    if (in_front && fs.pool == j.pool && !passed) passed = k;
   }
-  apply_binding(binds);
+  std::optional<JobId> passed_job;
+  if (passed) passed_job = future_starts_[*passed].job;
   size_t sent = out.claims.size();
-  bool result = squat ? place_batch(j, true, now, out) : place_next(j, now, out);
-  if (out.claims.size() > sent) {
-    // Placed: its claims run from now (the profile learns their ends), and
-    // the words say whether it went ahead of a future start.
+  bool result = false;
+  // Placed: its claims run from now (the profile learns their ends), the
+  // words say whether it went ahead of a future start, its own start goes.
+  auto placed = [&] {
+    if (out.claims.size() == sent) return false;
     if (profile_built_ && j.spec.max_run_time.count() > 0)
       for (size_t c = sent; c < out.claims.size(); ++c)
-        if (auto n = view_.find_node(out.claims[c].node))
-          profile_.add_end(ends, *n, out.claims[c].total());
-    if (passed) {
-      const FutureStart& fs = future_starts_[*passed];
-      std::string at = format_duration(fs.at) + " (job " + std::to_string(fs.job.value) + ")";
-      views_.note(j.spec.id).backfilled = ends <= fs.at ? "backfilled: ends before the reservation at " + at
-                                                        : "backfilled: uses room the reservation at " + at +
-                                                              " does not need";
-    }
+        if (auto n = view_.find_node(out.claims[c].node)) profile_.add_end(ends, *n, out.claims[c].total());
+    if (passed_job)
+      if (const FutureStart* fs = future_start(*passed_job)) {
+        std::string at = format_duration(fs->at) + " (job " + std::to_string(fs->job.value) + ")";
+        views_.note(j.spec.id).backfilled = ends <= fs->at ? "backfilled: ends before the reservation at " + at
+                                                           : "backfilled: uses room the reservation at " + at +
+                                                                 " does not need";
+      }
     for (size_t k = 0; k < future_starts_.size(); ++k)
       if (future_starts_[k].job == j.spec.id) {
         drop_start(k);
         break;
       }
-    return result;
-  }
-  if (squat) return result;
+    return true;
+  };
+  // Its own start is due and its room is there: it takes exactly that room.
+  // The search put it where the starts before it leave room over its whole
+  // run, and the starts after it counted on it being there.
+  auto take_due = [&]() -> bool {
+    const FutureStart* fs = future_start(j.spec.id);
+    if (squat || !fs || fs->at > now) return false;
+    set_withheld({});
+    for (const auto& p : fs->parts)
+      if (tasks_that_fit(view_.node(p.node), fs->per_task, p.tasks) < p.tasks) return false;
+    due_ = fs;
+    result = place_next(j, now, out);
+    due_ = nullptr;
+    return placed();
+  };
+  if (take_due()) return result;
+  withhold_for(binding, now, ends);
+  result = squat ? place_batch(j, true, now, out) : place_next(j, now, out);
+  if (placed() || squat) return result;
+  // Kept from starting: it would have fitted but for the room withheld (a
+  // job with a start of its own says that instead).
   const JobNotes* n = views_.notes(j.spec.id);
-  bool any = std::find(binds.begin(), binds.end(), 1) != binds.end();
-  if (any && n && n->waits == WaitCause::no_room && j.queue.state == QueueState::waiting_for_capacity) {
-    apply_binding(std::vector<char>(future_starts_.size(), 0));
+  bool own = future_start(j.spec.id) != nullptr;
+  if (!binding.empty() && !own && n && n->waits == WaitCause::no_room &&
+      j.queue.state == QueueState::waiting_for_capacity) {
+    set_withheld({});
     if (fits_unbound(j)) {
-      size_t k = binding ? *binding : static_cast<size_t>(std::find(binds.begin(), binds.end(), 1) - binds.begin());
-      const FutureStart& fs = future_starts_[k];
+      const FutureStart* fs = binding.front();
+      for (const FutureStart* b : binding)
+        if (b->pool == j.pool) {
+          fs = b;
+          break;
+        }
       wait(j, WaitCause::reservation,
-           "kept from starting: it would delay the reservation at " + format_duration(fs.at) + " (job " +
-               std::to_string(fs.job.value) + ", on " + node_list(view_, fs) + "): " +
+           "kept from starting: it would delay the reservation at " + format_duration(fs->at) + " (job " +
+               std::to_string(fs->job.value) + ", on " + node_list(view_, *fs) + "): " +
                (ends == kNever ? std::string("it has no max_run_time")
                                : "it would run until " + format_duration(ends)));
     }
   }
-  book(j, now);
+  // It waits: a start of its own, taken at once if that is now.
+  if (!own) {
+    book(j, now);
+    if (take_due() && j.pending() > 0) queue_.wake(j);
+  }
   return result;
 }
 

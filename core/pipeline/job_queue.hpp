@@ -68,6 +68,11 @@ class JobQueue {
 
   /// a comes before b in the queue's order (whatever their states).
   static bool ahead(const JobRecord& a, const JobRecord& b) { return key_of(a) < key_of(b); }
+  /// Calls f(job) for every job in line, in the queue's order.
+  template <class F>
+  void for_each_queued(F&& f) const {
+    for (const auto& key : queued_) f(key.job);
+  }
   /// Calls f(job) for every job waiting for capacity, in the queue's order.
   template <class F>
   void for_each_waiting(F&& f) const {

@@ -512,7 +512,15 @@ bool Scheduler::place_batch(JobRecord& j, bool squat, TimePoint now, Outbox& out
     }
     req.tasks_wanted = std::min(req.tasks_wanted, room);
   }
-  auto result = place(view_, req, config_.classes[j.class_index].placement);
+  PlacementResult result;
+  if (due_ && !squat) {
+    // Backfilling: its future start is due; its task goes where it was booked.
+    result.verdict = PlacementVerdict::fit;
+    result.node = due_->parts.front().node;
+    result.tasks = std::min(req.tasks_wanted, due_->parts.front().tasks);
+  } else {
+    result = place(view_, req, config_.classes[j.class_index].placement);
+  }
   if (result.verdict != PlacementVerdict::fit) {
     if (!squat) wait_for_room(j, result.verdict);
     return false;
@@ -558,6 +566,14 @@ void Scheduler::place_whole(JobRecord& j, TimePoint now, Outbox& out) {
   bool grew = view_.take_grew();
   PlacementRequest req = request_for(j, false);
   PlacementVerdict verdict = PlacementVerdict::fit;
+  if (due_ && due_->tasks() == wanted) {
+    // Backfilling: its future start is due; it goes where it was booked.
+    for (const auto& p : due_->parts) {
+      plan.push_back({p.node, p.tasks});
+      view_.add_in_flight(p.node, j.spec.per_task.times(p.tasks), p.tasks);
+    }
+    planned = wanted;
+  }
   while (planned < wanted) {
     req.tasks_wanted = wanted - planned;
     auto result = place(view_, req, config_.classes[j.class_index].placement);

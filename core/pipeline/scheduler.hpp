@@ -384,11 +384,13 @@ class Scheduler {
   Resources task_room(const JobRecord& j) const;
   /// The ends of every task holding room now (profile_).
   void build_profile(TimePoint now);
-  /// Withholds on each node the largest `keep` of the future starts marked
-  /// in `want` (by index in future_starts_).
-  void apply_binding(const std::vector<char>& want);
+  /// Withholds in the view, on the nodes of the `binding` future starts, the
+  /// room now that a job running until `until` may not take: what its run
+  /// would need of the room those starts hold (BackfillProfile::least_room).
+  void withhold_for(const std::vector<const FutureStart*>& binding, TimePoint now, TimePoint until);
+  /// Sets the room withheld per node to `target` (nodes not named: none).
+  void set_withheld(const std::map<NodeIndex, Resources>& target);
   void drop_start(size_t k);
-  void index_start(size_t k);
   /// Could j be placed now if no future start held room back?
   bool fits_unbound(const JobRecord& j) const;
   std::string start_words(const FutureStart& fs) const;
@@ -493,11 +495,14 @@ class Scheduler {
   /// When the room held now frees (built on first use in a pass).
   BackfillProfile profile_;
   bool profile_built_ = false;
-  /// During a pass: which future starts hold their room back now, the room
-  /// withheld in the view per node, and the starts with a part per node.
-  std::vector<char> applied_;
+  /// During a pass: the room withheld in the view now, per node.
   std::map<NodeIndex, Resources> withheld_;
-  std::map<NodeIndex, std::vector<size_t>> starts_on_node_;
+  /// During a pass: jobs that held a future start (they start early, or
+  /// place more than it, only where no other start's room is involved).
+  std::set<JobId> had_start_;
+  /// While a job whose future start is due is placed: that start (its
+  /// parts are the plan).
+  const FutureStart* due_ = nullptr;
   /// Operations queued or under way, and those that hold their locks and
   /// wait to go out in the next Outbox.
   std::map<JobId, Operation> operations_;
