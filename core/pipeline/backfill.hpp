@@ -80,10 +80,18 @@ struct NodeRoom {
 /// hold room now, by node.
 class BackfillProfile {
  public:
-  void clear() { ends_.clear(); }
-  /// `room` frees on node n at `at` (kNever: never; not recorded).
+  void clear() {
+    ends_.clear();
+    sorted_ = 0;
+  }
+  /// `room` frees on node n at `at` (kNever: never; not recorded). Cheap:
+  /// the ends are put in order on the next question.
   void add_end(TimePoint at, NodeIndex n, const Resources& room);
   size_t size() const { return ends_.size(); }
+  /// A hash of every end (equal profiles hash equal), and the earliest end
+  /// (kNever if none).
+  uint64_t print() const;
+  TimePoint first_end() const;
 
   /// The earliest time T >= now at which `tasks` tasks of `per_task` fit at
   /// once on `nodes` (their room now in NodeRoom::free) and keep fitting
@@ -96,6 +104,15 @@ class BackfillProfile {
   /// room now, what frees there, and what `starts` hold there.
   Resources least_room(NodeIndex n, const Resources& free, TimePoint now, TimePoint until,
                        const std::vector<const FutureStart*>& starts) const;
+  /// The same for every `until` at once: the least room over [now, t) at
+  /// each time t the room changes (ask it with least_until).
+  struct LeastRoom {
+    std::vector<std::pair<TimePoint, Resources>> before;
+    Resources last;
+    Resources least_until(TimePoint until) const;
+  };
+  LeastRoom least_rooms(NodeIndex n, const Resources& free, TimePoint now,
+                        const std::vector<const FutureStart*>& starts) const;
 
  private:
   struct End {
@@ -103,8 +120,11 @@ class BackfillProfile {
     TimePoint at;
     Resources room;
   };
-  /// By node, then time.
-  std::vector<End> ends_;
+  /// Sorts what was added since the last question into the rest.
+  void settle() const;
+  /// By node, then time, up to sorted_; the ends added since after.
+  mutable std::vector<End> ends_;
+  mutable size_t sorted_ = 0;
 };
 
 }  // namespace claimsched::core

@@ -15,6 +15,7 @@
 #include <set>
 
 #include "core/duration.hpp"
+#include "core/random.hpp"
 #include "core/pipeline/scheduler.hpp"
 
 namespace claimsched::core {
@@ -79,6 +80,8 @@ void Scheduler::backfill_begin(TimePoint now) {
   previous_starts_ = std::move(future_starts_);
   future_starts_.clear();
   had_start_.clear();
+  start_nodes_.clear();
+  least_key_.clear();
   profile_built_ = false;
   // The jobs that found no room before: still waiting, or back in line
   // because room grew. Each gets its start in queue order, against the
@@ -91,7 +94,51 @@ void Scheduler::backfill_begin(TimePoint now) {
   queue_.for_each_waiting(take);
   if (queue_.queued() > 0) queue_.for_each_queued(take);
   std::sort(jobs.begin(), jobs.end(), [](const JobRecord* a, const JobRecord* b) { return JobQueue::ahead(*a, *b); });
-  for (JobRecord* j : jobs) book(*j, now);
+  if (jobs.empty()) {
+    booked_.clear();
+    return;
+  }
+  // A start depends on the room of its pool's nodes now, on when the room
+  // held frees, and on the starts before it. If none of that changed since
+  // the last pass began, and no time the search looked at has passed, the
+  // same jobs in the same order get the same starts: the first of them are
+  // kept rather than searched again (most passes move nothing: a tick, a
+  // job that arrives behind the others and does not fit).
+  build_profile(now);
+  uint64_t print = profile_.print();
+  std::set<uint32_t> pools;
+  for (const JobRecord* j : jobs) pools.insert(j->pool);
+  for (uint32_t p : pools)
+    for (NodeIndex n : view_.pool(p).nodes) {
+      const NodeView& v = view_.node(n);
+      print = mix64(print ^ n) ^ mix64(static_cast<uint64_t>(v.state));
+      Resources free = v.available();
+      for (int64_t x : free.values()) print = mix64(print ^ static_cast<uint64_t>(x));
+    }
+  bool still = now == booked_at_;
+  if (!still) {
+    still = profile_.first_end() > now;
+    for (const auto& b : booked_)
+      if (b.start && b.start->at <= now) still = false;
+  }
+  size_t kept = 0;
+  if (still && print == booked_print_)
+    while (kept < jobs.size() && kept < booked_.size() && booked_[kept].job == jobs[kept]->spec.id &&
+           booked_[kept].pending == jobs[kept]->pending())
+      ++kept;
+  for (size_t i = 0; i < kept; ++i)
+    if (booked_[i].start) {
+      had_start_.insert(booked_[i].job);
+      future_starts_.push_back(*booked_[i].start);
+    }
+  for (size_t i = kept; i < jobs.size(); ++i) book(*jobs[i], now);
+  booked_.resize(jobs.size());
+  for (size_t i = kept; i < jobs.size(); ++i) {
+    const FutureStart* fs = future_start(jobs[i]->spec.id);
+    booked_[i] = Booked{jobs[i]->spec.id, jobs[i]->pending(), fs ? std::optional<FutureStart>(*fs) : std::nullopt};
+  }
+  booked_print_ = print;
+  booked_at_ = now;
 }
 
 void Scheduler::backfill_end(TimePoint now) {
@@ -138,6 +185,12 @@ void Scheduler::book(JobRecord& j, TimePoint now) {
       replaces = k;
       break;
     }
+  if (!replaces && future_starts_.size() >= config_.max_future_starts) {
+    views_.note(j.spec.id).no_reservation = "no reservation yet (backfill " + std::string(to_string(cls.backfill)) +
+                                            "): " + std::to_string(config_.max_future_starts) +
+                                            " jobs ahead of it hold one";
+    return;
+  }
   if (!profile_built_) build_profile(now);
   std::vector<NodeRoom> rooms;
   const std::vector<std::string>* constraints = j.spec.constraints.empty() ? nullptr : &j.spec.constraints;
@@ -164,6 +217,7 @@ void Scheduler::book(JobRecord& j, TimePoint now) {
   }
   notes.no_reservation.clear();
   if (replaces) drop_start(*replaces);
+  least_key_.clear();  // pointers into future_starts_ may move
   fs->job = j.spec.id;
   fs->pool = j.pool;
   fs->mode = cls.backfill;
@@ -173,6 +227,7 @@ void Scheduler::book(JobRecord& j, TimePoint now) {
 
 void Scheduler::drop_start(size_t k) {
   future_starts_.erase(future_starts_.begin() + static_cast<std::ptrdiff_t>(k));
+  least_key_.clear();  // pointers into future_starts_ moved
 }
 
 void Scheduler::set_withheld(const std::map<NodeIndex, Resources>& target) {
@@ -201,18 +256,42 @@ void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, Tim
   std::map<NodeIndex, Resources> target;
   if (!binding.empty()) {
     if (!profile_built_) build_profile(now);
-    std::set<NodeIndex> nodes;
-    for (const FutureStart* s : binding)
-      for (const auto& p : s->parts) nodes.insert(p.node);
-    for (NodeIndex n : nodes) {
-      Resources free = view_.node(n).available();
-      if (auto w = withheld_.find(n); w != withheld_.end()) free += w->second;  // the room as it is
-      Resources least = profile_.least_room(n, free, now, until, binding);
+    // The least room of each node over time under these starts, kept while
+    // nothing is placed or booked: the jobs a pass looks at in a row are
+    // mostly bound by the same starts, and differ only in how long they run.
+    std::vector<JobId> key;
+    for (const FutureStart* s : binding) key.push_back(s->job);
+    if (key != least_key_) {
+      least_key_ = std::move(key);
+      least_.clear();
+      std::map<NodeIndex, std::vector<const FutureStart*>> on_node;
+      for (const FutureStart* s : binding)
+        for (const auto& p : s->parts) on_node[p.node].push_back(s);
+      for (const auto& [n, starts] : on_node) {
+        Resources free = view_.node(n).available();
+        if (auto w = withheld_.find(n); w != withheld_.end()) free += w->second;  // the room as it is
+        least_.emplace(n, std::make_pair(free, profile_.least_rooms(n, free, now, starts)));
+      }
+    }
+    for (const auto& [n, at] : least_) {
+      const Resources& free = at.first;
+      Resources least = at.second.least_until(until);
       Resources keep = (free - least).max(Resources{}).min(free.max(Resources{}));
       if (!keep.is_zero()) target[n] = keep;
     }
   }
   set_withheld(target);
+}
+
+bool Scheduler::might_fit(const JobRecord& j) const {
+  // What the job needs at once against all the room of its pool, withheld
+  // room included: a necessary condition, O(withheld nodes).
+  const ClassConfig& cls = config_.classes[j.class_index];
+  uint32_t need = j.spec.gang || cls.policy == ClassPolicy::fixed_share ? j.pending() : 1;
+  Resources room = view_.pool(j.pool).total_available;
+  for (uint32_t p : view_.pool(j.pool).descendants) room += view_.pool(p).total_available;
+  for (const auto& [n, r] : withheld_) room += r;
+  return j.spec.per_task.times(need).fits_in(room);
 }
 
 bool Scheduler::fits_unbound(const JobRecord& j) const {
@@ -232,12 +311,15 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
   // none of them needs). One that begins after j ends binds it to nothing.
   TimePoint ends = end_of_run(now, j.spec.max_run_time);
   bool had = had_start_.contains(j.spec.id);
-  std::vector<const FutureStart*> binding;
+  // `over`: every start that binds j for some run; `binding`: those that
+  // begin before j's run ends (least_room's window leaves the others out).
+  std::vector<const FutureStart*> over, binding;
   std::optional<size_t> passed;  // the first start ahead of j in its pool
   for (size_t k = 0; k < future_starts_.size(); ++k) {
     const FutureStart& fs = future_starts_[k];
     if (fs.job == j.spec.id) continue;
     bool in_front = JobQueue::ahead(table_.at(fs.job), j);
+    if (in_front || had) over.push_back(&fs);
     if ((in_front || had) && ends > fs.at) binding.push_back(&fs);
     if (in_front && fs.pool == j.pool && !passed) passed = k;
   }
@@ -249,6 +331,7 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
   // words say whether it went ahead of a future start, its own start goes.
   auto placed = [&] {
     if (out.claims.size() == sent) return false;
+    least_key_.clear();  // the room changed
     if (profile_built_ && j.spec.max_run_time.count() > 0)
       for (size_t c = sent; c < out.claims.size(); ++c)
         if (auto n = view_.find_node(out.claims[c].node)) profile_.add_end(ends, *n, out.claims[c].total());
@@ -281,14 +364,27 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
     return placed();
   };
   if (take_due()) return result;
-  withhold_for(binding, now, ends);
+  // Its own start is later: the search found no room for it before then
+  // around the starts ahead of it, so there is none around all of them.
+  if (const FutureStart* fs = future_start(j.spec.id); fs && !squat) {
+    wait_for_room(j, PlacementVerdict::unschedulable);
+    return false;
+  }
+  // Withhold only for a job that could fit at all: most jobs a pass looks at
+  // in a full pool cannot, and the room their runs would leave the starts
+  // costs a walk over the ends of every node of those starts.
+  bool withheld = !binding.empty() && might_fit(j);
+  if (withheld) withhold_for(over, now, ends);
+  // (A job that cannot fit at all is placed under whatever is withheld: it
+  // fails either way, and giving room back and taking it again costs.)
+  if (binding.empty()) set_withheld({});
   result = squat ? place_batch(j, true, now, out) : place_next(j, now, out);
   if (placed() || squat) return result;
   // Kept from starting: it would have fitted but for the room withheld (a
   // job with a start of its own says that instead).
   const JobNotes* n = views_.notes(j.spec.id);
   bool own = future_start(j.spec.id) != nullptr;
-  if (!binding.empty() && !own && n && n->waits == WaitCause::no_room &&
+  if (withheld && !own && n && n->waits == WaitCause::no_room &&
       j.queue.state == QueueState::waiting_for_capacity) {
     set_withheld({});
     if (fits_unbound(j)) {
@@ -298,9 +394,11 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
           fs = b;
           break;
         }
+      std::string& where = start_nodes_[fs->job];
+      if (where.empty()) where = node_list(view_, *fs);
       wait(j, WaitCause::reservation,
            "kept from starting: it would delay the reservation at " + format_duration(fs->at) + " (job " +
-               std::to_string(fs->job.value) + ", on " + node_list(view_, *fs) + "): " +
+               std::to_string(fs->job.value) + ", on " + where + "): " +
                (ends == kNever ? std::string("it has no max_run_time")
                                : "it would run until " + format_duration(ends)));
     }

@@ -21,6 +21,7 @@ Status SchedulerConfig::validate() const {
   if (max_claims_in_flight == 0) return bad("max_claims_in_flight must be positive");
   if (max_tasks_per_claim == 0) return bad("max_tasks_per_claim must be positive");
   if (max_claim_attempts == 0) return bad("max_claim_attempts must be positive");
+  if (max_future_starts == 0) return bad("max_future_starts must be positive");
   if (initial_backoff.count() <= 0 || max_backoff < initial_backoff)
     return bad("backoff must be positive, and max_backoff at least initial_backoff");
   if (epoch == 0 || epoch >= kMaxEpoch) return bad("epoch must be in 1.." + std::to_string(kMaxEpoch - 1));
@@ -475,8 +476,15 @@ void Scheduler::wait_for_room(JobRecord& j, PlacementVerdict verdict) {
   n.waits = WaitCause::no_room;
   // No node has room for one task: is the room there in all (fragmented)?
   Resources total = view_.pool(j.pool).total_available;
-  if (request_for(j, false).subpools)
+  bool subpools = request_for(j, false).subpools;
+  if (subpools)
     for (uint32_t p : view_.pool(j.pool).descendants) total += view_.pool(p).total_available;
+  // Room backfilling withholds for the moment is there all the same.
+  for (const auto& [node, room] : withheld_) {
+    const auto& below = view_.pool(j.pool).descendants;
+    uint32_t p = view_.node(node).pool;
+    if (p == j.pool || (subpools && std::find(below.begin(), below.end(), p) != below.end())) total += room;
+  }
   n.fragmented = verdict == PlacementVerdict::unschedulable && j.spec.per_task.fits_in(total);
 }
 

@@ -83,6 +83,11 @@ struct SchedulerConfig {
   /// class may cap it further (ClassConfig::allotment).
   Limits global_allotment;
   std::vector<std::pair<std::string, Limits>> user_allotments;
+  /// Backfilling: at most this many future starts per pass (conservative
+  /// gives one to every waiting job; each costs a walk over the room held
+  /// by the running tasks and the starts before it). The jobs beyond wait
+  /// without one until they move up, as with Slurm's bf_max_job_test.
+  uint32_t max_future_starts = 100;
   /// Record what must be durable in the journal (see Scheduler::take_journal).
   bool journal = false;
   /// After a restart, tasks the store says run on a node that has not
@@ -393,6 +398,9 @@ class Scheduler {
   void drop_start(size_t k);
   /// Could j be placed now if no future start held room back?
   bool fits_unbound(const JobRecord& j) const;
+  /// Cheaply: is there room enough in all of j's pools for what j needs at
+  /// once, withheld room included? (False: it cannot be placed now.)
+  bool might_fit(const JobRecord& j) const;
   std::string start_words(const FutureStart& fs) const;
 
   // the lock queue (scheduler.cpp)
@@ -492,6 +500,17 @@ class Scheduler {
   std::vector<FutureStart> future_starts_;
   std::vector<FutureStart> previous_starts_;
   TimePoint previous_pass_{0};
+  /// What the last pass's beginning booked, job by job in queue order, what
+  /// it was computed from (a hash of the room now and when it frees) and
+  /// when: backfill_begin keeps what still holds.
+  struct Booked {
+    JobId job;
+    uint32_t pending = 0;
+    std::optional<FutureStart> start;
+  };
+  std::vector<Booked> booked_;
+  uint64_t booked_print_ = 0;
+  TimePoint booked_at_ = TimePoint::min();
   /// When the room held now frees (built on first use in a pass).
   BackfillProfile profile_;
   bool profile_built_ = false;
@@ -500,6 +519,12 @@ class Scheduler {
   /// During a pass: jobs that held a future start (they start early, or
   /// place more than it, only where no other start's room is involved).
   std::set<JobId> had_start_;
+  /// During a pass: each node's least room over time under the starts
+  /// least_key_ names (withhold_for), with the room it was computed from.
+  std::vector<JobId> least_key_;
+  std::map<NodeIndex, std::pair<Resources, BackfillProfile::LeastRoom>> least_;
+  /// During a pass: the nodes of a start in words, once asked for.
+  std::unordered_map<JobId, std::string> start_nodes_;
   /// While a job whose future start is due is placed: that start (its
   /// parts are the plan).
   const FutureStart* due_ = nullptr;
