@@ -71,7 +71,11 @@ std::string summarize_cluster_config(const ClusterConfig& c, std::string_view so
   for (const auto& cls : policy.classes)
     classes.push_back(cls.name + " (priority " + std::to_string(cls.priority) + ", weight " +
                       std::to_string(cls.weight) + ", " + std::string(core::policy::to_string(cls.policy)) +
-                      " in pool " + cls.pool + ", " + scorer_of(c, cls.name) + ")");
+                      " in pool " + cls.pool + ", " + scorer_of(c, cls.name) +
+                      (cls.backfill == core::BackfillMode::none
+                           ? std::string()
+                           : ", backfill " + std::string(core::to_string(cls.backfill))) +
+                      ")");
   s += " " + join(classes, ", ") + ";";
   s += policy.settings.default_class.empty()
            ? " jobs must name their class."
@@ -156,7 +160,8 @@ std::string cluster_config_json(const ConfigReport& report, std::string_view sou
                               {"priority", cls.priority},
                               {"weight", cls.weight},
                               {"policy", std::string(core::policy::to_string(cls.policy))},
-                              {"scorer", scorer_of(c, cls.name)}});
+                              {"scorer", scorer_of(c, cls.name)},
+                              {"backfill", std::string(core::to_string(cls.backfill))}});
   cfg["users"] = json::array();
   for (const auto& u : c.policy.users) {
     json j{{"name", u.name}};

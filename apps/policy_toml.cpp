@@ -401,7 +401,8 @@ void read_classes(Reader& r, const toml::table& root, std::vector<ClassSpec>& ou
                                                "running_limit",
                                                "base_value",
                                                "aging_tick",
-                                               "aging_k"};
+                                               "aging_k",
+                                               "backfill"};
   std::vector<std::string_view> allowed(std::begin(kKeys), std::end(kKeys));
   allowed.insert(allowed.end(), extra_keys.begin(), extra_keys.end());
   auto classes = r.tables(root, "classes", "");
@@ -446,6 +447,13 @@ void read_classes(Reader& r, const toml::table& root, std::vector<ClassSpec>& ou
     r.boolean(t, "prediction", path, c.prediction);
     r.duration(t, "prediction_fudge", path, c.prediction_fudge);
     read_lock_queue(r, t, path, c.queue);
+    std::string backfill(core::to_string(c.backfill));
+    if (r.string(t, "backfill", path, backfill)) {
+      if (auto m = core::parse_backfill_mode(backfill))
+        c.backfill = *m;
+      else
+        r.problem(*t.get("backfill"), path + ".backfill", m.error().message);
+    }
     out.push_back(std::move(c));
     if (where) where->push_back(&t);
   }

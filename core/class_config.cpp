@@ -84,6 +84,26 @@ Expected<ClassPolicy> parse_class_policy(std::string_view s) {
                     "unknown policy '" + std::string(s) + "' (fair_share, fixed_share, reserve)");
 }
 
+std::string_view to_string(BackfillMode m) {
+  switch (m) {
+    case BackfillMode::none:
+      return "none";
+    case BackfillMode::easy:
+      return "easy";
+    case BackfillMode::conservative:
+      return "conservative";
+  }
+  return "unknown";
+}
+
+Expected<BackfillMode> parse_backfill_mode(std::string_view s) {
+  if (s == "none") return BackfillMode::none;
+  if (s == "easy") return BackfillMode::easy;
+  if (s == "conservative") return BackfillMode::conservative;
+  return make_error(Errc::parse_error,
+                    "expected \"none\", \"easy\" or \"conservative\", got \"" + std::string(s) + "\"");
+}
+
 const Limits& ClassConfig::allotment_of(std::string_view user) const {
   for (const auto& [name, limits] : user_allotments)
     if (name == user) return limits;

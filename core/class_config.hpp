@@ -61,6 +61,24 @@ enum class ClassPolicy : uint8_t {
 std::string_view to_string(ClassPolicy p);
 Expected<ClassPolicy> parse_class_policy(std::string_view s);
 
+/// Backfilling in the queue stage (core/pipeline/backfill.hpp): what a job of
+/// the class that finds no room gets.
+enum class BackfillMode : uint8_t {
+  /// Nothing: it waits, and later jobs take whatever room there is (as
+  /// before backfilling existed).
+  none = 0,
+  /// EASY (Maui, Slurm): the first waiting job of the class gets a
+  /// reservation at the earliest time it fits; later jobs start only if they
+  /// do not delay it.
+  easy,
+  /// Every waiting job of the class gets one, in queue order, each against
+  /// the room the earlier ones left.
+  conservative,
+};
+
+std::string_view to_string(BackfillMode m);
+Expected<BackfillMode> parse_backfill_mode(std::string_view s);
+
 struct ClassConfig {
   std::string name;
   /// Higher is evaluated (and placed) first.
@@ -89,6 +107,8 @@ struct ClassConfig {
   /// Ganeti's job queue for the class: order (fifo or predictive), running
   /// limit, base_value, aging (core/locks/lock_queue.hpp).
   LockQueueSettings queue;
+  /// Backfilling for the class's waiting jobs (none: off).
+  BackfillMode backfill = BackfillMode::none;
 
   /// A fair_share class with default placement.
   static ClassConfig named(std::string name, int32_t priority = 0, uint32_t weight = 1) {

@@ -123,6 +123,16 @@ void ClusterView::remove_in_flight(NodeIndex n, const Resources& total, uint32_t
   reindex(n);
 }
 
+void ClusterView::withhold(NodeIndex n, const Resources& room) {
+  nodes_[n].in_flight += room;
+  reindex(n);
+}
+
+void ClusterView::unwithhold(NodeIndex n, const Resources& room) {
+  nodes_[n].in_flight -= room;
+  reindex(n);
+}
+
 void ClusterView::add_change_in_flight(NodeIndex n) {
   ++nodes_[n].in_flight_changes;
   reindex(n);

@@ -79,6 +79,12 @@ class ClusterView {
   /// Records a claim sent to node n / its answer.
   void add_in_flight(NodeIndex n, const Resources& total, uint32_t tasks);
   void remove_in_flight(NodeIndex n, const Resources& total, uint32_t tasks);
+  /// Withholds room on node n from placement for a while (backfilling keeps
+  /// a later reservation's room from jobs that would delay it), or gives it
+  /// back: available() shrinks by `room`, without counting as a claim (no
+  /// task, no change of generation in flight).
+  void withhold(NodeIndex n, const Resources& room);
+  void unwithhold(NodeIndex n, const Resources& room);
   /// Records a confirm or release sent to node n (it moves the generation) /
   /// its answer.
   void add_change_in_flight(NodeIndex n);

@@ -102,6 +102,9 @@ struct Explanation {
   bool counted = false;
   /// Set for a job that goes through its class's lock queue.
   std::optional<LockExplanation> locks;
+  /// Backfilling: it holds a reservation to start then, on these nodes.
+  std::optional<TimePoint> reserved_start;
+  std::vector<NodeId> reserved_nodes;
 };
 
 /// The verdict and words for a parked job's pending tasks from `counts`:

@@ -10,7 +10,8 @@
 // The key: class priority (best first), then the policy's rank (higher first:
 // jobs further below their fair share; 0 without a policy), then submit time,
 // then id. Seams for later stages: a lock-aware predictive order (Ganeti)
-// changes `rank`; backfilling adds reservations ahead of this order.
+// changes `rank`; backfilling (backfill.hpp) books future starts for waiting
+// jobs in this order and keeps later jobs from delaying them.
 
 #include <set>
 #include <utility>
@@ -64,6 +65,19 @@ class JobQueue {
   /// When refresh() has something to do that only time brings, or kNever
   /// (`capacity_grew`: growth seen since the last refresh).
   TimePoint next_wakeup(bool capacity_grew) const;
+
+  /// a comes before b in the queue's order (whatever their states).
+  static bool ahead(const JobRecord& a, const JobRecord& b) { return key_of(a) < key_of(b); }
+  /// Calls f(job) for every job in line, in the queue's order.
+  template <class F>
+  void for_each_queued(F&& f) const {
+    for (const auto& key : queued_) f(key.job);
+  }
+  /// Calls f(job) for every job waiting for capacity, in the queue's order.
+  template <class F>
+  void for_each_waiting(F&& f) const {
+    for (const auto& key : waiting_) f(key.job);
+  }
 
   size_t queued() const { return queued_.size(); }
   size_t waiting() const { return waiting_.size(); }

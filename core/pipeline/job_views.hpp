@@ -28,6 +28,9 @@ enum class WaitCause : uint8_t {
   capped,
   /// It holds a running slot of its class's lock queue and waits on a lock.
   lock,
+  /// Room is there, but taking it would delay another job's backfill
+  /// reservation (see reason; core/pipeline/backfill.hpp).
+  reservation,
 };
 
 struct JobNotes {
@@ -45,6 +48,12 @@ struct JobNotes {
   /// When it last found no room, its pools had the room for a task in all
   /// (DUCC: fragmented).
   bool fragmented = false;
+  /// Backfilling: how it started ahead of a reservation ("backfilled: ends
+  /// before the reservation ..."), once placed so.
+  std::string backfilled;
+  /// Backfilling: why its class would give it a reservation and did not
+  /// (no finite start time), while it waits.
+  std::string no_reservation;
 };
 
 class JobViews {

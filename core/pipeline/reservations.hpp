@@ -7,7 +7,7 @@
 // defragmentation opens. While held, the room counts as in flight in the
 // view, so the queue places nothing else there; the job itself leaves the
 // queue until its reservation is claimed or dropped. (Backfilling's
-// reservations at a future time belong here too.)
+// reservations of a future start are another thing: backfill.hpp.)
 
 #include <map>
 #include <optional>

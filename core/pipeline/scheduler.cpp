@@ -21,6 +21,7 @@ Status SchedulerConfig::validate() const {
   if (max_claims_in_flight == 0) return bad("max_claims_in_flight must be positive");
   if (max_tasks_per_claim == 0) return bad("max_tasks_per_claim must be positive");
   if (max_claim_attempts == 0) return bad("max_claim_attempts must be positive");
+  if (max_future_starts == 0) return bad("max_future_starts must be positive");
   if (initial_backoff.count() <= 0 || max_backoff < initial_backoff)
     return bad("backoff must be positive, and max_backoff at least initial_backoff");
   if (epoch == 0 || epoch >= kMaxEpoch) return bad("epoch must be in 1.." + std::to_string(kMaxEpoch - 1));
@@ -42,6 +43,8 @@ Scheduler::Scheduler(SchedulerConfig config)
   queues.push_back(LockQueueSettings{});  // operator operations: fifo, no limit
   gate_ = LockQueue(std::move(queues));
   view_.set_one_change_in_flight(config_.strict_cas);
+  for (const auto& cls : config_.classes) backfill_ = backfill_ || cls.backfill != BackfillMode::none;
+  table_.track_holders(backfill_);
   // Parents before their children, whatever the order of `pools`.
   auto parent_of = [&](const std::string& pool) -> const std::string* {
     for (const auto& [child, parent] : config_.pool_parents)
@@ -352,6 +355,9 @@ void Scheduler::schedule(TimePoint now, Outbox& out) {
   operations_ready_.clear();
   if (reservations_.size() > 0) claim_ready_holds(now, out);
   queue_.refresh(now, view_.take_grew(), table_);
+  // Backfilling: jobs that wait hold future starts that later jobs must not
+  // delay (core/pipeline/backfill.hpp).
+  if (backfill_) backfill_begin(now);
   // DUCC: a pool's residents come before squatters from above. Jobs that
   // found no room in their own pool try its subpools only once every job
   // had its turn in its own.
@@ -360,28 +366,34 @@ void Scheduler::schedule(TimePoint now, Outbox& out) {
     auto next = queue_.front();
     if (!next) break;
     JobRecord& j = table_.at(*next);
-    switch (config_.classes[j.class_index].policy) {
-      case ClassPolicy::reserve:
-        place_machine(j, now, out);
-        break;
-      case ClassPolicy::fixed_share:
-        place_whole(j, now, out);  // one allocation per request (DUCC)
-        break;
-      case ClassPolicy::fair_share:
-        if (j.spec.gang)
-          place_whole(j, now, out);
-        else if (!place_batch(j, false, now, out) && request_for(j, false).subpools &&
-                 !view_.pool(j.pool).descendants.empty())
-          squatters.push_back(j.spec.id);
-        break;
-    }
+    if (backfill_ ? place_backfilling(j, false, now, out) : place_next(j, now, out)) squatters.push_back(j.spec.id);
   }
   for (JobId id : squatters) {
     JobRecord& j = table_.at(id);
     while (window_.size() < config_.max_claims_in_flight && j.queue.state == QueueState::waiting_for_capacity &&
-           place_batch(j, true, now, out)) {
+           (backfill_ ? place_backfilling(j, true, now, out) : place_batch(j, true, now, out))) {
     }
   }
+  if (backfill_) backfill_end(now);
+}
+
+bool Scheduler::place_next(JobRecord& j, TimePoint now, Outbox& out) {
+  switch (config_.classes[j.class_index].policy) {
+    case ClassPolicy::reserve:
+      place_machine(j, now, out);
+      return false;
+    case ClassPolicy::fixed_share:
+      place_whole(j, now, out);  // one allocation per request (DUCC)
+      return false;
+    case ClassPolicy::fair_share:
+      if (j.spec.gang) {
+        place_whole(j, now, out);
+        return false;
+      }
+      return !place_batch(j, false, now, out) && request_for(j, false).subpools &&
+             !view_.pool(j.pool).descendants.empty();
+  }
+  return false;
 }
 
 // --- the lock queue ----------------------------------------------------------------
@@ -464,8 +476,15 @@ void Scheduler::wait_for_room(JobRecord& j, PlacementVerdict verdict) {
   n.waits = WaitCause::no_room;
   // No node has room for one task: is the room there in all (fragmented)?
   Resources total = view_.pool(j.pool).total_available;
-  if (request_for(j, false).subpools)
+  bool subpools = request_for(j, false).subpools;
+  if (subpools)
     for (uint32_t p : view_.pool(j.pool).descendants) total += view_.pool(p).total_available;
+  // Room backfilling withholds for the moment is there all the same.
+  for (const auto& [node, room] : withheld_) {
+    const auto& below = view_.pool(j.pool).descendants;
+    uint32_t p = view_.node(node).pool;
+    if (p == j.pool || (subpools && std::find(below.begin(), below.end(), p) != below.end())) total += room;
+  }
   n.fragmented = verdict == PlacementVerdict::unschedulable && j.spec.per_task.fits_in(total);
 }
 
@@ -501,7 +520,15 @@ bool Scheduler::place_batch(JobRecord& j, bool squat, TimePoint now, Outbox& out
     }
     req.tasks_wanted = std::min(req.tasks_wanted, room);
   }
-  auto result = place(view_, req, config_.classes[j.class_index].placement);
+  PlacementResult result;
+  if (due_ && !squat) {
+    // Backfilling: its future start is due; its task goes where it was booked.
+    result.verdict = PlacementVerdict::fit;
+    result.node = due_->parts.front().node;
+    result.tasks = std::min(req.tasks_wanted, due_->parts.front().tasks);
+  } else {
+    result = place(view_, req, config_.classes[j.class_index].placement);
+  }
   if (result.verdict != PlacementVerdict::fit) {
     if (!squat) wait_for_room(j, result.verdict);
     return false;
@@ -547,6 +574,14 @@ void Scheduler::place_whole(JobRecord& j, TimePoint now, Outbox& out) {
   bool grew = view_.take_grew();
   PlacementRequest req = request_for(j, false);
   PlacementVerdict verdict = PlacementVerdict::fit;
+  if (due_ && due_->tasks() == wanted) {
+    // Backfilling: its future start is due; it goes where it was booked.
+    for (const auto& p : due_->parts) {
+      plan.push_back({p.node, p.tasks});
+      view_.add_in_flight(p.node, j.spec.per_task.times(p.tasks), p.tasks);
+    }
+    planned = wanted;
+  }
   while (planned < wanted) {
     req.tasks_wanted = wanted - planned;
     auto result = place(view_, req, config_.classes[j.class_index].placement);
@@ -674,8 +709,12 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
     return e;
   };
   e.locks = lock_explanation(*j);
+  const JobNotes* notes = views_.notes(id);
   if (j->finished()) return say(WaitVerdict::ended, "finished");
-  if (j->pending() == 0) return say(WaitVerdict::placed, "all tasks placed");
+  if (j->pending() == 0)
+    return say(WaitVerdict::placed, "all tasks placed" + (notes && !notes->backfilled.empty()
+                                                             ? "; " + notes->backfilled
+                                                             : std::string()));
   if (j->queue.state == QueueState::gated && e.locks) {
     const LockExplanation& l = *e.locks;
     std::string cls = "class '" + config_.classes[j->class_index].name + "'";
@@ -692,7 +731,6 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
                                         " (value " + format_tenths(l.value ? l.value->value : 0) + ", age " +
                                         std::to_string(l.age_ticks) + " ticks)");
   }
-  const JobNotes* notes = views_.notes(id);
   if (const Hold* h = reservations_.of(id)) {
     std::string nodes;
     for (const auto& p : h->parts) nodes += (nodes.empty() ? "" : ", ") + std::to_string(view_.node(p.node).id.value);
@@ -703,6 +741,8 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
                                             " task(s) taken away for it are freed") +
                    (h->why.empty() ? "" : ": " + h->why));
   }
+  if (notes && notes->waits == WaitCause::reservation && j->queue.state == QueueState::waiting_for_capacity)
+    return say(WaitVerdict::unschedulable, notes->reason);
   if (notes && (notes->waits == WaitCause::not_granted || notes->waits == WaitCause::capped) &&
       j->queue.state != QueueState::queued)
     return say(notes->waits == WaitCause::capped ? WaitVerdict::queued : WaitVerdict::unschedulable, notes->reason);
@@ -731,6 +771,13 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
     auto result = place(view_, req, config_.classes[j->class_index].placement);
     if (result.verdict != PlacementVerdict::fit)
       e.summary = (e.verdict == WaitVerdict::unresolvable ? "" : "waiting for capacity: ") + result.reason;
+  }
+  if (const FutureStart* fs = future_start(id)) {
+    e.reserved_start = fs->at;
+    for (const auto& p : fs->parts) e.reserved_nodes.push_back(view_.node(p.node).id);
+    e.summary = start_words(*fs) + ": " + e.summary;
+  } else if (notes && !notes->no_reservation.empty()) {
+    e.summary += "; " + notes->no_reservation;
   }
   return e;
 }

@@ -24,6 +24,7 @@
 #include "core/cluster_view.hpp"
 #include "core/explain.hpp"
 #include "core/locks/operations.hpp"
+#include "core/pipeline/backfill.hpp"
 #include "core/pipeline/claim_window.hpp"
 #include "core/pipeline/job_queue.hpp"
 #include "core/pipeline/job_views.hpp"
@@ -82,6 +83,11 @@ struct SchedulerConfig {
   /// class may cap it further (ClassConfig::allotment).
   Limits global_allotment;
   std::vector<std::pair<std::string, Limits>> user_allotments;
+  /// Backfilling: at most this many future starts per pass (conservative
+  /// gives one to every waiting job; each costs a walk over the room held
+  /// by the running tasks and the starts before it). The jobs beyond wait
+  /// without one until they move up, as with Slurm's bf_max_job_test.
+  uint32_t max_future_starts = 100;
   /// Record what must be durable in the journal (see Scheduler::take_journal).
   bool journal = false;
   /// After a restart, tasks the store says run on a node that has not
@@ -300,6 +306,10 @@ class Scheduler {
   const JobQueue& queue() const { return queue_; }
   const ClaimWindow& window() const { return window_; }
   const Reservations& reservations() const { return reservations_; }
+  /// Backfilling: the future starts the last pass booked, in the order made.
+  const std::vector<FutureStart>& future_starts() const { return future_starts_; }
+  /// Backfilling: job's future start, if it holds one.
+  const FutureStart* future_start(JobId job) const;
   /// The classes' lock queues and the partition's locks (Ganeti's job queue).
   const LockQueue& lock_queue() const { return gate_; }
   /// What a job holds (claimed or running) as allotments count it: a
@@ -358,6 +368,41 @@ class Scheduler {
   /// How many more tasks of j the resource_limits of its pool and the pools
   /// above allow; `why` names the pool when none.
   uint32_t limits_room(const JobRecord& j, std::string* why) const;
+  /// Places j's next batch (or all of it) as its class's policy says; true
+  /// if it found no room and may squat in its pool's subpools.
+  bool place_next(JobRecord& j, TimePoint now, Outbox& out);
+  // backfilling (backfill_pass.cpp)
+  /// The pass begins: the future starts of the jobs already waiting, in
+  /// queue order.
+  void backfill_begin(TimePoint now);
+  /// The pass ends: withheld room goes back; jobs kept from starting are
+  /// looked at again if a future start went or moved away.
+  void backfill_end(TimePoint now);
+  /// place_next (or, with `squat`, a squatter's batch) under the future
+  /// starts that bind j; then words for what happened (backfilled, kept
+  /// from starting) and, if j waits, a future start of its own.
+  bool place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbox& out);
+  /// Gives j a future start if its class backfills and it may have one.
+  void book(JobRecord& j, TimePoint now);
+  bool may_book(const JobRecord& j) const;
+  /// The room one running task of j holds (a reservation: its machine).
+  Resources task_room(const JobRecord& j) const;
+  /// The ends of every task holding room now (profile_).
+  void build_profile(TimePoint now);
+  /// Withholds in the view, on the nodes of the `binding` future starts, the
+  /// room now that a job running until `until` may not take: what its run
+  /// would need of the room those starts hold (BackfillProfile::least_room).
+  void withhold_for(const std::vector<const FutureStart*>& binding, TimePoint now, TimePoint until);
+  /// Sets the room withheld per node to `target` (nodes not named: none).
+  void set_withheld(const std::map<NodeIndex, Resources>& target);
+  void drop_start(size_t k);
+  /// Could j be placed now if no future start held room back?
+  bool fits_unbound(const JobRecord& j) const;
+  /// Cheaply: is there room enough in all of j's pools for what j needs at
+  /// once, withheld room included? (False: it cannot be placed now.)
+  bool might_fit(const JobRecord& j) const;
+  std::string start_words(const FutureStart& fs) const;
+
   // the lock queue (scheduler.cpp)
   /// j declares locks, or its class limits running jobs or orders them.
   bool uses_lock_queue(const JobRecord& j) const;
@@ -447,6 +492,42 @@ class Scheduler {
   JobViews views_;           // job views
   Reservations reservations_;  // placement (room held for the policy)
   LockQueue gate_;           // queue: running slots and locks per class
+  /// Backfilling (queue): some class backfills. Fixed at construction; off,
+  /// a pass costs this one branch.
+  bool backfill_ = false;
+  /// The future starts of the last pass, in the order made (explain reads
+  /// them between passes); the ones the pass before made, and its time.
+  std::vector<FutureStart> future_starts_;
+  std::vector<FutureStart> previous_starts_;
+  TimePoint previous_pass_{0};
+  /// What the last pass's beginning booked, job by job in queue order, what
+  /// it was computed from (a hash of the room now and when it frees) and
+  /// when: backfill_begin keeps what still holds.
+  struct Booked {
+    JobId job;
+    uint32_t pending = 0;
+    std::optional<FutureStart> start;
+  };
+  std::vector<Booked> booked_;
+  uint64_t booked_print_ = 0;
+  TimePoint booked_at_ = TimePoint::min();
+  /// When the room held now frees (built on first use in a pass).
+  BackfillProfile profile_;
+  bool profile_built_ = false;
+  /// During a pass: the room withheld in the view now, per node.
+  std::map<NodeIndex, Resources> withheld_;
+  /// During a pass: jobs that held a future start (they start early, or
+  /// place more than it, only where no other start's room is involved).
+  std::set<JobId> had_start_;
+  /// During a pass: each node's least room over time under the starts
+  /// least_key_ names (withhold_for), with the room it was computed from.
+  std::vector<JobId> least_key_;
+  std::map<NodeIndex, std::pair<Resources, BackfillProfile::LeastRoom>> least_;
+  /// During a pass: the nodes of a start in words, once asked for.
+  std::unordered_map<JobId, std::string> start_nodes_;
+  /// While a job whose future start is due is placed: that start (its
+  /// parts are the plan).
+  const FutureStart* due_ = nullptr;
   /// Operations queued or under way, and those that hold their locks and
   /// wait to go out in the next Outbox.
   std::map<JobId, Operation> operations_;

@@ -55,6 +55,10 @@ void TaskTable::set_state(JobRecord& j, TaskIndex t, TaskState s) {
   if (r.state == s) return;
   auto held = [](TaskState x) { return x == TaskState::claimed || x == TaskState::running; };
   if (held(r.state) != held(s)) {
+    if (track_holders_) {
+      if (held(s) && j.held() == 0) holders_.insert(j.spec.id);
+      if (!held(s) && j.held() == 1) holders_.erase(j.spec.id);
+    }
     if (held_by_pool_.size() <= j.pool) held_by_pool_.resize(j.pool + 1);
     if (held(s))
       held_by_pool_[j.pool] += j.spec.per_task;

@@ -12,6 +12,7 @@
 
 #include <functional>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <vector>
 
@@ -174,6 +175,13 @@ class TaskTable {
     return it == allotted_by_user_.end() ? nullptr : &it->second;
   }
 
+  /// Keep the set of jobs that hold tasks (claimed or running), for
+  /// backfilling's profile of when room frees; off by default (it costs a
+  /// set update whenever a job starts or stops holding).
+  void track_holders(bool on) { track_holders_ = on; }
+  /// Jobs with claimed or running tasks (empty unless track_holders).
+  const std::set<JobId>& holders() const { return holders_; }
+
   /// Calls f for every job, in id order.
   void for_each_in_id_order(const std::function<void(const JobRecord&)>& f) const;
   /// Every job's counts add up, and every task is in exactly one state.
@@ -185,6 +193,8 @@ class TaskTable {
   std::unordered_map<std::string, UserHold> allotted_by_user_;
   uint64_t pending_tasks_ = 0;
   uint64_t running_tasks_ = 0;
+  bool track_holders_ = false;
+  std::set<JobId> holders_;
 };
 
 }  // namespace claimsched::core

@@ -231,6 +231,10 @@ std::vector<Case> cases() {
        "classes[0].policy", "fifo"},
       {"bad scorer", "[[classes]]\nname = \"x\"\npool = \"default\"\nscorer = \"random\"\n", 4,
        "classes[0].scorer", "must be one of fill_first, spread, got 'random'"},
+      {"bad backfill", "[[classes]]\nname = \"x\"\npool = \"default\"\nbackfill = \"sometimes\"\n", 4,
+       "classes[0].backfill", "expected \"none\", \"easy\" or \"conservative\", got \"sometimes\""},
+      {"backfill not a string", "[[classes]]\nname = \"x\"\npool = \"default\"\n\nbackfill = true\n", 5,
+       "classes[0].backfill", "expected a string"},
       {"class weight", "[[classes]]\nname = \"x\"\npool = \"default\"\nweight = 0\n", 4, "classes[0].weight",
        "must be in [1, 1000000]"},
       {"duplicate user", "[[users]]\nname = \"u\"\n[[users]]\nname = \"u\"\n", 4, "users[1].name",
@@ -290,6 +294,8 @@ TEST(ClusterConfig, ValidVariantsPass) {
            "\"a\"]\n",
            "[[classes]]\nname = \"x\"\npool = \"default\"\nscorer = \"spread\"\npolicy = \"fixed_share\"\n"
            "allotment = \"memory=8Gi\"\n",
+           "[[classes]]\nname = \"x\"\npool = \"default\"\nbackfill = \"conservative\"\n"
+           "[[classes]]\nname = \"y\"\npool = \"default\"\npriority = 1\nbackfill = \"easy\"\n",
        }) {
     SCOPED_TRACE(text);
     EXPECT_EQ(all(check_cluster_config(text)), "");

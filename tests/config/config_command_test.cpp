@@ -112,6 +112,7 @@ TEST(ConfigCheckCommand, JsonHasTheEffectiveConfigOrTheProblems) {
   EXPECT_TRUE(j["valid"].get<bool>());
   EXPECT_EQ(j["config"]["partitions"].size(), 2u);
   EXPECT_EQ(j["config"]["classes"][0]["scorer"], "spread");
+  EXPECT_EQ(j["config"]["classes"][0]["backfill"], "none");
   EXPECT_EQ(j["config"]["timeouts"]["link_heartbeat"], "250ms");
   EXPECT_EQ(j["config"]["policy"]["enabled"], true);
 

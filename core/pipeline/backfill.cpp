@@ -1,0 +1,273 @@
+#include "core/pipeline/backfill.hpp"
+
+#include <algorithm>
+#include <deque>
+
+#include "core/random.hpp"
+
+namespace claimsched::core {
+
+namespace {
+
+/// a + b, kNever when it would pass it (chains of long run times).
+TimePoint later_by(TimePoint a, Duration b) {
+  if (b.count() <= 0) return a;
+  return a > kNever - b ? kNever : a + b;
+}
+
+/// A change of a node's room at a time.
+struct Edge {
+  TimePoint at;
+  Resources delta;
+};
+
+}  // namespace
+
+uint32_t FutureStart::tasks() const {
+  uint32_t n = 0;
+  for (const auto& p : parts) n += p.tasks;
+  return n;
+}
+
+TimePoint FutureStart::until() const { return run.count() > 0 ? later_by(at, run) : kNever; }
+
+void BackfillProfile::add_end(TimePoint at, NodeIndex n, const Resources& room) {
+  if (at == kNever) return;
+  ends_.push_back(End{n, at, room});
+}
+
+uint64_t BackfillProfile::print() const {
+  settle();
+  uint64_t h = mix64(ends_.size());
+  for (const auto& e : ends_) {
+    h = mix64(h ^ e.node) ^ mix64(static_cast<uint64_t>(e.at.count()));
+    for (int64_t v : e.room.values()) h = mix64(h ^ static_cast<uint64_t>(v));
+  }
+  return h;
+}
+
+TimePoint BackfillProfile::first_end() const {
+  TimePoint t = kNever;
+  for (const auto& e : ends_) t = std::min(t, e.at);
+  return t;
+}
+
+void BackfillProfile::settle() const {
+  if (sorted_ == ends_.size()) return;
+  auto by_node_then_time = [](const End& a, const End& b) { return a.node != b.node ? a.node < b.node : a.at < b.at; };
+  auto middle = ends_.begin() + static_cast<std::ptrdiff_t>(sorted_);
+  std::sort(middle, ends_.end(), by_node_then_time);
+  std::inplace_merge(ends_.begin(), middle, ends_.end(), by_node_then_time);
+  sorted_ = ends_.size();
+}
+
+Resources BackfillProfile::least_room(NodeIndex n, const Resources& free, TimePoint now, TimePoint until,
+                                      const std::vector<const FutureStart*>& starts) const {
+  return least_rooms(n, free, now, starts).least_until(until);
+}
+
+Resources BackfillProfile::LeastRoom::least_until(TimePoint until) const {
+  auto it = std::lower_bound(before.begin(), before.end(), until,
+                             [](const std::pair<TimePoint, Resources>& e, TimePoint t) { return e.first < t; });
+  return it == before.end() ? last : it->second;
+}
+
+BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resources& free, TimePoint now,
+                                                        const std::vector<const FutureStart*>& starts) const {
+  settle();
+  std::vector<Edge> edges;
+  edges.reserve(16);
+  auto first = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& e, NodeIndex m) { return e.node < m; });
+  for (auto it = first; it != ends_.end() && it->node == n; ++it) edges.push_back({std::max(it->at, now), it->room});
+  for (const FutureStart* s : starts)
+    for (const auto& p : s->parts) {
+      if (p.node != n) continue;
+      Resources use = s->per_task.times(p.tasks);
+      edges.push_back({std::max(s->at, now), Resources{} - use});
+      if (TimePoint back = s->until(); back != kNever) edges.push_back({std::max(back, now), use});
+    }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
+  LeastRoom out;
+  Resources room = free;
+  size_t i = 0;
+  for (; i < edges.size() && edges[i].at <= now; ++i) room += edges[i].delta;
+  Resources least = room;
+  while (i < edges.size()) {
+    TimePoint t = edges[i].at;
+    out.before.emplace_back(t, least);  // the least over [now, t)
+    for (; i < edges.size() && edges[i].at == t; ++i) room += edges[i].delta;
+    least = least.min(room);
+  }
+  out.last = least;
+  return out;
+}
+
+std::optional<FutureStart> BackfillProfile::earliest(const std::vector<NodeRoom>& nodes, const Resources& per_task,
+                                                     uint32_t tasks, Duration run, TimePoint now,
+                                                     const std::vector<const FutureStart*>& starts) const {
+  if (tasks == 0 || nodes.empty()) return std::nullopt;
+  settle();
+  // Only the dimensions the task asks for decide how many fit: every room
+  // below is kept in those alone (nd values), which keeps the sweep small.
+  std::vector<DimensionId> dims;
+  for (DimensionId d = 0; d < kMaxDimensions; ++d)
+    if (per_task[d] > 0) dims.push_back(d);
+  const size_t nd = dims.size();
+
+  // The starts' edges (room taken at T, given back at T + run), by node
+  // then time; their amounts in `amounts`, nd per edge.
+  struct StartEdge {
+    NodeIndex node;
+    uint32_t amount;
+    TimePoint at;
+  };
+  std::vector<StartEdge> start_edges;
+  std::vector<int64_t> amounts;
+  for (const FutureStart* s : starts)
+    for (const auto& p : s->parts) {
+      auto add = [&](TimePoint at, int64_t sign) {
+        start_edges.push_back({p.node, static_cast<uint32_t>(amounts.size()), at});
+        for (DimensionId d : dims) amounts.push_back(sign * s->per_task[d] * p.tasks);
+      };
+      add(std::max(s->at, now), -1);
+      if (TimePoint back = s->until(); back != kNever) add(std::max(back, now), 1);
+    }
+  std::sort(start_edges.begin(), start_edges.end(), [](const StartEdge& a, const StartEdge& b) {
+    return a.node != b.node ? a.node < b.node : a.at < b.at;
+  });
+
+  // Each node's room as steps over time: step 0 from now (with what is due
+  // by now), then one step per time its room changes; flat, node by node,
+  // from the node's ends (in order already) merged with its start edges.
+  std::vector<TimePoint> from;
+  std::vector<int64_t> room_of;  // nd per step
+  std::vector<uint32_t> first(nodes.size() + 1, 0);  // node i's steps: [first[i], first[i + 1])
+  std::vector<int64_t> room(nd);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    first[i] = static_cast<uint32_t>(from.size());
+    NodeIndex n = nodes[i].node;
+    auto e = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& x, NodeIndex m) { return x.node < m; });
+    auto s = std::lower_bound(start_edges.begin(), start_edges.end(), n,
+                              [](const StartEdge& x, NodeIndex m) { return x.node < m; });
+    auto e_end = e;
+    auto s_end = s;
+    while (e_end != ends_.end() && e_end->node == n) ++e_end;
+    while (s_end != start_edges.end() && s_end->node == n) ++s_end;
+    for (size_t d = 0; d < nd; ++d) room[d] = nodes[i].free[dims[d]];
+    auto next_time = [&] {
+      TimePoint t = kNever;
+      if (e != e_end) t = std::max(e->at, now);
+      if (s != s_end) t = std::min(t, s->at);
+      return t;
+    };
+    auto take_until = [&](TimePoint t) {
+      for (; e != e_end && std::max(e->at, now) <= t; ++e)
+        for (size_t d = 0; d < nd; ++d) room[d] += e->room[dims[d]];
+      for (; s != s_end && s->at <= t; ++s)
+        for (size_t d = 0; d < nd; ++d) room[d] += amounts[s->amount + d];
+    };
+    auto step = [&](TimePoint t) {
+      from.push_back(t);
+      room_of.insert(room_of.end(), room.begin(), room.end());
+    };
+    take_until(now);
+    step(now);
+    for (TimePoint t = next_time(); t != kNever; t = next_time()) {
+      take_until(t);
+      step(t);
+    }
+  }
+  first[nodes.size()] = static_cast<uint32_t>(from.size());
+  auto value = [&](uint32_t k, size_t d) { return room_of[k * nd + d]; };
+
+  // Sweep T over the times a step begins. A node's window [T, T + run)
+  // holds the steps that begin before T + run and end after T; per
+  // dimension a monotonic deque of those steps (least room at the front,
+  // in a stretch of `ring` as long as the node's steps) gives its minimum.
+  // A step k > 0 of a node enters the window when T + run passes its
+  // beginning and step k - 1 leaves it when T reaches it: one list of the
+  // later steps' beginnings, in time order, serves both.
+  struct Mark {
+    TimePoint at;
+    uint32_t node;
+    uint32_t step;  // index into the steps
+  };
+  std::vector<Mark> begins;
+  begins.reserve(from.size());
+  for (uint32_t i = 0; i < nodes.size(); ++i)
+    for (uint32_t k = first[i] + 1; k < first[i + 1]; ++k) begins.push_back({from[k], i, k});
+  std::sort(begins.begin(), begins.end(), [](const Mark& a, const Mark& b) {
+    return a.at != b.at ? a.at < b.at : a.node != b.node ? a.node < b.node : a.step < b.step;
+  });
+  std::vector<uint32_t> ring(from.size() * nd);
+  std::vector<uint32_t> head(nodes.size() * nd), tail(nodes.size() * nd);
+  for (uint32_t i = 0; i < nodes.size(); ++i)
+    for (size_t d = 0; d < nd; ++d)
+      head[i * nd + d] = tail[i * nd + d] = static_cast<uint32_t>(first[i] * nd + d * (first[i + 1] - first[i]));
+  std::vector<uint32_t> fit(nodes.size(), 0);
+  uint64_t total = 0;
+  auto push = [&](uint32_t i, uint32_t k) {
+    for (size_t d = 0; d < nd; ++d) {
+      size_t q = i * nd + d;
+      int64_t v = value(k, d);
+      while (tail[q] > head[q] && value(ring[tail[q] - 1], d) >= v) --tail[q];
+      ring[tail[q]++] = k;
+    }
+  };
+  auto pop = [&](uint32_t i, uint32_t k) {
+    for (size_t d = 0; d < nd; ++d) {
+      size_t q = i * nd + d;
+      if (tail[q] > head[q] && ring[head[q]] == k) ++head[q];
+    }
+  };
+  auto refit = [&](uint32_t i) {
+    int64_t copies = nd == 0 ? tasks : INT64_MAX;
+    for (size_t d = 0; d < nd; ++d) {
+      size_t q = i * nd + d;
+      int64_t least = tail[q] > head[q] ? value(ring[head[q]], d) : 0;
+      copies = std::min(copies, std::max<int64_t>(least, 0) / per_task[dims[d]]);
+    }
+    total -= fit[i];
+    fit[i] = static_cast<uint32_t>(std::min<int64_t>(copies, tasks));
+    total += fit[i];
+  };
+  for (uint32_t i = 0; i < nodes.size(); ++i) push(i, first[i]);
+  bool for_ever = run.count() <= 0;
+  size_t in = 0, out = 0;
+  TimePoint t = now;
+  std::vector<uint32_t> touched;
+  for (uint32_t i = 0; i < nodes.size(); ++i) touched.push_back(i);
+  for (;;) {
+    TimePoint window_end = for_ever ? kNever : later_by(t, run);
+    for (; out < begins.size() && begins[out].at <= t; ++out) {
+      pop(begins[out].node, begins[out].step - 1);
+      touched.push_back(begins[out].node);
+    }
+    for (; in < begins.size() && (for_ever || begins[in].at < window_end); ++in) {
+      const Mark& m = begins[in];
+      if (m.step + 1 < first[m.node + 1] && from[m.step + 1] <= t) continue;  // over already
+      push(m.node, m.step);
+      touched.push_back(m.node);
+    }
+    for (uint32_t i : touched) refit(i);
+    touched.clear();
+    if (total >= tasks) break;
+    if (out == begins.size()) return std::nullopt;
+    t = begins[out].at;
+  }
+
+  FutureStart fs;
+  fs.at = t;
+  fs.run = run;
+  fs.per_task = per_task;
+  uint32_t left = tasks;
+  for (uint32_t i = 0; i < nodes.size() && left > 0; ++i) {
+    if (fit[i] == 0) continue;
+    uint32_t k = std::min(fit[i], left);
+    left -= k;
+    fs.parts.push_back(FutureStart::Part{nodes[i].node, k});
+  }
+  return fs;
+}
+
+}  // namespace claimsched::core
