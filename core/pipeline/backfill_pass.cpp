@@ -181,7 +181,10 @@ void Scheduler::book(JobRecord& j, TimePoint now) {
     for (size_t k = 0; k < future_starts_.size(); ++k) {
       const JobRecord& other = table_.at(future_starts_[k].job);
       if (other.class_index != j.class_index) continue;
-      if (!JobQueue::ahead(j, other)) return;
+      if (!JobQueue::ahead(j, other)) {
+        views_.note(j.spec.id).no_reservation.clear();  // not the first: none is due to it
+        return;
+      }
       replaces = k;
       break;
     }

@@ -231,8 +231,8 @@ void BackfillTest::second_waiting_job(BackfillMode mode) {
       EXPECT_EQ(sched().future_starts()[2].at, at(300s));
       EXPECT_EQ(why(4).rfind("reserved to start at 50s on node 2 (backfill conservative)", 0), 0u) << why(4);
       EXPECT_EQ(why(5),
-                "kept from starting: it would delay the reservation at 50s (job 4, on node 2): it would run until "
-                "100s");
+                "reserved to start at 5m on node 1 (backfill conservative); kept from starting: it would delay the "
+                "reservation at 50s (job 4, on node 2): it would run until 100s");
     }
     EXPECT_EQ(running(5), easy);
     advance_to(at(50s));
