@@ -17,7 +17,8 @@
 //     max_run_time never ends here — minus what the future starts booked
 //     before it take, each from its T to its T + max_run_time.
 //   - easy: the first such job of the class in queue order; conservative:
-//     every such job, in queue order.
+//     every such job, in queue order (at most
+//     SchedulerConfig::max_future_starts a pass; those behind wait without).
 //   - A later job (in queue order, of any class) starts now only if it does
 //     not delay a future start: on every node, over its own run, it fits in
 //     the room those future starts leave (so one that ends by T is free of

@@ -63,7 +63,8 @@ void Scheduler::build_profile(TimePoint now) {
     if (j.spec.max_run_time.count() <= 0) continue;
     Resources room = task_room(j);
     for (const auto& t : j.tasks)
-      if (t.state == TaskState::running && t.node) profile_.add_end(end_of_run(t.started, j.spec.max_run_time), *t.node, room);
+      if (t.state == TaskState::running && t.node)
+        profile_.add_end(end_of_run(t.started, j.spec.max_run_time), *t.node, room);
   }
   // Claims in flight run from now.
   for (const auto& [cid, c] : window_.claims()) {
@@ -71,7 +72,8 @@ void Scheduler::build_profile(TimePoint now) {
     if (!j || j->spec.max_run_time.count() <= 0) continue;
     uint32_t claimed = 0;
     for (TaskIndex t : c.request.tasks) claimed += j->in_state(t, TaskState::claimed);
-    if (claimed > 0) profile_.add_end(end_of_run(now, j->spec.max_run_time), c.node, c.request.per_task.times(claimed));
+    if (claimed > 0)
+      profile_.add_end(end_of_run(now, j->spec.max_run_time), c.node, c.request.per_task.times(claimed));
   }
   profile_built_ = true;
 }
@@ -181,7 +183,10 @@ void Scheduler::book(JobRecord& j, TimePoint now) {
     for (size_t k = 0; k < future_starts_.size(); ++k) {
       const JobRecord& other = table_.at(future_starts_[k].job);
       if (other.class_index != j.class_index) continue;
-      if (!JobQueue::ahead(j, other)) return;
+      if (!JobQueue::ahead(j, other)) {
+        views_.note(j.spec.id).no_reservation.clear();  // not the first: none is due to it
+        return;
+      }
       replaces = k;
       break;
     }

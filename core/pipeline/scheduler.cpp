@@ -741,7 +741,8 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
                                             " task(s) taken away for it are freed") +
                    (h->why.empty() ? "" : ": " + h->why));
   }
-  if (notes && notes->waits == WaitCause::reservation && j->queue.state == QueueState::waiting_for_capacity)
+  if (notes && notes->waits == WaitCause::reservation && j->queue.state == QueueState::waiting_for_capacity &&
+      !future_start(id))
     return say(WaitVerdict::unschedulable, notes->reason);
   if (notes && (notes->waits == WaitCause::not_granted || notes->waits == WaitCause::capped) &&
       j->queue.state != QueueState::queued)
@@ -775,7 +776,13 @@ Expected<Explanation> Scheduler::explanation(JobId id) const {
   if (const FutureStart* fs = future_start(id)) {
     e.reserved_start = fs->at;
     for (const auto& p : fs->parts) e.reserved_nodes.push_back(view_.node(p.node).id);
-    e.summary = start_words(*fs) + ": " + e.summary;
+    if (notes && notes->waits == WaitCause::reservation) {
+      // The room it sees now is another reservation's.
+      e.verdict = WaitVerdict::unschedulable;
+      e.summary = start_words(*fs) + "; " + notes->reason;
+    } else {
+      e.summary = start_words(*fs) + ": " + e.summary;
+    }
   } else if (notes && !notes->no_reservation.empty()) {
     e.summary += "; " + notes->no_reservation;
   }

@@ -231,8 +231,8 @@ void BackfillTest::second_waiting_job(BackfillMode mode) {
       EXPECT_EQ(sched().future_starts()[2].at, at(300s));
       EXPECT_EQ(why(4).rfind("reserved to start at 50s on node 2 (backfill conservative)", 0), 0u) << why(4);
       EXPECT_EQ(why(5),
-                "kept from starting: it would delay the reservation at 50s (job 4, on node 2): it would run until "
-                "100s");
+                "reserved to start at 5m on node 1 (backfill conservative); kept from starting: it would delay the "
+                "reservation at 50s (job 4, on node 2): it would run until 100s");
     }
     EXPECT_EQ(running(5), easy);
     advance_to(at(50s));
@@ -341,7 +341,8 @@ TEST_P(BackfillProperty, NoJobStartsLaterThanItsFirstReservation) {
     cluster.run();
     // A few jobs a second at first: wide and narrow gangs, long and short.
     while (next <= jobs && rng.chance(0.3)) {
-      uint32_t width = rng.chance(0.2) ? 20 + static_cast<uint32_t>(rng.below(40)) : 1 + static_cast<uint32_t>(rng.below(8));
+      uint32_t width = rng.chance(0.2) ? 20 + static_cast<uint32_t>(rng.below(40))  // wide
+                                       : 1 + static_cast<uint32_t>(rng.below(8));
       auto run = std::chrono::seconds(5 + rng.below(rng.chance(0.3) ? 200 : 40));
       JobSpec j = gang(next, width, "1", run);
       j.submit_time = at(std::chrono::seconds(second));
@@ -391,7 +392,8 @@ TEST(BackfillScale, DISABLED_HundredNodesSixHundredJobs) {
     auto t0 = std::chrono::steady_clock::now();
     size_t messages = 0;
     for (uint64_t id = 1; id <= 600; ++id) {
-      uint32_t width = rng.chance(0.2) ? 64 + static_cast<uint32_t>(rng.below(400)) : 1 + static_cast<uint32_t>(rng.below(32));
+      uint32_t width = rng.chance(0.2) ? 64 + static_cast<uint32_t>(rng.below(400))  // wide
+                                       : 1 + static_cast<uint32_t>(rng.below(32));
       auto run = std::chrono::seconds(30 + rng.below(rng.chance(0.3) ? 3000 : 300));
       ASSERT_TRUE(cluster.submit(s, gang(id, width, "1", run)));
     }
