@@ -3,15 +3,11 @@
 #include <map>
 #include <set>
 
+#include "core/text.hpp"
+
 namespace claimsched::core {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
-}
 
 Error invalid(std::string message) { return make_error(Errc::invalid_argument, std::move(message)); }
 

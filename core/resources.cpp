@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "core/decimal.hpp"
+#include "core/text.hpp"
 
 namespace claimsched::core {
 
@@ -37,12 +38,6 @@ Error invalid_name_error(std::string_view name) {
   return make_error(Errc::invalid_argument,
                     "invalid resource name '" + std::string(name) +
                         "' (letters, digits, '_', '-', '.', '/'; at most 63 characters)");
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
 }
 
 struct Suffix {

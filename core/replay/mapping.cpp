@@ -4,18 +4,15 @@
 #include <array>
 #include <optional>
 
+#include "core/text.hpp"
+
 namespace claimsched::core::replay {
 
 namespace {
 
 constexpr std::string_view kWhitespace = " \t\r\n";
 
-std::string_view trim(std::string_view s) {
-  size_t begin = s.find_first_not_of(kWhitespace);
-  if (begin == std::string_view::npos) return {};
-  size_t end = s.find_last_not_of(kWhitespace);
-  return s.substr(begin, end - begin + 1);
-}
+std::string_view trim(std::string_view s) { return core::trim(s, kWhitespace); }
 
 constexpr std::array<std::string_view, 5> kFields = {"user", "group", "queue", "partition", "executable"};
 

@@ -7,18 +7,15 @@
 #include <limits>
 #include <utility>
 
+#include "core/text.hpp"
+
 namespace claimsched::core::replay {
 
 namespace {
 
 constexpr std::string_view kWhitespace = " \t\r\f\v";
 
-std::string_view trim(std::string_view s) {
-  size_t begin = s.find_first_not_of(kWhitespace);
-  if (begin == std::string_view::npos) return {};
-  size_t end = s.find_last_not_of(kWhitespace);
-  return s.substr(begin, end - begin + 1);
-}
+std::string_view trim(std::string_view s) { return core::trim(s, kWhitespace); }
 
 /// Editors on Windows start UTF-8 files with a byte order mark; it would
 /// otherwise become part of the first column's name.
