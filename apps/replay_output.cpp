@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <spawn.h>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 
@@ -253,9 +254,15 @@ core::Status write_plots(const ReplayReport& report, const std::string& dir) {
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
+  // The script names the PNGs it wrote on its stdout: they go to stderr, so
+  // that stdout stays the report (one JSON object with --json).
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
   pid_t pid = 0;
-  if (int e = posix_spawnp(&pid, "bash", nullptr, nullptr, argv.data(), environ); e != 0)
-    return core::make_error(core::Errc::io_error, "cannot run bash for " + script + ": " + std::strerror(e));
+  int e = posix_spawnp(&pid, "bash", &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (e != 0) return core::make_error(core::Errc::io_error, "cannot run bash for " + script + ": " + std::strerror(e));
   int status = 0;
   while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
   }

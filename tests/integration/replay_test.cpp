@@ -43,7 +43,8 @@ class ReplayCommandTest : public ::testing::Test {
 };
 
 TEST_F(ReplayCommandTest, JsonHasTheReportsKeysAndTheRecordedScheduleBesideIt) {
-  auto r = replay("--json --config " + path("fifo.toml") + " --csv " + path("jobs.csv"));
+  auto r = run_command(std::string(CLAIMSCHED_BINARY) + " replay " + path("trace.swf") + " --quiet --json --config " +
+                       path("fifo.toml") + " --csv " + path("jobs.csv") + " --plot " + path("plots") + " 2>/dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out, nullptr, false);
   ASSERT_FALSE(j.is_discarded()) << r.out;
@@ -64,6 +65,9 @@ TEST_F(ReplayCommandTest, JsonHasTheReportsKeysAndTheRecordedScheduleBesideIt) {
   int rows = 0;
   while (std::getline(csv, line)) ++rows;
   EXPECT_EQ(rows, 3);
+  // --plot drew the PNGs (gnuplot is in the bootstrap) and left stdout to the JSON.
+  for (const char* png : {"wait_cdf.png", "utilisation.png", "user_share-fifo.png", "user_share-recorded.png"})
+    EXPECT_TRUE(fs::exists(dir_ / "plots" / png)) << png;
 }
 
 TEST_F(ReplayCommandTest, StrictStopsAtTheMalformedLineNamingIt) {
