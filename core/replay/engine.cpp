@@ -185,7 +185,9 @@ class Engine {
     size_t s = route(spec);
     Scheduler& sched = *partitions_[s].scheduler;
     if (auto st = sched.submit(spec, now_); !st) {
+      // "invalid argument" -> "invalid_argument": a key in the report's JSON.
       std::string reason(to_string(st.error().code));
+      std::replace(reason.begin(), reason.end(), ' ', '_');
       ++result_.refused[reason];
       if (result_.refusals.size() < kMaxRefusalsKept)
         result_.refusals.push_back(Refusal{spec.id, reason, st.error().message});

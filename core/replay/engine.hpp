@@ -66,7 +66,7 @@ struct ReplayProgress {
 /// A job the cluster refused at submit (admission), and why.
 struct Refusal {
   JobId job;
-  /// The error's kind (Errc), the key of ReplayResult::refused.
+  /// The error's kind (Errc, words joined by '_'), the key of ReplayResult::refused.
   std::string reason;
   std::string message;
 };

@@ -141,7 +141,10 @@ TEST(ReplayEngine, AJobWiderThanTheMachineIsRefusedAndCounted) {
   ASSERT_EQ(r->refusals.size(), 1u);
   EXPECT_EQ(r->refusals[0].job, JobId{1});
   uint64_t refused = 0;
-  for (const auto& [_, n] : r->refused) refused += n;
+  for (const auto& [reason, n] : r->refused) {
+    refused += n;
+    EXPECT_EQ(reason.find(' '), std::string::npos) << "a JSON key: " << reason;
+  }
   EXPECT_EQ(refused, 1u);
 }
 
