@@ -172,16 +172,16 @@ class Engine {
     return true;
   }
 
-  /// The partition a job goes to: its pool's owner; a job naming no pool (or
-  /// a pool above the leaves) goes where its class's pool is, else to the
-  /// first partition, whose admission decides.
-  size_t route(JobSpec& spec) const {
+  /// The partition a job goes to: its pool's owner, as the gateway routes
+  /// it. A pool no partition owns goes to the first partition, whose
+  /// admission refuses it with the reason (counted as refused).
+  size_t route(const JobSpec& spec) const {
     if (auto it = owner_of_pool_.find(spec.pool); it != owner_of_pool_.end()) return it->second;
     return 0;
   }
 
   void arrive(const ReplayJob& job) {
-    JobSpec spec = job.spec;
+    const JobSpec& spec = job.spec;
     size_t s = route(spec);
     Scheduler& sched = *partitions_[s].scheduler;
     if (auto st = sched.submit(spec, now_); !st) {
