@@ -133,9 +133,6 @@ int main(int argc, char** argv) {
   rep->add_flag("--strict", replay.strict, "A malformed trace line is an error (default: skipped and counted)");
   rep->add_flag("--preemptible", replay.preemptible,
                 "The trace's jobs may be preempted (restarted from the start); default: not, as HPC jobs");
-  rep->add_flag("--skip-idle-cycles", replay.skip_idle_policy_cycles,
-                "Skip the policy's cycles where nothing happens and no timer expires: much faster, approximate "
-                "(default: one every [policy] interval, as the server runs them)");
   rep->add_flag("--json", replay.json, "Print the report as one JSON object");
   rep->add_flag("--quiet", replay.quiet, "No progress bar, no per-line notes");
   rep->add_option("--limit", replay.limit, "Replay only the first N jobs");

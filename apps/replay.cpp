@@ -256,7 +256,6 @@ int run_replay(const ReplayOptions& o) {
     auto machine = machine_of(o, *trace, *jobs);
     if (!machine) return fail(machine.error().message);
     auto setup = setup_of(config, nodes_of(*machine, default_pool));
-    setup.skip_idle_policy_cycles = o.skip_idle_policy_cycles;
     double capacity = 0;
     for (const auto& n : setup.nodes) capacity += static_cast<double>(n.capacity[core::dim::cpu]) / 1000.0;
     core::TimePoint span = jobs->empty() ? core::TimePoint{0} : jobs->back().spec.submit_time;

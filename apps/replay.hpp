@@ -23,9 +23,6 @@ struct ReplayOptions {
   /// Jobs may be preempted (and restarted from the beginning); off by
   /// default: a trace's parallel jobs are HPC jobs that do not survive it.
   bool preemptible = false;
-  /// Skip the policy cycles across stretches where nothing happens
-  /// (core::replay::ReplaySetup::skip_idle_policy_cycles: faster, approximate).
-  bool skip_idle_policy_cycles = false;
   bool json = false;
   bool quiet = false;
   /// Replay only the first N jobs of the trace (0: all).

@@ -342,6 +342,9 @@ class Scheduler {
   void for_each_releasing(const std::function<void(TaskRef, NodeId, const Resources&)>& f) const;
   /// Calls f for every job, in id order.
   void for_each_job(const std::function<void(const JobRecord&)>& f) const { table_.for_each_in_id_order(f); }
+  void for_each_unfinished_job(const std::function<void(const JobRecord&)>& f) const {
+    table_.for_each_unfinished_in_id_order(f);
+  }
   /// Checks that every job's task counts add up and every task is in exactly
   /// one state; returns the first problem found.
   Status check_accounting() const { return table_.check_accounting(); }

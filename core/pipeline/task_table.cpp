@@ -36,7 +36,18 @@ Expected<JobRecord*> TaskTable::add(JobRecord job) {
   job.requeued.clear();
   job.tasks.clear();
   pending_tasks_ += job.spec.count;
+  list_unfinished(id);
   return &jobs_.emplace(id, std::move(job)).first->second;
+}
+
+void TaskTable::list_unfinished(JobId id) {
+  // Ids mostly arrive in order: an append.
+  if (unfinished_ids_.empty() || unfinished_ids_.back() < id) {
+    unfinished_ids_.push_back(id);
+    return;
+  }
+  auto at = std::lower_bound(unfinished_ids_.begin(), unfinished_ids_.end(), id);
+  if (at == unfinished_ids_.end() || *at != id) unfinished_ids_.insert(at, id);
 }
 
 JobRecord* TaskTable::find(JobId id) {
@@ -82,7 +93,11 @@ void TaskTable::set_state(JobRecord& j, TaskIndex t, TaskState s) {
   if (s == TaskState::pending) ++pending_tasks_;
   --j.by_state[static_cast<size_t>(r.state)];
   ++j.by_state[static_cast<size_t>(s)];
+  // A task back from a final state (a preempted one requeued) makes a
+  // finished job unfinished again, and one the index dropped must return.
+  bool revived = r.state >= TaskState::succeeded && s < TaskState::succeeded;
   r.state = s;
+  if (revived) list_unfinished(j.spec.id);
 }
 
 std::vector<TaskIndex> TaskTable::take_pending(JobRecord& j, uint32_t n) {
@@ -154,6 +169,19 @@ void TaskTable::for_each_in_id_order(const std::function<void(const JobRecord&)>
   for (const auto& [id, j] : jobs_) ids.push_back(id);
   std::sort(ids.begin(), ids.end());
   for (auto id : ids) f(jobs_.at(id));
+}
+
+void TaskTable::for_each_unfinished_in_id_order(const std::function<void(const JobRecord&)>& f) const {
+  size_t finished = 0;
+  for (JobId id : unfinished_ids_) {
+    const JobRecord& j = jobs_.at(id);
+    if (j.finished())
+      ++finished;
+    else
+      f(j);
+  }
+  if (finished * 2 <= unfinished_ids_.size()) return;
+  std::erase_if(unfinished_ids_, [&](JobId id) { return jobs_.at(id).finished(); });
 }
 
 Status TaskTable::check_accounting() const {

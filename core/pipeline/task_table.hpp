@@ -184,6 +184,9 @@ class TaskTable {
 
   /// Calls f for every job, in id order.
   void for_each_in_id_order(const std::function<void(const JobRecord&)>& f) const;
+  /// Calls f for every job not finished, in id order: the policy's snapshot
+  /// reads only those, each cycle, while finished jobs pile up for status.
+  void for_each_unfinished_in_id_order(const std::function<void(const JobRecord&)>& f) const;
   /// Every job's counts add up, and every task is in exactly one state.
   Status check_accounting() const;
 
@@ -195,6 +198,12 @@ class TaskTable {
   uint64_t running_tasks_ = 0;
   bool track_holders_ = false;
   std::set<JobId> holders_;
+  /// Ids of unfinished jobs, sorted, plus finished ones not yet dropped: a
+  /// job is dropped when a walk finds it finished and the finished make up
+  /// half the list, so keeping it costs nothing on the task-state path.
+  /// (A walk compacting an index is still a const walk of the jobs.)
+  mutable std::vector<JobId> unfinished_ids_;
+  void list_unfinished(JobId id);
 };
 
 }  // namespace claimsched::core

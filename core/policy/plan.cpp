@@ -155,6 +155,16 @@ class Planner {
     return node_order_[n];
   }
 
+  /// Node n runs a task, not job c's, that may be preempted (what
+  /// find_victims's eligible() asks first of every victim).
+  bool runs_preemptible_work(uint32_t n, uint32_t c) const {
+    for (uint32_t a : m_.nodes[n].allocs) {
+      const auto& alloc = m_.allocs[a];
+      if (!removed_[a] && alloc.job != c && !alloc.info->landing && m_.jobs[alloc.job].preemptible) return true;
+    }
+    return false;
+  }
+
   /// True if allocation x is a better victim than y.
   bool prefer(uint32_t x, uint32_t y) const {
     const auto& a = m_.allocs[x];
@@ -376,6 +386,9 @@ class Planner {
       taken.emplace_back(j, 0);
       return taken.back().second;
     };
+    // Most nodes of a cluster of jobs that cannot be preempted have no
+    // victim at all: say so before sorting and sizing anything.
+    if (!need.fits_in(free_[n]) && !runs_preemptible_work(n, c)) return std::nullopt;
     const auto& cand = m_.jobs[c];
     // A job that starves only through a pool takes from outside that pool.
     uint32_t starving_pool = kNone;

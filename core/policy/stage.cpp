@@ -67,6 +67,114 @@ bool below(const std::vector<PoolSpec>& pools, const std::string& pool, const st
 
 void PolicyStage::observe(JobId job, bool initialized, std::optional<PredictionInfo> prediction) {
   observed_[job] = {initialized, std::move(prediction)};
+  observed_since_cycle_ = true;
+}
+
+namespace {
+
+/// Folds values into a 64-bit hash (splitmix64's finaliser on each step).
+class InputHash {
+ public:
+  void add(uint64_t v) {
+    h_ = (h_ ^ v) * 0xbf58476d1ce4e5b9ULL;
+    h_ ^= h_ >> 31;
+  }
+  void add(const Resources& r) {
+    for (size_t d = 0; d < kMaxDimensions; ++d) add(static_cast<uint64_t>(r[static_cast<DimensionId>(d)]));
+  }
+  void add(const std::string& s) { add(std::hash<std::string>{}(s)); }
+  uint64_t value() const { return h_; }
+
+ private:
+  uint64_t h_ = 0x9e3779b97f4a7c15ULL;
+};
+
+}  // namespace
+
+uint64_t PolicyStage::input_fingerprint(const Scheduler& scheduler) const {
+  // Field by field what snapshot_of reads, in its order; the configuration
+  // is fixed for the stage's life and the clock is left out on purpose.
+  const ClusterView& view = scheduler.view();
+  InputHash h;
+  scheduler.for_each_releasing([&](TaskRef task, NodeId node, const Resources& r) {
+    h.add(task.job.value);
+    h.add(task.index);
+    h.add(node.value);
+    h.add(r);
+  });
+  for (const auto& [id, c] : scheduler.window().claims()) {
+    h.add(c.request.job.value);
+    h.add(c.request.node.value);
+    for (auto t : c.request.tasks) h.add(t);
+  }
+  for (const auto& [job, hold] : scheduler.reservations().all()) {
+    h.add(job.value);
+    for (const auto& p : hold.parts) {
+      h.add(p.node);
+      h.add(p.tasks);
+    }
+  }
+  for (NodeIndex n = 0; n < view.node_count(); ++n) {
+    const NodeView& v = view.node(n);
+    h.add(v.id.value);
+    h.add(v.pool);
+    h.add(v.capacity);
+    h.add(v.available());
+    h.add(static_cast<uint64_t>(v.state));
+    for (const auto& label : v.labels) h.add(label);
+  }
+  const SchedulerConfig& sc = scheduler.config();
+  scheduler.for_each_unfinished_job([&](const JobRecord& j) {
+    if (j.cancelled) return;
+    h.add(j.spec.id.value);
+    h.add(j.pending());
+    h.add(j.held());
+    h.add(j.queue.state == QueueState::gated);
+    h.add(j.initialized);
+    if (sc.classes[j.class_index].prediction) {
+      h.add(j.observed.starts);
+      h.add(j.observed.successes);
+      h.add(static_cast<uint64_t>(j.observed.start_time.count()));
+      h.add(static_cast<uint64_t>(j.observed.run_time.count()));
+    }
+    if (const JobNotes* n = scheduler.notes(j.spec.id))
+      h.add(n->fragmented && n->waits == WaitCause::no_room && j.queue.state == QueueState::waiting_for_capacity);
+    for (TaskIndex t = 0; t < j.tasks.size(); ++t) {
+      const TaskRecord& r = j.tasks[t];
+      if (r.state != TaskState::running || !r.node) continue;
+      h.add(t);
+      h.add(*r.node);
+      h.add(static_cast<uint64_t>(r.started.count()));
+      h.add(r.initialized);
+    }
+  });
+  return h.value();
+}
+
+bool PolicyStage::due(const Scheduler& scheduler, TimePoint now) const {
+  if (!ran_ || acted_ || observed_since_cycle_) return true;
+  if (input_fingerprint(scheduler) != input_seen_) return true;
+  return next_timer() <= now;
+}
+
+TimePoint PolicyStage::next_timer() const {
+  const auto& pre = config_.settings.preemption;
+  std::set<Duration> timeouts{pre.fair_share_starvation_timeout, pre.fair_share_aggressive_starvation_timeout};
+  for (const auto& pool : config_.pools) {
+    if (auto t = pool.overrides.fair_share_starvation_timeout) timeouts.insert(*t);
+    if (auto t = pool.overrides.fair_share_aggressive_starvation_timeout) timeouts.insert(*t);
+  }
+  TimePoint next = kNever;
+  auto consider = [&](TimePoint at) {
+    if (at > last_cycle_) next = std::min(next, at);
+  };
+  for (const auto& [_, since] : state_.job_below_fair_share_since)
+    for (Duration d : timeouts) consider(since + d);
+  for (const auto& [_, since] : state_.pool_below_fair_share_since)
+    for (Duration d : timeouts) consider(since + d);
+  for (const auto& [_, since] : state_.node_last_preemptive_scheduling)
+    if (since < input_since_) consider(since + pre.preemptive_scheduling_backoff);
+  return next;
 }
 
 Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) const {
@@ -133,8 +241,8 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
     info.labels = v.labels;
     snap.nodes.push_back(std::move(info));
   }
-  scheduler.for_each_job([&](const JobRecord& j) {
-    if (j.finished() || j.cancelled) return;
+  scheduler.for_each_unfinished_job([&](const JobRecord& j) {
+    if (j.cancelled) return;
     JobInfo info;
     info.id = j.spec.id;
     info.name = j.spec.name;
@@ -209,9 +317,15 @@ Expected<CycleResult> PolicyStage::rank(Scheduler& scheduler, TimePoint now) {
 }
 
 Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, Outbox& out) {
+  uint64_t input = input_fingerprint(scheduler);
   auto result = run_cycle(snapshot_of(scheduler, now), scheduler.view(), state_, false);
   if (!result) return result.error();
   state_ = result->next_state;
+  if (!ran_ || input != input_seen_ || observed_since_cycle_) input_since_ = now;
+  ran_ = true;
+  input_seen_ = input;
+  last_cycle_ = now;
+  observed_since_cycle_ = false;
   CycleSummary summary;
   std::set<TaskRef> taken;
   for (const Removal& r : result->plan.removals) {
@@ -256,6 +370,7 @@ Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, O
       ++summary.skipped;
   }
   apply_marks(scheduler, *result, summary);
+  acted_ = summary.preemptions + summary.evictions + summary.held > 0;
   last_ = std::move(*result);
   return summary;
 }

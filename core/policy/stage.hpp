@@ -84,6 +84,20 @@ class PolicyStage {
   /// One cycle: snapshot, run_cycle, hand the decisions to the scheduler
   /// (releases go to `out`).
   Expected<CycleSummary> cycle(Scheduler& scheduler, TimePoint now, Outbox& out);
+
+  /// Whether a cycle at `now` could decide anything: the first cycle, one
+  /// after a cycle that acted, or one whose input (what snapshot_of reads,
+  /// or what was observed) differs from the last cycle's, or a timer of the
+  /// state passed since (next_timer). Otherwise it would decide what the
+  /// last one did, and the server and the replay both skip it: a partition
+  /// where nothing happens costs no cycles, and both skip the same ones.
+  bool due(const Scheduler& scheduler, TimePoint now) const;
+  /// When the state's timers can next change a decision with the input as
+  /// it is: a job or pool below its fair share reaches a starvation timeout,
+  /// or the preemptive backoff ends of a node last looked at with another
+  /// input (one looked at with this input would find what it found). kNever
+  /// when none can.
+  TimePoint next_timer() const;
   /// Ranks and caps only (no removals, no holds), without moving the timers:
   /// what a scheduler that ran the policy before would order its queue by.
   /// Returns the cycle's result (shares and statuses of the state as it is).
@@ -98,15 +112,32 @@ class PolicyStage {
   void observe(JobId job, bool initialized, std::optional<PredictionInfo> prediction);
   /// The task supports interruption (YTsaurus: a preempted one gets a signal
   /// and allocation_preemption_timeout to finish).
-  void observe_interruptible(TaskRef task) { interruptible_.insert(task); }
+  void observe_interruptible(TaskRef task) {
+    observed_since_cycle_ |= interruptible_.insert(task).second;
+  }
   /// A node's name (the view keeps ids only).
-  void observe_name(NodeId node, std::string name) { names_[node] = std::move(name); }
+  void observe_name(NodeId node, std::string name) {
+    auto& known = names_[node];
+    observed_since_cycle_ |= known != name;
+    known = std::move(name);
+  }
 
  private:
   void apply_marks(Scheduler& scheduler, const CycleResult& result, CycleSummary& summary) const;
+  /// A hash of everything snapshot_of reads but the clock (mirrors it).
+  uint64_t input_fingerprint(const Scheduler& scheduler) const;
 
   PolicyConfig config_;
   PolicyState state_;
+  /// The last cycle (run by cycle()): when, on which input, whether it
+  /// took or held anything, and since when the input has been that one.
+  bool ran_ = false;
+  bool acted_ = false;
+  uint64_t input_seen_ = 0;
+  TimePoint last_cycle_{0};
+  TimePoint input_since_{0};
+  /// observe*() was called since the last cycle.
+  bool observed_since_cycle_ = false;
   std::optional<CycleResult> last_;
   std::map<JobId, std::pair<bool, std::optional<PredictionInfo>>> observed_;
   std::set<TaskRef> interruptible_;

@@ -61,7 +61,7 @@ class Engine {
 
   Status build() {
     for (const auto& config : setup_.partitions) {
-      partitions_.push_back(Partition{std::make_unique<Scheduler>(config), nullptr, kNever, kNever, TimePoint{0}, TimePoint{0}});
+      partitions_.push_back(Partition{std::make_unique<Scheduler>(config), nullptr, kNever, kNever});
       if (setup_.policy) partitions_.back().policy = std::make_unique<policy::PolicyStage>(*setup_.policy);
       for (const auto& pool : config.pools) owner_of_pool_[pool] = partitions_.size() - 1;
     }
@@ -159,10 +159,6 @@ class Engine {
     std::unique_ptr<policy::PolicyStage> policy;
     TimePoint wake;
     TimePoint policy_due;
-    /// When something last happened to it (an arrival, an end, a claim's
-    /// outcome, a job or pool starving), and when its policy last ran.
-    TimePoint changed_at{0};
-    TimePoint last_cycle{0};
   };
 
   /// No task runs or is being claimed anywhere.
@@ -207,14 +203,8 @@ class Engine {
     mark(s);
   }
 
-  /// Something happened to partition s: its pipeline takes a pass, and its
-  /// policy a cycle at its next interval.
-  void mark(size_t s) {
-    dirty_.insert(s);
-    auto& p = partitions_[s];
-    p.changed_at = now_;
-    if (p.policy && p.policy_due == kNever) p.policy_due = next_tick(s, now_);
-  }
+  /// Something happened to partition s: its pipeline takes a pass (flush).
+  void mark(size_t s) { dirty_.insert(s); }
 
   /// The first policy tick after t (ticks every interval from the start).
   TimePoint next_tick(size_t s, TimePoint t) const {
@@ -223,92 +213,42 @@ class Engine {
     return origin_ + k * interval;
   }
 
+  /// A policy tick of partition s: a cycle when the stage says one could
+  /// decide anything (PolicyStage::due, the server's rule too); then the
+  /// next tick after the stage's next timer, or sooner when something
+  /// happens to the partition (flush).
   void run_policy(size_t s) {
     auto& p = partitions_[s];
-    if (starvation_passed(s)) p.changed_at = now_;
-    p.last_cycle = now_;
-    Outbox out;
-    auto summary = p.policy->cycle(*p.scheduler, now_, out);
-    ++result_.policy_cycles;
-    if (!summary) {
-      result_.problem = "policy cycle failed: " + summary.error().message;
-      p.policy_due = kNever;
-      return;
+    auto& stage = *p.policy;
+    if (stage.due(*p.scheduler, now_)) {
+      Outbox out;
+      auto summary = stage.cycle(*p.scheduler, now_, out);
+      ++result_.policy_cycles;
+      if (!summary) {
+        result_.problem = "policy cycle failed: " + summary.error().message;
+        p.policy_due = kNever;
+        return;
+      }
+      dirty_.insert(s);
+      drain(s, out);
     }
-    dirty_.insert(s);
-    drain(s, out);
-    bool acted = summary->preemptions + summary->evictions + summary->held > 0;
-    p.policy_due = acted || !setup_.skip_idle_policy_cycles ? next_tick(s, now_) : next_timer(s);
-  }
-
-  /// The starvation timeouts in force (the settings', and each pool's own).
-  std::set<Duration> starvation_timeouts(size_t s) const {
-    const auto& stage = *partitions_[s].policy;
-    const auto& settings = stage.config().settings.preemption;
-    std::set<Duration> timeouts{settings.fair_share_starvation_timeout,
-                                settings.fair_share_aggressive_starvation_timeout};
-    for (const auto& pool : stage.config().pools) {
-      if (auto t = pool.overrides.fair_share_starvation_timeout) timeouts.insert(*t);
-      if (auto t = pool.overrides.fair_share_aggressive_starvation_timeout) timeouts.insert(*t);
-    }
-    return timeouts;
-  }
-
-  /// Calls f(t) for every time a job or pool below its fair share reaches a
-  /// starvation timeout.
-  template <typename F>
-  void for_each_starvation_time(size_t s, F&& f) const {
-    auto timeouts = starvation_timeouts(s);
-    const auto& state = partitions_[s].policy->state();
-    for (const auto& [_, since] : state.job_below_fair_share_since)
-      for (Duration d : timeouts) f(since + d);
-    for (const auto& [_, since] : state.pool_below_fair_share_since)
-      for (Duration d : timeouts) f(since + d);
-  }
-
-  /// Some job or pool became starving (or aggressively so) since the last cycle.
-  bool starvation_passed(size_t s) const {
-    const auto& p = partitions_[s];
-    bool passed = false;
-    for_each_starvation_time(s, [&](TimePoint at) { passed |= at > p.last_cycle && at <= now_; });
-    return passed;
-  }
-
-  /// When the policy's timers can next change a decision: a job or pool
-  /// below its fair share reaches a starvation timeout, or the preemptive
-  /// backoff of a node ends that was last looked at before the state last
-  /// changed (a node looked at since saw the state as it is: looking again
-  /// finds what it found). Until then, with nothing happening, a cycle
-  /// decides what the last one did.
-  TimePoint next_timer(size_t s) const {
-    const auto& p = partitions_[s];
-    TimePoint next = kNever;
-    auto consider = [&](TimePoint at) {
-      if (at > now_) next = std::min(next, at);
-    };
-    for_each_starvation_time(s, consider);
-    Duration backoff = p.policy->config().settings.preemption.preemptive_scheduling_backoff;
-    for (const auto& [_, since] : p.policy->state().node_last_preemptive_scheduling)
-      if (since < p.changed_at) consider(since + backoff);
-    return next == kNever ? kNever : next_tick(s, next - Duration{1});
+    TimePoint timer = stage.next_timer();
+    p.policy_due = timer == kNever ? kNever : std::max(next_tick(s, timer - Duration{1}), next_tick(s, now_));
   }
 
   /// A pass of partition s's pipeline and everything it sends, until it has
   /// nothing more to send; then its wake-up for work that waits for time.
   void flush(size_t s) {
     auto& p = partitions_[s];
-    uint64_t placed = p.scheduler->stats().placements;
     for (int round = 0; round < 64; ++round) {
       Outbox out;
       p.scheduler->schedule(now_, out);
       if (out.empty()) break;
       drain(s, out);
     }
-    // What runs changed: the fair shares and the policy's view with it.
-    if (p.scheduler->stats().placements != placed && p.policy) {
-      p.changed_at = now_;
-      if (p.policy_due == kNever) p.policy_due = next_tick(s, now_);
-    }
+    // Something happened to it: the policy looks at the next tick whether
+    // its input changed (PolicyStage::due).
+    if (p.policy) p.policy_due = std::min(p.policy_due, next_tick(s, now_));
     TimePoint wake = p.scheduler->next_wakeup();
     p.wake = wake <= now_ ? now_ + Duration{1} : wake;
   }

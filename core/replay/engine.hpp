@@ -11,8 +11,10 @@
 // Time moves from one event to the next: a job's arrival, a task's end (its
 // recorded run time, or its requested time where it is killed), a
 // scheduler's wake-up (a backoff, a parked job's next look) and the policy's
-// cycles. The policy runs at its interval as the scheduler actor runs it
-// (ReplaySetup::skip_idle_policy_cycles trades that exactness for speed).
+// cycles. The policy ticks at its interval and runs a cycle on the ticks the
+// scheduler actor runs one (PolicyStage::due: its input changed, it acted
+// last time, or a timer passed), so what the replay decides is what the
+// server would.
 
 #include <cstdint>
 #include <functional>
@@ -35,15 +37,6 @@ struct ReplaySetup {
   std::optional<policy::PolicyConfig> policy;
   /// The machine (ids 1..N in order); each node's pool belongs to one partition.
   std::vector<NodeSpec> nodes;
-  /// Skip the policy's cycles across stretches where nothing happened and
-  /// none of its timers expires, instead of running one every interval as
-  /// the server does. Much faster, but not exact: a cycle's plan also depends
-  /// on which nodes are out of their preemptive backoff and on the room it
-  /// held, so a skipped cycle may have started a waiting job sooner (on the
-  /// first 2,000 jobs of the KTH trace with fair share the mean wait came
-  /// out 15% longer). Exact for gangs that cannot be preempted on the tests'
-  /// traces.
-  bool skip_idle_policy_cycles = false;
 
   Status validate() const;
 };

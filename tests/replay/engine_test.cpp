@@ -115,8 +115,9 @@ TEST(ReplayEngine, FairShareLetsTheSecondUserAheadOfTheFirstUsersBacklog) {
   EXPECT_EQ(wait_of(*fair, 2), 90);
   EXPECT_EQ(outcome(*fair, 1).end_s, 300);
   EXPECT_GT(fair->policy_cycles, 0u);
-  // One cycle a second while anything runs or waits.
-  EXPECT_GE(fair->policy_cycles, 299u);
+  // A cycle on the ticks where its input changed (arrivals, starts, ends),
+  // as the server runs them: not one a second for 300 s.
+  EXPECT_LE(fair->policy_cycles, 12u);
   EXPECT_EQ(fair->outcomes[0].preemptions + fair->outcomes[1].preemptions, 0u);
 }
 
@@ -166,46 +167,6 @@ TEST(ReplayEngine, TheSameTraceReplaysTheSameWay) {
     EXPECT_EQ(a->outcomes[i].end_s, b->outcomes[i].end_s) << "job " << a->outcomes[i].number;
   }
   EXPECT_EQ(a->unfinished, 0u);
-}
-
-// With skip_idle_policy_cycles the engine skips policy cycles across
-// stretches where nothing happens and no timer of the policy expires. On
-// this trace of gangs that cannot be preempted it gives the schedule a cycle
-// at every interval (what the server does) gives; on the KTH trace it does
-// not (the option says so), which is why it is not the default.
-TEST(ReplayEngine, SkippingIdlePolicyCyclesChangesNoDecision) {
-  std::vector<ReplayJob> jobs;
-  uint64_t x = 777;
-  for (uint64_t i = 1; i <= 120; ++i) {
-    x = x * 6364136223846793005ULL + 1442695040888963407ULL;
-    jobs.push_back(job(i, "u" + std::to_string(x % 5), static_cast<int64_t>(i * 11 + (x >> 50) % 40),
-                       1 + (x >> 33) % 4, 5 + static_cast<int64_t>((x >> 40) % 200), true,
-                       static_cast<int64_t>((x >> 20) % 300)));
-    jobs.back().spec.preemptible = false;
-  }
-  std::stable_sort(jobs.begin(), jobs.end(),
-                   [](const ReplayJob& a, const ReplayJob& b) { return a.spec.submit_time < b.spec.submit_time; });
-  auto setup = machine(6, true);
-  setup.policy->settings.preemption.fair_share_starvation_timeout = seconds(20);
-  setup.policy->settings.preemption.fair_share_aggressive_starvation_timeout = seconds(60);
-  setup.skip_idle_policy_cycles = true;
-  auto skipping = replay(setup, jobs);
-  setup.skip_idle_policy_cycles = false;
-  auto every = replay(setup, jobs);
-  ASSERT_TRUE(skipping) << skipping.error().message;
-  ASSERT_TRUE(every) << every.error().message;
-  ASSERT_EQ(skipping->problem, "");
-  // Some job waited (the policy had something to decide) and most cycles were skipped.
-  uint64_t waited = 0;
-  for (const auto& o : every->outcomes) waited += o.start_s && *o.start_s > o.submit_s;
-  EXPECT_GT(waited, 10u);
-  EXPECT_LT(skipping->policy_cycles * 10, every->policy_cycles);
-  for (size_t i = 0; i < every->outcomes.size(); ++i) {
-    const auto& a = skipping->outcomes[i];
-    const auto& b = every->outcomes[i];
-    EXPECT_EQ(a.start_s, b.start_s) << "job " << a.number;
-    EXPECT_EQ(a.end_s, b.end_s) << "job " << a.number;
-  }
 }
 
 TEST(ReplayEngine, UnsortedJobsAreAnError) {
