@@ -154,9 +154,12 @@ void ClusterView::reindex(NodeIndex n) {
   Resources now_available = usable ? v.available() : CapacityIndex::unavailable();
   const Resources& before = index.available(v.slot);
   if (!now_available.fits_in(before)) grew_ = true;
-  // Unusable slots hold unavailable() (negative): they add nothing.
-  if (!(before == CapacityIndex::unavailable())) pool.total_available -= before;
-  if (usable) pool.total_available += now_available;
+  // Unusable slots hold unavailable() (negative): they add nothing. A node
+  // briefly below zero in some dimension (its report and our claims both
+  // count a claim) adds nothing there either: the total bounds what the
+  // pool's nodes can take, and a negative part would lower it under that.
+  if (!(before == CapacityIndex::unavailable())) pool.total_available -= before.max(Resources{});
+  if (usable) pool.total_available += now_available.max(Resources{});
   index.update(v.slot, now_available);
 }
 

@@ -582,7 +582,18 @@ void Scheduler::place_whole(JobRecord& j, TimePoint now, Outbox& out) {
     }
     planned = wanted;
   }
-  while (planned < wanted) {
+  // A gang wider than all the room in reach fails however it is planned:
+  // one placement says which way (no room now, or never), not one per node.
+  Resources reach = view_.pool(j.pool).total_available;
+  if (req.subpools)
+    for (uint32_t p : view_.pool(j.pool).descendants) reach += view_.pool(p).total_available;
+  bool too_wide = planned < wanted && !j.spec.per_task.times(wanted).fits_in(reach);
+  if (too_wide) {
+    req.tasks_wanted = wanted;
+    auto result = place(view_, req, config_.classes[j.class_index].placement);
+    verdict = result.verdict == PlacementVerdict::fit ? PlacementVerdict::unschedulable : result.verdict;
+  }
+  while (!too_wide && planned < wanted) {
     req.tasks_wanted = wanted - planned;
     auto result = place(view_, req, config_.classes[j.class_index].placement);
     if (result.verdict != PlacementVerdict::fit) {
