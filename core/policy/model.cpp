@@ -117,11 +117,15 @@ Status validate(const Snapshot& snap) {
       return invalid("user '" + u.name + "': allotment must not be negative");
   }
 
-  std::unordered_map<uint32_t, const NodeInfo*> nodes;
-  for (const auto& n : snap.nodes) {
-    if (!nodes.emplace(n.id.value, &n).second)
-      return make_error(Errc::duplicate, "node " + std::to_string(n.id.value) + " is defined twice");
-  }
+  // Sorted ids, not a map: this runs every policy cycle.
+  std::vector<uint32_t> node_ids;
+  node_ids.reserve(snap.nodes.size());
+  for (const auto& n : snap.nodes) node_ids.push_back(n.id.value);
+  std::sort(node_ids.begin(), node_ids.end());
+  for (size_t i = 1; i < node_ids.size(); ++i)
+    if (node_ids[i] == node_ids[i - 1])
+      return make_error(Errc::duplicate, "node " + std::to_string(node_ids[i]) + " is defined twice");
+  auto is_node = [&](NodeId id) { return std::binary_search(node_ids.begin(), node_ids.end(), id.value); };
   for (const auto& n : snap.nodes) {
     std::string what = "node " + std::to_string(n.id.value);
     if (n.pool.empty()) return invalid(what + ": pool is required");
@@ -175,7 +179,7 @@ Status validate(const Snapshot& snap) {
       for (size_t k = 0; k < i && j.allocations.size() <= 64; ++k)
         if (j.allocations[k].index == a.index)
           return make_error(Errc::duplicate, awhat() + " is listed twice");
-      if (!nodes.count(a.node.value))
+      if (!is_node(a.node))
         return make_error(Errc::unknown_name,
                           awhat() + ": node " + std::to_string(a.node.value) + " is not a node");
       if (a.start > snap.now) return invalid(awhat() + ": start is after now");

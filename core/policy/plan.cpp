@@ -155,6 +155,15 @@ class Planner {
     return node_order_[n];
   }
 
+  /// A preemptive stage on node n could do something for one of `cands`
+  /// (the aggressive stage's are among them): one fits in the room left, or
+  /// the node runs preemptible work.
+  bool stage_may_act(uint32_t n, const std::vector<uint32_t>& cands) const {
+    for (uint32_t c : cands)
+      if (m_.jobs[c].per_task.fits_in(free_[n])) return true;
+    return runs_preemptible_work(n, kNone);
+  }
+
   /// Node n runs a task, not job c's, that may be preempted (what
   /// find_victims's eligible() asks first of every victim).
   bool runs_preemptible_work(uint32_t n, uint32_t c) const {
@@ -660,13 +669,23 @@ class Planner {
     // A node's candidates are bound to its pool or (preemptible work) an ancestor.
     std::vector<std::vector<uint32_t>> by_pool(m_.pools.size());
     for (uint32_t j : starving) by_pool[m_.jobs[j].pool].push_back(j);
+    // Who is a (non-aggressive) candidate changes only when a stage places
+    // or preempts: asked again then, not per node.
+    std::vector<char> candidate(m_.jobs.size(), 0);
+    auto refresh = [&] {
+      for (uint32_t j : starving) candidate[j] = starving_candidate(j, false);
+    };
+    refresh();
     for (uint32_t n = 0; n < m_.nodes.size(); ++n) {
       if (!m_.nodes[n].schedulable) continue;
       auto local = [&](bool aggressive) {
         std::vector<uint32_t> out;
         for (uint32_t p = m_.nodes[n].pool; p != kNone; p = m_.pools[p].parent)
           for (uint32_t j : by_pool[p])
-            if (starving_candidate(j, aggressive) && may_use(j, n)) out.push_back(j);
+            if ((aggressive ? starving_candidate(j, true) : candidate[j]) && may_use(j, n)) out.push_back(j);
+        return out;
+      };
+      auto in_stage_order = [&](std::vector<uint32_t> out) {
         std::sort(out.begin(), out.end(), [&](uint32_t x, uint32_t y) {
           bool sx = m_.nodes[n].pool != m_.jobs[x].pool, sy = m_.nodes[n].pool != m_.jobs[y].pool;
           if (sx != sy) return !sx;  // residents of the node's pool first
@@ -687,8 +706,13 @@ class Planner {
       }
       stage_ran_.push_back(n);
       for (uint32_t j : cands) ++tried_nodes[j];
-      run_stage(n, cands, false);
-      run_stage(n, local(true), true);
+      // Looked at either way (its backoff starts); the stages themselves
+      // only where one could place or preempt.
+      if (!stage_may_act(n, cands)) continue;
+      size_t decided = plan_.stats.tasks_placed + plan_.removals.size();
+      run_stage(n, in_stage_order(std::move(cands)), false);
+      run_stage(n, in_stage_order(local(true)), true);
+      if (plan_.stats.tasks_placed + plan_.removals.size() != decided) refresh();
     }
     for (uint32_t j : starving) {
       if (placed_[j] > 0 || pending_[j] == 0) continue;
