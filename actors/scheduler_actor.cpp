@@ -511,8 +511,9 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         auto t = now(self);
         // A cycle with the input of the last and no timer passed would
         // decide what it decided (the replay skips the same cycles).
-        if (!st.policy->due(*st.core, t)) return;
-        auto summary = st.policy->cycle(*st.core, t, st.outbox);
+        auto checked = st.policy->check(*st.core, t);
+        if (!checked.due) return;
+        auto summary = st.policy->cycle(*st.core, t, st.outbox, &checked);
         if (!summary) {
           spdlog::error("{}: policy cycle failed: {}", st.log_name, summary.error().to_string());
           return;

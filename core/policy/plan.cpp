@@ -155,15 +155,6 @@ class Planner {
     return node_order_[n];
   }
 
-  /// A preemptive stage on node n could do something for one of `cands`
-  /// (the aggressive stage's are among them): one fits in the room left, or
-  /// the node runs preemptible work.
-  bool stage_may_act(uint32_t n, const std::vector<uint32_t>& cands) const {
-    for (uint32_t c : cands)
-      if (m_.jobs[c].per_task.fits_in(free_[n])) return true;
-    return runs_preemptible_work(n, kNone);
-  }
-
   /// Node n runs a task, not job c's, that may be preempted (what
   /// find_victims's eligible() asks first of every victim).
   bool runs_preemptible_work(uint32_t n, uint32_t c) const {
@@ -678,11 +669,16 @@ class Planner {
     refresh();
     for (uint32_t n = 0; n < m_.nodes.size(); ++n) {
       if (!m_.nodes[n].schedulable) continue;
-      auto local = [&](bool aggressive) {
-        std::vector<uint32_t> out;
+      // Calls f(j) for each candidate for node n, without collecting them:
+      // on most nodes no stage can act, and a list per node is what costs.
+      auto for_each_local = [&](bool aggressive, auto&& f) {
         for (uint32_t p = m_.nodes[n].pool; p != kNone; p = m_.pools[p].parent)
           for (uint32_t j : by_pool[p])
-            if ((aggressive ? starving_candidate(j, true) : candidate[j]) && may_use(j, n)) out.push_back(j);
+            if ((aggressive ? starving_candidate(j, true) : candidate[j]) && may_use(j, n)) f(j);
+      };
+      auto local = [&](bool aggressive) {
+        std::vector<uint32_t> out;
+        for_each_local(aggressive, [&](uint32_t j) { out.push_back(j); });
         return out;
       };
       auto in_stage_order = [&](std::vector<uint32_t> out) {
@@ -693,24 +689,30 @@ class Planner {
         });
         return out;
       };
-      auto cands = local(false);
-      if (cands.empty()) continue;
+      uint32_t count = 0;
+      bool one_fits = false;
+      for_each_local(false, [&](uint32_t j) {
+        ++count;
+        one_fits = one_fits || m_.jobs[j].per_task.fits_in(free_[n]);
+      });
+      if (count == 0) continue;
       auto last = std::lower_bound(state_.node_last_preemptive_scheduling.begin(),
                                    state_.node_last_preemptive_scheduling.end(), m_.nodes[n].info->id,
                                    [](const auto& e, NodeId id) { return e.first < id; });
       if (last != state_.node_last_preemptive_scheduling.end() && last->first == m_.nodes[n].info->id &&
           last->second <= m_.now && m_.now - last->second < pre_.preemptive_scheduling_backoff) {
         ++plan_.stats.nodes_in_backoff;
-        for (uint32_t j : cands) ++backoff_nodes[j];
+        for_each_local(false, [&](uint32_t j) { ++backoff_nodes[j]; });
         continue;
       }
       stage_ran_.push_back(n);
-      for (uint32_t j : cands) ++tried_nodes[j];
+      for_each_local(false, [&](uint32_t j) { ++tried_nodes[j]; });
       // Looked at either way (its backoff starts); the stages themselves
-      // only where one could place or preempt.
-      if (!stage_may_act(n, cands)) continue;
+      // only where one could place (a candidate fits the room left) or
+      // preempt (the node runs preemptible work).
+      if (!one_fits && !runs_preemptible_work(n, kNone)) continue;
       size_t decided = plan_.stats.tasks_placed + plan_.removals.size();
-      run_stage(n, in_stage_order(std::move(cands)), false);
+      run_stage(n, in_stage_order(local(false)), false);
       run_stage(n, in_stage_order(local(true)), true);
       if (plan_.stats.tasks_placed + plan_.removals.size() != decided) refresh();
     }

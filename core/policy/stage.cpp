@@ -6,6 +6,7 @@
 #include <set>
 
 #include "core/policy/engine.hpp"
+#include "core/random.hpp"
 #include "core/policy/util.hpp"
 #include "core/policy/policy.hpp"
 
@@ -72,21 +73,21 @@ void PolicyStage::observe(JobId job, bool initialized, std::optional<PredictionI
 
 namespace {
 
-/// Folds values into a 64-bit hash (splitmix64's finaliser on each step).
+/// A 64-bit hash of a sequence of values: each value is mixed with its
+/// position on its own and the results summed, so the values hash in
+/// parallel rather than in one chain (this runs at every policy tick).
 class InputHash {
  public:
-  void add(uint64_t v) {
-    h_ = (h_ ^ v) * 0xbf58476d1ce4e5b9ULL;
-    h_ ^= h_ >> 31;
-  }
+  void add(uint64_t v) { sum_ += mix64(v ^ (position_++ * 0x9e3779b97f4a7c15ULL)); }
   void add(const Resources& r) {
     for (size_t d = 0; d < kMaxDimensions; ++d) add(static_cast<uint64_t>(r[static_cast<DimensionId>(d)]));
   }
   void add(const std::string& s) { add(std::hash<std::string>{}(s)); }
-  uint64_t value() const { return h_; }
+  uint64_t value() const { return mix64(sum_ ^ position_); }
 
  private:
-  uint64_t h_ = 0x9e3779b97f4a7c15ULL;
+  uint64_t sum_ = 0;
+  uint64_t position_ = 0;
 };
 
 }  // namespace
@@ -151,10 +152,11 @@ uint64_t PolicyStage::input_fingerprint(const Scheduler& scheduler) const {
   return h.value();
 }
 
-bool PolicyStage::due(const Scheduler& scheduler, TimePoint now) const {
-  if (!ran_ || acted_ || observed_since_cycle_) return true;
-  if (input_fingerprint(scheduler) != input_seen_) return true;
-  return next_timer() <= now;
+PolicyStage::Check PolicyStage::check(const Scheduler& scheduler, TimePoint now) const {
+  Check c;
+  c.input = input_fingerprint(scheduler);
+  c.due = !ran_ || acted_ || observed_since_cycle_ || c.input != input_seen_ || next_timer() <= now;
+  return c;
 }
 
 TimePoint PolicyStage::next_timer() const {
@@ -316,8 +318,8 @@ Expected<CycleResult> PolicyStage::rank(Scheduler& scheduler, TimePoint now) {
   return result;
 }
 
-Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, Outbox& out) {
-  uint64_t input = input_fingerprint(scheduler);
+Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, Outbox& out, const Check* checked) {
+  uint64_t input = checked ? checked->input : input_fingerprint(scheduler);
   auto result = run_cycle(snapshot_of(scheduler, now), scheduler.view(), state_, false);
   if (!result) return result.error();
   state_ = result->next_state;

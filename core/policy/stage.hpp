@@ -81,9 +81,18 @@ class PolicyStage {
   /// held room, as running).
   Snapshot snapshot_of(const Scheduler& scheduler, TimePoint now) const;
 
+  /// Whether a cycle is due (see due()), and the hash of the input it would
+  /// see, which cycle() takes rather than hashing it again.
+  struct Check {
+    bool due = true;
+    uint64_t input = 0;
+  };
+  Check check(const Scheduler& scheduler, TimePoint now) const;
+
   /// One cycle: snapshot, run_cycle, hand the decisions to the scheduler
-  /// (releases go to `out`).
-  Expected<CycleSummary> cycle(Scheduler& scheduler, TimePoint now, Outbox& out);
+  /// (releases go to `out`). `checked`: check() of the scheduler as it is
+  /// now (nothing changed it since), to spare hashing its input again.
+  Expected<CycleSummary> cycle(Scheduler& scheduler, TimePoint now, Outbox& out, const Check* checked = nullptr);
 
   /// Whether a cycle at `now` could decide anything: the first cycle, one
   /// after a cycle that acted, or one whose input (what snapshot_of reads,
@@ -91,7 +100,7 @@ class PolicyStage {
   /// state passed since (next_timer). Otherwise it would decide what the
   /// last one did, and the server and the replay both skip it: a partition
   /// where nothing happens costs no cycles, and both skip the same ones.
-  bool due(const Scheduler& scheduler, TimePoint now) const;
+  bool due(const Scheduler& scheduler, TimePoint now) const { return check(scheduler, now).due; }
   /// When the state's timers can next change a decision with the input as
   /// it is: a job or pool below its fair share reaches a starvation timeout,
   /// or the preemptive backoff ends of a node last looked at with another

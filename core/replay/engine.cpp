@@ -220,9 +220,9 @@ class Engine {
   void run_policy(size_t s) {
     auto& p = partitions_[s];
     auto& stage = *p.policy;
-    if (stage.due(*p.scheduler, now_)) {
+    if (auto checked = stage.check(*p.scheduler, now_); checked.due) {
       Outbox out;
-      auto summary = stage.cycle(*p.scheduler, now_, out);
+      auto summary = stage.cycle(*p.scheduler, now_, out, &checked);
       ++result_.policy_cycles;
       if (!summary) {
         result_.problem = "policy cycle failed: " + summary.error().message;
