@@ -657,24 +657,68 @@ class Planner {
       if (starving_candidate(j, false)) starving.push_back(j);
     if (starving.empty()) return;
     std::vector<uint32_t> tried_nodes(m_.jobs.size(), 0), backoff_nodes(m_.jobs.size(), 0);
-    // A node's candidates are bound to its pool or (preemptible work) an ancestor.
-    std::vector<std::vector<uint32_t>> by_pool(m_.pools.size());
-    for (uint32_t j : starving) by_pool[m_.jobs[j].pool].push_back(j);
+    // A node's candidates are bound to its pool or (preemptible work) an
+    // ancestor. Those without constraints are the same on every usable
+    // node of a pool: one group per pool, counted per node instead of
+    // walked per node (the walk, nodes x starving jobs, is what costs).
+    std::vector<std::vector<uint32_t>> by_pool(m_.pools.size()), constrained_by_pool(m_.pools.size());
+    for (uint32_t j : starving)
+      (m_.jobs[j].info->constraints.empty() ? by_pool : constrained_by_pool)[m_.jobs[j].pool].push_back(j);
     // Who is a (non-aggressive) candidate changes only when a stage places
     // or preempts: asked again then, not per node.
     std::vector<char> candidate(m_.jobs.size(), 0);
+    struct Group {
+      bool built = false;
+      std::vector<uint32_t> members;
+      /// Element-wise least task of the members: if it does not fit, none does.
+      Resources least;
+      uint32_t tried = 0, in_backoff = 0;
+    };
+    std::vector<Group> groups(m_.pools.size());
+    auto group_of = [&](uint32_t pool) -> Group& {
+      Group& g = groups[pool];
+      if (g.built) return g;
+      g.built = true;
+      g.members.clear();
+      for (uint32_t p = pool; p != kNone; p = m_.pools[p].parent)
+        for (uint32_t j : by_pool[p]) {
+          const auto& job = m_.jobs[j];
+          // may_use's pool rule, the node's own part asked per node.
+          bool pool_ok = job.preemptible ? m_.in_subtree(pool, job.domain) : pool == job.domain;
+          if (!candidate[j] || !pool_ok) continue;
+          g.least = g.members.empty() ? job.per_task : g.least.min(job.per_task);
+          g.members.push_back(j);
+        }
+      return g;
+    };
+    auto settle_groups = [&] {
+      for (auto& g : groups) {
+        for (uint32_t j : g.members) {
+          tried_nodes[j] += g.tried;
+          backoff_nodes[j] += g.in_backoff;
+        }
+        g = Group{};
+      }
+    };
     auto refresh = [&] {
+      settle_groups();
       for (uint32_t j : starving) candidate[j] = starving_candidate(j, false);
     };
     refresh();
     for (uint32_t n = 0; n < m_.nodes.size(); ++n) {
       if (!m_.nodes[n].schedulable) continue;
-      // Calls f(j) for each candidate for node n, without collecting them:
-      // on most nodes no stage can act, and a list per node is what costs.
+      // What may_use asks of the node itself.
+      if (vnode_[n] == kNone || view_.node(vnode_[n]).state != NodeState::up) continue;
       auto for_each_local = [&](bool aggressive, auto&& f) {
         for (uint32_t p = m_.nodes[n].pool; p != kNone; p = m_.pools[p].parent)
-          for (uint32_t j : by_pool[p])
-            if ((aggressive ? starving_candidate(j, true) : candidate[j]) && may_use(j, n)) f(j);
+          for (const auto* list : {&by_pool[p], &constrained_by_pool[p]})
+            for (uint32_t j : *list)
+              if ((aggressive ? starving_candidate(j, true) : candidate[j]) && may_use(j, n)) f(j);
+      };
+      auto for_each_constrained = [&](auto&& f) {
+        for (uint32_t p = m_.nodes[n].pool; p != kNone; p = m_.pools[p].parent)
+          for (uint32_t j : constrained_by_pool[p])
+            if (candidate[j] && may_use(j, n)) f(j);
       };
       auto local = [&](bool aggressive) {
         std::vector<uint32_t> out;
@@ -689,9 +733,16 @@ class Planner {
         });
         return out;
       };
-      uint32_t count = 0;
+      Group& group = group_of(m_.nodes[n].pool);
+      size_t count = group.members.size();
       bool one_fits = false;
-      for_each_local(false, [&](uint32_t j) {
+      if (count > 0 && group.least.fits_in(free_[n]))
+        for (uint32_t j : group.members)
+          if (m_.jobs[j].per_task.fits_in(free_[n])) {
+            one_fits = true;
+            break;
+          }
+      for_each_constrained([&](uint32_t j) {
         ++count;
         one_fits = one_fits || m_.jobs[j].per_task.fits_in(free_[n]);
       });
@@ -702,11 +753,13 @@ class Planner {
       if (last != state_.node_last_preemptive_scheduling.end() && last->first == m_.nodes[n].info->id &&
           last->second <= m_.now && m_.now - last->second < pre_.preemptive_scheduling_backoff) {
         ++plan_.stats.nodes_in_backoff;
-        for_each_local(false, [&](uint32_t j) { ++backoff_nodes[j]; });
+        ++group.in_backoff;
+        for_each_constrained([&](uint32_t j) { ++backoff_nodes[j]; });
         continue;
       }
       stage_ran_.push_back(n);
-      for_each_local(false, [&](uint32_t j) { ++tried_nodes[j]; });
+      ++group.tried;
+      for_each_constrained([&](uint32_t j) { ++tried_nodes[j]; });
       // Looked at either way (its backoff starts); the stages themselves
       // only where one could place (a candidate fits the room left) or
       // preempt (the node runs preemptible work).
@@ -716,6 +769,7 @@ class Planner {
       run_stage(n, in_stage_order(local(true)), true);
       if (plan_.stats.tasks_placed + plan_.removals.size() != decided) refresh();
     }
+    settle_groups();
     for (uint32_t j : starving) {
       if (placed_[j] > 0 || pending_[j] == 0) continue;
       const auto& job = m_.jobs[j];
