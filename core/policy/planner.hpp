@@ -1,0 +1,195 @@
+#pragma once
+
+// The planner behind plan_cycle (plan.cpp; see there for its steps): the
+// policy's own bookkeeping of what a cycle frees and takes. Internal to
+// core/policy: plan.cpp holds the corrections, requests and reasons,
+// plan_preemption.cpp the victims, the preemptive stages and
+// defragmentation.
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "core/capacity_index.hpp"
+#include "core/duration.hpp"
+#include "core/policy/engine.hpp"
+#include "core/policy/util.hpp"
+
+namespace claimsched::core::policy::planning {
+
+inline std::string fmt_share(Share s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.4f", share_to_double(s));
+  return buf;
+}
+
+inline std::string fmt_tasks(Share fair, Share delta) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", delta > 0 ? static_cast<double>(fair) / static_cast<double>(delta) : 0.0);
+  return buf;
+}
+
+inline std::string fmt_ratio(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.2f", v);
+  return buf;
+}
+
+inline std::string job_label(const ModelJob& j) { return "job " + std::to_string(j.info->id.value); }
+
+inline std::string node_label(const ModelNode& n) {
+  return n.info->name.empty() ? "node " + std::to_string(n.info->id.value) : "node " + n.info->name;
+}
+
+class Planner {
+ public:
+  Planner(const Model& m, const ClusterView& view, const PolicyState& state, PolicyState& next,
+          std::vector<std::string>& reasons)
+      : m_(m), view_(view), pre_(m.snapshot->settings.preemption), state_(state), next_(next), reasons_(reasons) {}
+
+  Plan run();
+
+ private:
+  // ---------------------------------------------------------------- state
+  void init();
+
+  /// Node n's allocations, best victim first (sorted on first use: most nodes
+  /// are never searched for victims).
+  const std::vector<uint32_t>& victims_on(uint32_t n);
+
+  /// Node n runs a task, not job c's, that may be preempted (what
+  /// find_victims's eligible() asks first of every victim).
+  bool runs_preemptible_work(uint32_t n, uint32_t c) const;
+
+  /// True if allocation x is a better victim than y.
+  bool prefer(uint32_t x, uint32_t y) const;
+
+  void add_pool_usage(uint32_t pool, const Resources& r, int sign);
+
+  /// How many more tasks of job j the resource_limits of its pools allow.
+  int64_t limits_headroom(uint32_t j) const;
+
+  /// May job j run on node n at all: the node is in the pools the job may
+  /// use (its own; preemptible work also the subpools) and passes the
+  /// placement engine's filter.
+  bool may_use(uint32_t j, uint32_t n) const;
+
+  /// How many tasks of `per_task` node n takes in `room` (the engine's count:
+  /// resources and the node's starting limit).
+  uint32_t fitting(uint32_t n, const Resources& per_task, const Resources& room, uint32_t limit) const;
+
+  /// Satisfaction order: usage/fair of x below that of y (fair 0 = infinite).
+  bool less_satisfied(uint32_t x, uint32_t y) const;
+
+  /// Placement order: best priority first, then least satisfied, then submit time, then id.
+  bool before(uint32_t x, uint32_t y) const;
+
+  // ---------------------------------------------------------------- actions
+  void remove(uint32_t a, RemovalKind kind, RemovalReason reason, std::optional<uint32_t> preemptor, std::string pool,
+              std::string detail);
+
+  void place(uint32_t j, uint32_t n, uint32_t count, Stage stage, const Resources& per_task,
+             std::vector<TaskRef> waits_for = {});
+
+  // ---------------------------------------------------------------- 1-3: corrections
+  void evict_outside();
+
+  static bool helps(const Resources& r, const Resources& have, const Resources& need);
+
+  void fix_overcommitted_nodes();
+
+  void fix_pool_limits();
+
+  // ---------------------------------------------------------------- victims
+  struct VictimSet {
+    std::vector<uint32_t> allocs;
+    Share cost = 0;
+  };
+
+  /// The minimal set of allocations on node n whose removal lets one task of
+  /// `per_task` (or `count` of them) start: candidates newest first (squatters
+  /// first), then those not needed dropped. `mode` says who may be a victim.
+  enum class Mode { starvation, aggressive, defragmentation, request };
+
+  std::optional<VictimSet> find_victims(uint32_t n, uint32_t c, const Resources& need, Mode mode);
+
+  /// kNone if job c's own starvation is enough for the stage; otherwise the
+  /// lowest pool above it that starves enough (YTsaurus: a job below its fair
+  /// share starves with its pool, and then preempts outside that pool, since
+  /// what its pool lacks is held by others).
+  uint32_t inherited_from(uint32_t c, bool aggressive) const;
+
+  std::string starving_text(uint32_t c) const;
+
+  std::vector<TaskRef> commit_victims(const VictimSet& v, uint32_t c, RemovalReason reason, const std::string& why);
+
+  // ---------------------------------------------------------------- 4: non-preemptible requests
+  void place_non_preemptible();
+
+  void place_reserve(uint32_t j);
+
+  // ---------------------------------------------------------------- 5: fragmentation
+  /// Could one task of job j fit the free room of its pools, in all?
+  bool room_somewhere(uint32_t j) const;
+
+  /// Would the placement engine find a node with room for one task of job j?
+  /// (Asked once per task shape and pool: the answer is the same for all.)
+  bool node_room(uint32_t j);
+
+  /// DUCC's fragmentation: a job with a fair share of at least one task that
+  /// the queue could not give even one, although the free room of its pools
+  /// held one in all (no node had it whole) when the queue looked, or does now.
+  void find_fragmented();
+
+  // ---------------------------------------------------------------- 6: preemptive stages
+  bool starving_candidate(uint32_t j, bool aggressive) const;
+
+  void preemptive_stages();
+
+  /// One preemptive stage on node n: at most one new allocation.
+  void run_stage(uint32_t n, const std::vector<uint32_t>& cands, bool aggressive);
+
+  // ---------------------------------------------------------------- 7: defragmentation
+  void defragment();
+
+  // ---------------------------------------------------------------- state, reasons
+  void update_backoff();
+
+  std::string cap_text(const ModelJob& j) const;
+
+  void finish();
+
+  const Model& m_;
+  const ClusterView& view_;
+  const PreemptionSettings& pre_;
+  const PolicyState& state_;
+  PolicyState& next_;
+  std::vector<std::string>& reasons_;
+  Plan plan_;
+  std::vector<Resources> free_;
+  std::vector<Resources> pool_free_;
+  std::vector<int64_t> running_, pending_;
+  std::vector<int32_t> priority_;
+  std::vector<Share> usage_;
+  std::vector<uint32_t> placed_, removed_count_;
+  std::vector<std::string> notes_;
+  std::vector<char> removed_;
+  std::vector<Resources> pool_usage_;
+  std::vector<uint32_t> preorder_pos_, subtree_end_;
+  std::vector<std::vector<uint32_t>> node_order_;
+  std::vector<char> node_sorted_;
+  std::vector<uint32_t> stage_ran_;
+  std::vector<char> fragmented_;
+  /// The view's node of each model node (kNone: not in the view).
+  std::vector<uint32_t> vnode_;
+  /// node_room's answers by (shape, pool, preemptible).
+  std::vector<std::tuple<Resources, uint32_t, bool, bool>> room_cache_;
+};
+
+}  // namespace claimsched::core::policy::planning
