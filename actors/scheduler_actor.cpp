@@ -324,7 +324,15 @@ void arm_tick(self_ptr self) {
 
 /// The offset from this actor's clock to the wall clock: views leave with
 /// wall-clock times, which mean something to a user and to another process.
-core::Duration to_wall(self_ptr self) { return wall_now() - now(self); }
+/// Measured afresh it moves by some nanoseconds each time, so two views of
+/// an unchanged job would differ (and an HTTP poller's ETag with them): it is
+/// kept until the wall clock really moves (an NTP step) by more than 1 ms.
+core::Duration to_wall(self_ptr self) {
+  auto measured = wall_now() - now(self);
+  auto& kept = self->state.wall_offset;
+  if (!kept || std::chrono::abs(measured - *kept) > std::chrono::milliseconds(1)) kept = measured;
+  return *kept;
+}
 
 core::JobView wall_clock_view(core::JobView v, core::Duration offset) {
   auto shift = [&](core::TimePoint& t) {
@@ -542,6 +550,7 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         auto offset = to_wall(self);
         core.for_each_job([&](const core::JobRecord& j) {
           if (!filter.user.empty() && j.spec.user != filter.user) return;
+          if (filter.older_than.value != 0 && j.spec.id.value >= filter.older_than.value) return;
           if (auto v = core.job_view(j.spec.id, false)) {
             auto view = wall_clock_view(std::move(*v), offset);
             if (core::matches(filter, view)) out.push_back(std::move(view));

@@ -1,5 +1,8 @@
 #include "apps/client_json.hpp"
 
+#include <algorithm>
+#include <tuple>
+
 #include "messages/json_views.hpp"
 
 namespace claimsched::apps {
@@ -88,6 +91,43 @@ json node_json(const core::NodeStatus& n) {
           {"free", n.snapshot.free.to_string()},
           {"labels", n.spec.labels},
           {"silent_ms", n.silent_ms}};
+}
+
+json jobs_json(const std::vector<core::JobView>& jobs) {
+  auto list = json::array();
+  for (const auto& v : jobs) list.push_back(job_json(v));
+  return list;
+}
+
+json nodes_json(std::vector<core::NodeStatus> nodes) {
+  std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.spec.name, a.spec.id) < std::tie(b.spec.name, b.spec.id);
+  });
+  auto list = json::array();
+  for (const auto& n : nodes) list.push_back(node_json(n));
+  return list;
+}
+
+core::Expected<json> document_json(const std::string& doc, std::string_view what) {
+  auto j = json::parse(doc, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return core::make_error(core::Errc::corrupt, "the server sent " + std::string(what) + " that is not JSON");
+  return j;
+}
+
+core::Expected<json> pools_json(const std::vector<std::string>& docs) {
+  json partitions = json::array();
+  for (const auto& d : docs) {
+    auto j = document_json(d, "pools");
+    if (!j) return j.error();
+    partitions.push_back(std::move(*j));
+  }
+  return json{{"partitions", std::move(partitions)}};
+}
+
+core::JobFilter queue_filter(core::JobFilter filter) {
+  if (filter.states.empty()) filter.states = {core::JobState::pending, core::JobState::waiting, core::JobState::running};
+  return filter;
 }
 
 }  // namespace claimsched::apps

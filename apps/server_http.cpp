@@ -1,0 +1,71 @@
+#include "apps/server_http.hpp"
+
+#include <httplib.h>
+
+#include <caf/all.hpp>
+#include <cstdio>
+
+#include "apps/http_api.hpp"
+#include "messages/errors.hpp"
+
+namespace claimsched::apps {
+
+namespace {
+
+/// How long an HTTP request waits for the gateway.
+constexpr auto kAskTimeout = std::chrono::seconds(5);
+
+/// Asks the gateway `xs...` from an HTTP thread; the answer or its error.
+template <class T, class... Ts>
+core::Expected<T> ask(caf::actor_system& sys, const actors::gateway_actor& gateway, Ts&&... xs) {
+  caf::scoped_actor self{sys};
+  core::Expected<T> out = core::make_error(core::Errc::unavailable, "the gateway did not answer");
+  self->request(gateway, kAskTimeout, std::forward<Ts>(xs)...)
+      .receive([&](T& value) { out = std::move(value); },
+               [&](caf::error& err) { out = messages::from_caf_error(err, &sys); });
+  return out;
+}
+
+ClusterReader gateway_reader(caf::actor_system& sys, actors::gateway_actor gw) {
+  ClusterReader r;
+  r.jobs = [&sys, gw](const core::JobFilter& filter) {
+    return ask<std::vector<core::JobView>>(sys, gw, actors::history_atom::value, filter);
+  };
+  r.job = [&sys, gw](core::JobId id) { return ask<core::JobView>(sys, gw, actors::status_atom::value, id); };
+  r.explain = [&sys, gw](core::JobId id) { return ask<std::string>(sys, gw, actors::explain_atom::value, id); };
+  r.nodes = [&sys, gw] { return ask<std::vector<core::NodeStatus>>(sys, gw, actors::nodes_atom::value); };
+  r.pools = [&sys, gw] { return ask<std::vector<std::string>>(sys, gw, actors::pools_atom::value); };
+  r.members = [&sys, gw] { return ask<std::string>(sys, gw, actors::members_atom::value); };
+  r.changes = [&sys, gw] { return ask<uint64_t>(sys, gw, actors::changes_atom::value); };
+  return r;
+}
+
+void add_api(httplib::Server& server, ClusterReader reader) {
+  server.Get(R"(/api(/.*)?)", [reader = std::move(reader)](const httplib::Request& req, httplib::Response& res) {
+    ApiRequest request{req.path, {req.params.begin(), req.params.end()}, req.get_header_value("If-None-Match")};
+    ApiAnswer answer = answer_api(reader, request);
+    res.status = answer.status;
+    for (auto& [name, value] : answer.headers) res.set_header(name, value);
+    // Always revalidate: the ETag makes that cheap.
+    res.set_header("Cache-Control", "no-cache");
+    if (answer.status != 304) res.set_content(std::move(answer.body), "application/json");
+  });
+}
+
+}  // namespace
+
+core::Expected<std::unique_ptr<HttpEndpoint>> serve_http(caf::actor_system& sys, const ClusterConfig& config,
+                                                         actors::gateway_actor gateway) {
+  if (!config.http.enabled) return std::unique_ptr<HttpEndpoint>();
+  auto metrics = [&sys, gateway] { return ask<std::string>(sys, gateway, actors::metrics_atom::value); };
+  auto endpoint = HttpEndpoint::start(config.http.host, config.http.port, metrics, [&](httplib::Server& server) {
+    add_api(server, gateway_reader(sys, gateway));
+  });
+  if (!endpoint) return endpoint.error();
+  std::printf("claimsched server http on %s:%u (GET /metrics, /api/v1/)\n", config.http.host.c_str(),
+              static_cast<unsigned>((*endpoint)->port()));
+  std::fflush(stdout);
+  return endpoint;
+}
+
+}  // namespace claimsched::apps
