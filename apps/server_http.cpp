@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "apps/http_api.hpp"
+#include "apps/web_assets.hpp"
 #include "messages/errors.hpp"
 
 namespace claimsched::apps {
@@ -52,6 +53,19 @@ void add_api(httplib::Server& server, ClusterReader reader) {
   });
 }
 
+/// The dashboard: its files from the binary; / is index.html.
+void add_dashboard(httplib::Server& server) {
+  for (const WebAsset& asset : web_assets()) {
+    auto serve = [&asset](const httplib::Request&, httplib::Response& res) {
+      res.set_content(asset.body.data(), asset.body.size(), std::string(asset.content_type));
+      // A new binary serves a new dashboard: the browser asks each time.
+      res.set_header("Cache-Control", "no-cache");
+    };
+    server.Get(std::string(asset.path), serve);
+    if (asset.path == "/index.html") server.Get("/", serve);
+  }
+}
+
 }  // namespace
 
 core::Expected<std::unique_ptr<HttpEndpoint>> serve_http(caf::actor_system& sys, const ClusterConfig& config,
@@ -60,9 +74,10 @@ core::Expected<std::unique_ptr<HttpEndpoint>> serve_http(caf::actor_system& sys,
   auto metrics = [&sys, gateway] { return ask<std::string>(sys, gateway, actors::metrics_atom::value); };
   auto endpoint = HttpEndpoint::start(config.http.host, config.http.port, metrics, [&](httplib::Server& server) {
     add_api(server, gateway_reader(sys, gateway));
+    add_dashboard(server);
   });
   if (!endpoint) return endpoint.error();
-  std::printf("claimsched server http on %s:%u (GET /metrics, /api/v1/)\n", config.http.host.c_str(),
+  std::printf("claimsched server http on %s:%u (GET /metrics, /api/v1/, the dashboard at /)\n", config.http.host.c_str(),
               static_cast<unsigned>((*endpoint)->port()));
   std::fflush(stdout);
   return endpoint;

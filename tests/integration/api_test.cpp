@@ -142,6 +142,24 @@ TEST_F(ApiTest, PagesJobsNewestFirstAndSaysWhenNothingChanged) {
   EXPECT_NE(changed->get_header_value("ETag"), etag);
 }
 
+TEST_F(ApiTest, TheDashboardIsServedFromTheBinaryAndAsksOnlyThisServer) {
+  auto page = client->Get("/");
+  ASSERT_TRUE(page);
+  EXPECT_EQ(page->status, 200);
+  EXPECT_TRUE(page->get_header_value("Content-Type").starts_with("text/html")) << page->get_header_value("Content-Type");
+  EXPECT_NE(page->body.find("<script src=\"/app.js\">"), std::string::npos) << page->body;
+  for (const char* path : {"/app.js", "/style.css"}) {
+    auto res = client->Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 200) << path;
+    // Nothing from the internet: no absolute URL in what the browser loads.
+    EXPECT_EQ(res->body.find("http://"), std::string::npos) << path;
+    EXPECT_EQ(res->body.find("https://"), std::string::npos) << path;
+  }
+  EXPECT_NE(client->Get("/app.js")->body.find("/api/v1/queue"), std::string::npos);
+  EXPECT_EQ(client->Get("/nothing.js")->status, 404);
+}
+
 TEST_F(ApiTest, BadRequestsAreJsonErrorsThatSayWhatWasWrong) {
   struct Case {
     std::string path;
