@@ -287,7 +287,7 @@ int run_jobs(ClientSession& s, const ClientOptions& o, bool queue) {
   auto jobs = s.history(filter);
   if (!jobs) return fail(jobs.error());
   if (o.json) {
-    std::printf("%s\n", jobs_json(*jobs).dump().c_str());
+    std::printf("%s\n", jobs_json(*jobs).c_str());
     return kExitOk;
   }
   if (jobs->empty()) {

@@ -58,7 +58,7 @@ struct ApiAnswer {
 /// {"error": {"status", "code", "message"}} that says what was wrong.
 ApiAnswer answer_api(const ClusterReader& reader, const ApiRequest& request);
 
-/// The FNV-1a hash of `body` as a quoted strong ETag.
+/// A 64-bit FNV-1a hash of `body` (word by word) as a quoted strong ETag.
 std::string etag_of(const std::string& body);
 
 }  // namespace claimsched::apps

@@ -49,7 +49,11 @@ void add_api(httplib::Server& server, ClusterReader reader) {
     for (auto& [name, value] : answer.headers) res.set_header(name, value);
     // Always revalidate: the ETag makes that cheap.
     res.set_header("Cache-Control", "no-cache");
-    if (answer.status != 304) res.set_content(std::move(answer.body), "application/json");
+    if (answer.status != 304) {
+      // Moved, not copied as set_content would: a full job list is megabytes.
+      res.body = std::move(answer.body);
+      res.set_header("Content-Type", "application/json");
+    }
   });
 }
 
