@@ -4,6 +4,7 @@
 
 #include <caf/all.hpp>
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
 #include "apps/http_api.hpp"
 #include "apps/web_assets.hpp"
@@ -70,6 +71,31 @@ void add_dashboard(httplib::Server& server) {
   }
 }
 
+/// The API is read-only: another method is refused in JSON, as a bad GET
+/// is; any other unknown address says where things are.
+void add_refusals(httplib::Server& server) {
+  auto read_only = [](const httplib::Request& req, httplib::Response& res) {
+    res.status = 405;
+    res.set_header("Allow", "GET");
+    res.set_content(nlohmann::json{{"error",
+                                    {{"status", 405},
+                                     {"code", "invalid_argument"},
+                                     {"message", req.method + " " + req.path + ": the API is read-only (GET)"}}}}
+                        .dump(),
+                    "application/json");
+  };
+  const std::string api = R"(/api(/.*)?)";
+  server.Post(api, read_only).Put(api, read_only).Patch(api, read_only).Delete(api, read_only);
+  auto elsewhere = [](const httplib::Request& req, httplib::Response& res) {
+    if (res.status != 404 || !res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    res.set_content("no such page: " + req.path +
+                        " (the dashboard is at /, the JSON API under /api/v1/, metrics at /metrics)\n",
+                    "text/plain; charset=utf-8");
+    return httplib::Server::HandlerResponse::Handled;
+  };
+  server.set_error_handler(httplib::Server::HandlerWithResponse(elsewhere));
+}
+
 }  // namespace
 
 core::Expected<std::unique_ptr<HttpEndpoint>> serve_http(caf::actor_system& sys, const ClusterConfig& config,
@@ -79,6 +105,7 @@ core::Expected<std::unique_ptr<HttpEndpoint>> serve_http(caf::actor_system& sys,
   auto endpoint = HttpEndpoint::start(config.http.host, config.http.port, metrics, [&](httplib::Server& server) {
     add_api(server, gateway_reader(sys, gateway));
     add_dashboard(server);
+    add_refusals(server);
   });
   if (!endpoint) return endpoint.error();
   std::printf("claimsched server http on %s:%u (GET /metrics, /api/v1/, the dashboard at /)\n", config.http.host.c_str(),

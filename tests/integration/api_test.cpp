@@ -187,6 +187,16 @@ TEST_F(ApiTest, BadRequestsAreJsonErrorsThatSayWhatWasWrong) {
     std::string message = body["error"].value("message", "");
     EXPECT_NE(message.find(c.says), std::string::npos) << c.path << ": " << message;
   }
+  // Read-only: another method is refused, in JSON too.
+  auto post = client->Post("/api/v1/jobs", "{}", "application/json");
+  ASSERT_TRUE(post);
+  EXPECT_EQ(post->status, 405);
+  EXPECT_EQ(post->get_header_value("Allow"), "GET");
+  EXPECT_NE(post->body.find("the API is read-only"), std::string::npos) << post->body;
+  auto elsewhere = client->Get("/nowhere");
+  ASSERT_TRUE(elsewhere);
+  EXPECT_EQ(elsewhere->status, 404);
+  EXPECT_NE(elsewhere->body.find("the dashboard is at /"), std::string::npos) << elsewhere->body;
   // Still serving.
   EXPECT_EQ(get("/api/v1/jobs").first, 200);
   EXPECT_TRUE(cluster.server().running());
