@@ -107,7 +107,9 @@ int main(int argc, char** argv) {
   srv->add_option("--data-dir", server.data_dir, "Override [storage] data_dir");
   srv->add_option("--name", server.name, "HA: this member's name (overrides [ha] name)");
   srv->add_option("--etcd", server.etcd, "HA: etcd endpoints, comma-separated (overrides [ha] etcd)");
-  srv->add_option("--http", server.http, "Serve GET /metrics on HOST:PORT (overrides [http] listen; port 0: any)");
+  srv->add_option("--http", server.http,
+                  "Serve /metrics, the JSON API (/api/v1/) and the dashboard (/) on HOST:PORT (overrides [http] "
+                  "listen; port 0: any)");
 
   claimsched::apps::AgentOptions agent;
   auto* agt = app.add_subcommand("agent", "Host this machine's node (or --simulate N) and run its tasks");
