@@ -22,6 +22,8 @@ async function api(path) {
   return {body, headers: res.headers};
 }
 
+/// An ISO 8601 UTC time as "2026-01-02 12:00:03Z" (null: "–").
+function when(iso) { return iso ? iso.replace("T", " ").replace(/\.\d+Z$/, "Z") : "–"; }
 function share(v) { return typeof v === "number" ? (100 * v).toFixed(1) + "%" : "–"; }
 function cls(prefix, v) { return `${prefix}-${esc(String(v || "").split(/[ (]/)[0])}`; }
 function table(headers, rows, id) {
@@ -138,7 +140,7 @@ function jobRows(list, policy) {
     return `<tr data-job="${esc(j.job)}"><td class="num">${jobLink(j.job)}</td><td>${esc(j.name || "–")}</td>` +
       `<td>${esc(j.user)}</td><td>${esc(j.class)}</td><td>${esc(j.pool)}</td>` +
       `<td class="${cls("state", j.state)}">${esc(j.state)}</td><td>${esc(taskCounts(j))}</td>` +
-      `<td>${esc(j.submitted_at || "–")}</td>` + (policy ? `<td class="reason">${esc(j.waiting || "–")}</td>` + fair : "") + `</tr>`;
+      `<td>${esc(when(j.submitted_at))}</td>` + (policy ? `<td class="reason">${esc(j.waiting || "–")}</td>` + fair : "") + `</tr>`;
   });
 }
 
@@ -174,12 +176,12 @@ async function job(id) {
   const v = j.body;
   const tasks = (v.tasks || []).map(t => `<tr><td class="num">${esc(t.index)}</td><td class="${cls("state", t.state)}">${esc(t.state)}</td>` +
     `<td>${nodeLink(t.node_name)}</td><td class="num">${esc(t.exit_code)}</td><td class="num">${esc(t.failures)}</td>` +
-    `<td class="num">${esc(t.losses)}</td><td>${esc(t.end ? t.end.text : "–")}</td></tr>`);
+    `<td class="num">${esc(t.losses)}</td><td class="text">${esc(t.end ? t.end.text : "–")}</td></tr>`);
   const placement = why && why.body.placement;
   return `<h1>Job ${esc(v.job)}${v.name ? " (" + esc(v.name) + ")" : ""}: <span id="job-state" class="${cls("state", v.state)}">${esc(v.state)}</span></h1>` +
     table(["User", "Class", "Pool", "Tasks", "Resources per task", "Submitted", "Started", "Finished"],
       [`<tr><td>${esc(v.user)}</td><td>${esc(v.class)}</td><td>${esc(v.pool)}</td><td>${esc(taskCounts(v))} (of ${esc(v.count)})</td>` +
-       `<td>${esc(v.resources)}</td><td>${esc(v.submitted_at || "–")}</td><td>${esc(v.started_at || "–")}</td><td>${esc(v.finished_at || "–")}</td></tr>`]) +
+       `<td>${esc(v.resources)}</td><td>${esc(when(v.submitted_at))}</td><td>${esc(when(v.started_at))}</td><td>${esc(when(v.finished_at))}</td></tr>`]) +
     (v.waiting ? `<h2>Why it waits</h2><p id="job-waiting">${esc(v.waiting)}</p>` : "") +
     (placement ? `<p class="muted">${esc(placement.verdict)}: ${esc(placement.summary)}</p>` : "") +
     (v.last_removal ? `<p>Last taken away: ${esc(v.last_removal)}</p>` : "") +
