@@ -318,6 +318,9 @@ using gateway_actor = caf::typed_actor<
     /// Local only (the HTTP endpoint): the Prometheus text of this server's
     /// partitions and nodes (gateway_metrics.hpp).
     caf::replies_to<metrics_atom>::with<std::string>,
+    /// Local only (the HTTP API's `since`): a number that moves whenever a
+    /// job's record does; 0 if unknown (gateway_metrics.hpp).
+    caf::replies_to<changes_atom>::with<uint64_t>,
     /// A partition this member owns: its scheduler, change feed and epoch (HA
     /// peers forward jobs to the one and follow the other); Errc::unavailable
     /// if it is not owned here.

@@ -628,6 +628,14 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         answer_metrics(self, promise);
         return promise;
       },
+      [=](changes_atom) -> caf::result<uint64_t> {
+        auto sender = self->current_sender();
+        if (!sender || sender->node() != self->node())
+          return error_of(core::Errc::invalid_argument, "the change counter is served over HTTP ([http] listen)");
+        auto promise = self->make_response_promise<uint64_t>();
+        answer_changes(self, promise);
+        return promise;
+      },
       [=](partition_atom, uint32_t id) -> caf::result<scheduler_actor, change_feed_actor, uint64_t> {
         auto* p = self->state.partition(core::PartitionId{id});
         if (!p) return error_of(core::Errc::unknown_name, "unknown partition " + std::to_string(id));

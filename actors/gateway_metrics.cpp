@@ -84,4 +84,38 @@ void answer_metrics(gateway_actor::stateful_pointer<gateway_state> self, caf::ty
             });
 }
 
+void answer_changes(gateway_actor::stateful_pointer<gateway_state> self, caf::typed_response_promise<uint64_t> promise) {
+  std::vector<scheduler_actor> local;
+  for (const auto& p : self->state.config.partitions) {
+    // A remote owner's writes are not seen from here.
+    if (!p.local || !p.scheduler) {
+      promise.deliver(uint64_t{0});
+      return;
+    }
+    local.push_back(p.scheduler);
+  }
+  struct Gathering {
+    uint64_t sum = 0;
+    size_t left = 0;
+    bool complete = true;
+  };
+  auto g = std::make_shared<Gathering>();
+  g->left = local.size();
+  if (local.empty()) {
+    promise.deliver(uint64_t{0});
+    return;
+  }
+  for (const auto& s : local)
+    self->request(s, std::chrono::seconds(2), status_atom::value)
+        .then(
+            [=](SchedulerStatus& status) mutable {
+              g->sum += status.durable_sequence + static_cast<uint64_t>(status.epoch);
+              if (--g->left == 0) promise.deliver(g->complete ? g->sum : uint64_t{0});
+            },
+            [=](caf::error&) mutable {
+              g->complete = false;
+              if (--g->left == 0) promise.deliver(uint64_t{0});
+            });
+}
+
 }  // namespace claimsched::actors

@@ -17,4 +17,11 @@ namespace claimsched::actors {
 /// and its local partitions' schedulers know now.
 void answer_metrics(gateway_actor::stateful_pointer<gateway_state> self, caf::typed_response_promise<std::string> promise);
 
+/// Answers `promise` with a number that moves whenever a job's record does
+/// (each local partition's durable write sequence plus its epoch, summed):
+/// the HTTP API's `since`, which lets a poller skip an unchanged list. 0 when
+/// a partition is owned elsewhere or does not answer: unknown, so the API
+/// answers in full.
+void answer_changes(gateway_actor::stateful_pointer<gateway_state> self, caf::typed_response_promise<uint64_t> promise);
+
 }  // namespace claimsched::actors

@@ -324,7 +324,15 @@ void arm_tick(self_ptr self) {
 
 /// The offset from this actor's clock to the wall clock: views leave with
 /// wall-clock times, which mean something to a user and to another process.
-core::Duration to_wall(self_ptr self) { return wall_now() - now(self); }
+/// Measured afresh it moves by some nanoseconds each time, so two views of
+/// an unchanged job would differ (and an HTTP poller's ETag with them): it is
+/// kept until the wall clock really moves (an NTP step) by more than 1 ms.
+core::Duration to_wall(self_ptr self) {
+  auto measured = wall_now() - now(self);
+  auto& kept = self->state.wall_offset;
+  if (!kept || std::chrono::abs(measured - *kept) > std::chrono::milliseconds(1)) kept = measured;
+  return *kept;
+}
 
 core::JobView wall_clock_view(core::JobView v, core::Duration offset) {
   auto shift = [&](core::TimePoint& t) {
@@ -540,19 +548,25 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         return out;
       },
       [=](history_atom, const core::JobFilter& filter) -> std::vector<core::JobView> {
-        // Newest first; with a limit only the newest that pass are kept.
-        std::vector<core::JobView> out;
+        // Newest first; with a limit, views are made only until the page is
+        // full (a page of 50 of 10,000 jobs makes about 50, not 10,000).
         const auto& core = *self->state.core;
-        auto offset = to_wall(self);
+        std::vector<core::JobId> ids;
         core.for_each_job([&](const core::JobRecord& j) {
           if (!filter.user.empty() && j.spec.user != filter.user) return;
-          if (auto v = core.job_view(j.spec.id, false)) {
+          if (!filter.pool.empty() && j.spec.pool != filter.pool) return;
+          if (filter.older_than.value != 0 && j.spec.id.value >= filter.older_than.value) return;
+          ids.push_back(j.spec.id);
+        });
+        std::vector<core::JobView> out;
+        auto offset = to_wall(self);
+        for (auto it = ids.rbegin(); it != ids.rend(); ++it) {
+          if (filter.limit > 0 && out.size() >= filter.limit) break;
+          if (auto v = core.job_view(*it, false)) {
             auto view = wall_clock_view(std::move(*v), offset);
             if (core::matches(filter, view)) out.push_back(std::move(view));
           }
-        });
-        std::reverse(out.begin(), out.end());
-        if (filter.limit > 0 && out.size() > filter.limit) out.resize(filter.limit);
+        }
         return out;
       },
       [=](nodes_atom) -> std::vector<core::NodeStatus> {

@@ -82,6 +82,9 @@ struct scheduler_state {
   /// Standbys hold every change up to this sequence (from the change feed).
   uint64_t replicated_sequence = 0;
   uint64_t durable_sequence = 0;
+  /// The offset from the actor's clock to the wall clock as last measured
+  /// (see to_wall in scheduler_actor.cpp); nullopt until first asked.
+  std::optional<core::Duration> wall_offset;
   uint32_t max_writes_in_flight = 2;
   uint64_t writes_submitted = 0;
   uint64_t writes_completed = 0;

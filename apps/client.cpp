@@ -26,6 +26,7 @@ void add_filters(CLI::App* c, ClientOptions& o) {
   c->add_option("--pool", o.filter_pool, "Only jobs of this pool");
   c->add_option("--since", o.since, "Only jobs submitted since: a duration ago (2h, 7d) or a local time");
   c->add_option("--limit", o.limit, "At most this many, the newest first (0: all)")->capture_default_str();
+  c->add_option("--after", o.after, "Only jobs older than this job id: the next page after one that ended with it");
 }
 
 }  // namespace

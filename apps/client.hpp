@@ -79,6 +79,8 @@ struct ClientOptions {
   std::string filter_pool;
   std::string since;
   uint32_t limit = 50;
+  /// Only jobs older than this one: the page after a page that ended with it.
+  uint64_t after = 0;
   // logs
   bool stderr_stream = false;
   uint32_t tail = 0;

@@ -277,8 +277,8 @@ int run_jobs(ClientSession& s, const ClientOptions& o, bool queue) {
     if (!st) return fail(kExitUsage, "--state: " + st.error().message);
     filter.states.push_back(*st);
   }
-  if (queue && filter.states.empty())
-    filter.states = {core::JobState::pending, core::JobState::waiting, core::JobState::running};
+  if (queue) filter = queue_filter(std::move(filter));
+  if (o.after > 0) filter.older_than = core::JobId{o.after};
   if (!o.since.empty()) {
     auto since = parse_since(o.since, wall_now());
     if (!since) return fail(kExitUsage, since.error().message);
@@ -287,9 +287,7 @@ int run_jobs(ClientSession& s, const ClientOptions& o, bool queue) {
   auto jobs = s.history(filter);
   if (!jobs) return fail(jobs.error());
   if (o.json) {
-    auto list = json::array();
-    for (const auto& v : *jobs) list.push_back(job_json(v));
-    std::printf("%s\n", list.dump().c_str());
+    std::printf("%s\n", jobs_json(*jobs).c_str());
     return kExitOk;
   }
   if (jobs->empty()) {
@@ -309,9 +307,7 @@ int run_nodes(ClientSession& s, const ClientOptions& o) {
     return std::tie(a.spec.name, a.spec.id) < std::tie(b.spec.name, b.spec.id);
   });
   if (o.json) {
-    auto list = json::array();
-    for (const auto& n : *nodes) list.push_back(node_json(n));
-    std::printf("%s\n", list.dump().c_str());
+    std::printf("%s\n", nodes_json(*nodes).dump().c_str());
     return kExitOk;
   }
   std::vector<std::vector<std::string>> rows{{"NAME", "POOL", "STATE", "CAPACITY", "FREE", "LAST HEARD"}};

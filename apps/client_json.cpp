@@ -1,19 +1,16 @@
 #include "apps/client_json.hpp"
 
+#include <algorithm>
+#include <charconv>
+#include <concepts>
+#include <cstdio>
+#include <tuple>
+
 #include "messages/json_views.hpp"
 
 namespace claimsched::apps {
 
 using nlohmann::json;
-
-namespace {
-
-json time_or_null(core::TimePoint wall) {
-  auto s = messages::iso_time(wall);
-  return s.empty() ? json(nullptr) : json(s);
-}
-
-}  // namespace
 
 json end_json(const core::TaskEnd& e) {
   if (e.reason == core::EndReason::none) return nullptr;
@@ -40,41 +37,172 @@ json task_json(const core::TaskView& t) {
   return j;
 }
 
-json job_json(const core::JobView& v) {
-  json by_state = json::object();
-  for (size_t s = 0; s < v.by_state.size(); ++s)
-    if (v.by_state[s] > 0) by_state[std::string(core::to_string(static_cast<core::TaskState>(s)))] = v.by_state[s];
-  json j{{"job", v.spec.id.value},
-         {"name", v.spec.name},
-         {"user", v.spec.user},
-         {"class", v.spec.job_class},
-         {"pool", v.spec.pool},
-         {"count", v.spec.count},
-         {"resources", v.spec.per_task.to_string()},
-         {"command", v.spec.command},
-         {"state", std::string(core::to_string(v.state))},
-         {"submitted_at", time_or_null(v.spec.submit_time)},
-         {"started_at", time_or_null(v.started_at)},
-         {"finished_at", time_or_null(v.finished_at)},
-         {"tasks_by_state", by_state},
-         {"waiting", v.reason},
-         {"last_removal", v.last_removal},
-         {"preemptions", v.preemptions},
-         {"evictions", v.evictions},
-         {"locks", v.spec.locks.to_string()},
-         {"queue_weight", v.queue_weight ? json(*v.queue_weight) : json(nullptr)},
-         {"queue_age_ticks", v.queue_weight ? json(v.queue_age_ticks) : json(nullptr)}};
-  // The same times as integers (the server's wall clock, ns since the
-  // epoch): scripts and benchmarks compare them with their own clock.
-  for (auto [key, t] : {std::pair{"submitted_at_ns", v.spec.submit_time}, std::pair{"started_at_ns", v.started_at},
-                        std::pair{"finished_at_ns", v.finished_at}})
-    j[key] = t == core::kNever || t.count() == 0 ? json(nullptr) : json(t.count());
-  bool ran = v.started_at != core::kNever && v.finished_at != core::kNever;
-  j["run_seconds"] = ran ? json(std::chrono::duration<double>(v.finished_at - v.started_at).count()) : json(nullptr);
-  if (!v.tasks.empty()) {
-    auto& list = j["tasks"] = json::array();
-    for (const auto& t : v.tasks) list.push_back(task_json(t));
+namespace {
+
+/// Appends JSON values exactly as nlohmann's dump() writes them (compact,
+/// UTF-8 as is, the same escapes and number forms), so a job written here
+/// reads the same as one built as a json object and dumped.
+struct Writer {
+  std::string& out;
+
+  /// The length of the UTF-8 sequence at s[i] (0: not valid UTF-8).
+  static size_t utf8_length(std::string_view s, size_t i) {
+    auto c = static_cast<unsigned char>(s[i]);
+    size_t n = (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (n == 0 || i + n > s.size()) return 0;
+    for (size_t k = 1; k < n; ++k)
+      if ((static_cast<unsigned char>(s[i + k]) & 0xC0) != 0x80) return 0;
+    return n;
   }
+
+  void string(std::string_view s) {
+    out += '"';
+    for (size_t i = 0; i < s.size(); ++i) {
+      char c = s[i];
+      if (static_cast<unsigned char>(c) >= 0x80) {
+        // A name in another encoding must not make the whole list unreadable:
+        // its bad bytes become U+FFFD, as nlohmann's `replace` handler does.
+        size_t n = utf8_length(s, i);
+        if (n == 0) {
+          out += "\xEF\xBF\xBD";
+        } else {
+          out.append(s.substr(i, n));
+          i += n - 1;
+        }
+        continue;
+      }
+      switch (c) {
+        case '"': out += "\\\""; break;
+        case '\\': out += "\\\\"; break;
+        case '\b': out += "\\b"; break;
+        case '\f': out += "\\f"; break;
+        case '\n': out += "\\n"; break;
+        case '\r': out += "\\r"; break;
+        case '\t': out += "\\t"; break;
+        default:
+          if (static_cast<unsigned char>(c) < 0x20) {
+            char escaped[8];
+            std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
+            out += escaped;
+          } else {
+            out += c;
+          }
+      }
+    }
+    out += '"';
+  }
+  void integer(std::integral auto n) {
+    char digits[24];
+    auto end = std::to_chars(digits, digits + sizeof digits, n).ptr;
+    out.append(digits, end);
+  }
+  /// Doubles are rare (two per job): nlohmann's own shortest form.
+  void real(double d) { out += json(d).dump(); }
+  void null() { out += "null"; }
+  /// `"key":`, after a comma unless it is the object's first.
+  void key(std::string_view k, bool first = false) {
+    if (!first) out += ',';
+    string(k);
+    out += ':';
+  }
+  void time_or_null(core::TimePoint wall) {
+    auto s = messages::iso_time(wall);
+    s.empty() ? null() : string(s);
+  }
+  void ns_or_null(core::TimePoint t) { t == core::kNever || t.count() == 0 ? null() : integer(t.count()); }
+};
+
+}  // namespace
+
+void append_job_json(std::string& out, const core::JobView& v) {
+  // Keys in the order nlohmann's objects keep them (sorted), so this is
+  // byte for byte what dumping the same object printed before.
+  Writer w{out};
+  out += '{';
+  w.key("class", true);
+  w.string(v.spec.job_class);
+  w.key("command");
+  out += '[';
+  for (size_t i = 0; i < v.spec.command.size(); ++i) {
+    if (i > 0) out += ',';
+    w.string(v.spec.command[i]);
+  }
+  out += ']';
+  w.key("count");
+  w.integer(v.spec.count);
+  w.key("evictions");
+  w.integer(v.evictions);
+  w.key("finished_at");
+  w.time_or_null(v.finished_at);
+  // The times also as integers (the server's wall clock, ns since the
+  // epoch): scripts and benchmarks compare them with their own clock.
+  w.key("finished_at_ns");
+  w.ns_or_null(v.finished_at);
+  w.key("job");
+  w.integer(v.spec.id.value);
+  w.key("last_removal");
+  w.string(v.last_removal);
+  w.key("locks");
+  w.string(v.spec.locks.to_string());
+  w.key("name");
+  w.string(v.spec.name);
+  w.key("pool");
+  w.string(v.spec.pool);
+  w.key("preemptions");
+  w.integer(v.preemptions);
+  w.key("queue_age_ticks");
+  v.queue_weight ? w.integer(v.queue_age_ticks) : w.null();
+  w.key("queue_weight");
+  v.queue_weight ? w.real(*v.queue_weight) : w.null();
+  w.key("resources");
+  w.string(v.spec.per_task.to_string());
+  w.key("run_seconds");
+  bool ran = v.started_at != core::kNever && v.finished_at != core::kNever;
+  ran ? w.real(std::chrono::duration<double>(v.finished_at - v.started_at).count()) : w.null();
+  w.key("started_at");
+  w.time_or_null(v.started_at);
+  w.key("started_at_ns");
+  w.ns_or_null(v.started_at);
+  w.key("state");
+  w.string(core::to_string(v.state));
+  w.key("submitted_at");
+  w.time_or_null(v.spec.submit_time);
+  w.key("submitted_at_ns");
+  w.ns_or_null(v.spec.submit_time);
+  if (!v.tasks.empty()) {
+    w.key("tasks");
+    out += '[';
+    for (size_t i = 0; i < v.tasks.size(); ++i) {
+      if (i > 0) out += ',';
+      out += task_json(v.tasks[i]).dump();
+    }
+    out += ']';
+  }
+  w.key("tasks_by_state");
+  std::vector<std::pair<std::string_view, uint32_t>> by_state;
+  for (size_t s = 0; s < v.by_state.size(); ++s)
+    if (v.by_state[s] > 0) by_state.emplace_back(core::to_string(static_cast<core::TaskState>(s)), v.by_state[s]);
+  std::sort(by_state.begin(), by_state.end());
+  out += '{';
+  for (size_t i = 0; i < by_state.size(); ++i) {
+    w.key(by_state[i].first, i == 0);
+    w.integer(by_state[i].second);
+  }
+  out += '}';
+  w.key("user");
+  w.string(v.spec.user);
+  w.key("waiting");
+  w.string(v.reason);
+  out += '}';
+}
+
+json job_json(const core::JobView& v) {
+  std::string text;
+  append_job_json(text, v);
+  // Valid by construction; a sequence the writer let through that the
+  // parser refuses (an overlong UTF-8 form) must not throw at a caller.
+  auto j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return {{"job", v.spec.id.value}, {"error", "the job's fields are not valid UTF-8"}};
   return j;
 }
 
@@ -88,6 +216,49 @@ json node_json(const core::NodeStatus& n) {
           {"free", n.snapshot.free.to_string()},
           {"labels", n.spec.labels},
           {"silent_ms", n.silent_ms}};
+}
+
+std::string jobs_json(const std::vector<core::JobView>& jobs) {
+  std::string text = "[";
+  // About 500 bytes a job: one allocation for most lists.
+  text.reserve(jobs.size() * 560 + 2);
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    if (i > 0) text += ',';
+    append_job_json(text, jobs[i]);
+  }
+  text += ']';
+  return text;
+}
+
+json nodes_json(std::vector<core::NodeStatus> nodes) {
+  std::sort(nodes.begin(), nodes.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.spec.name, a.spec.id) < std::tie(b.spec.name, b.spec.id);
+  });
+  auto list = json::array();
+  for (const auto& n : nodes) list.push_back(node_json(n));
+  return list;
+}
+
+core::Expected<json> document_json(const std::string& doc, std::string_view what) {
+  auto j = json::parse(doc, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return core::make_error(core::Errc::corrupt, "the server sent " + std::string(what) + " that is not JSON");
+  return j;
+}
+
+core::Expected<json> pools_json(const std::vector<std::string>& docs) {
+  json partitions = json::array();
+  for (const auto& d : docs) {
+    auto j = document_json(d, "pools");
+    if (!j) return j.error();
+    partitions.push_back(std::move(*j));
+  }
+  return json{{"partitions", std::move(partitions)}};
+}
+
+core::JobFilter queue_filter(core::JobFilter filter) {
+  if (filter.states.empty()) filter.states = {core::JobState::pending, core::JobState::waiting, core::JobState::running};
+  return filter;
 }
 
 }  // namespace claimsched::apps

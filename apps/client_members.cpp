@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/client_commands.hpp"
+#include "apps/client_json.hpp"
 
 namespace claimsched::apps {
 
@@ -92,11 +93,16 @@ int run_partition(ClientSession& s, const ClientOptions& o) {
 int run_members(ClientSession& s, const ClientOptions& o) {
   auto text = s.members();
   if (!text) return fail(text.error());
-  auto view = nlohmann::json::parse(*text, nullptr, false);
-  if (o.json || !view.is_object())
+  auto view = document_json(*text, "a members view");
+  if (!view) {
+    // An older server's text: shown as it came.
     std::printf("%s\n", text->c_str());
+    return kExitOk;
+  }
+  if (o.json)
+    std::printf("%s\n", view->dump().c_str());
   else
-    print_members(view);
+    print_members(*view);
   return kExitOk;
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "apps/client_commands.hpp"
+#include "apps/client_json.hpp"
 #include "apps/client_text.hpp"
 #include "apps/pools_text.hpp"
 
@@ -38,13 +39,9 @@ int run_pools(ClientSession& s, const ClientOptions& o) {
   auto docs = s.pools();
   if (!docs) return fail(docs.error());
   if (o.json) {
-    json partitions = json::array();
-    for (const auto& d : *docs) {
-      auto j = json::parse(d, nullptr, false);
-      if (j.is_discarded() || !j.is_object()) return fail(kExitFailed, "the server sent pools that are not JSON");
-      partitions.push_back(std::move(j));
-    }
-    std::printf("%s\n", json{{"partitions", partitions}}.dump().c_str());
+    auto j = pools_json(*docs);
+    if (!j) return fail(kExitFailed, j.error().message);
+    std::printf("%s\n", j->dump().c_str());
     return kExitOk;
   }
   auto text = pools_text(*docs);
@@ -85,8 +82,9 @@ static void print_lock_queue(const json& l) {
 int run_explain(ClientSession& s, const ClientOptions& o) {
   auto doc = s.explain(*parse_job_id(o.job));
   if (!doc) return fail(doc.error());
-  auto j = json::parse(*doc, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) return fail(kExitFailed, "the server sent an explanation that is not JSON");
+  auto parsed = document_json(*doc, "an explanation");
+  if (!parsed) return fail(kExitFailed, parsed.error().message);
+  const json& j = *parsed;
   if (o.json) {
     std::printf("%s\n", j.dump().c_str());
     return kExitOk;

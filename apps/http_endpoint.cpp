@@ -6,7 +6,7 @@
 namespace claimsched::apps {
 
 core::Expected<std::unique_ptr<HttpEndpoint>> HttpEndpoint::start(const std::string& host, uint16_t port,
-                                                                 Metrics metrics) {
+                                                                 Metrics metrics, const Routes& routes) {
   std::unique_ptr<HttpEndpoint> e(new HttpEndpoint);
   e->server_ = std::make_unique<httplib::Server>();
   e->server_->Get("/metrics", [metrics = std::move(metrics)](const httplib::Request&, httplib::Response& res) {
@@ -18,6 +18,7 @@ core::Expected<std::unique_ptr<HttpEndpoint>> HttpEndpoint::start(const std::str
     }
     res.set_content(std::move(*text), "text/plain; version=0.0.4; charset=utf-8");
   });
+  if (routes) routes(*e->server_);
   int bound = port == 0 ? e->server_->bind_to_any_port(host) : (e->server_->bind_to_port(host, port) ? port : -1);
   if (bound <= 0)
     return core::make_error(core::Errc::io_error, "[http] listen: cannot listen on " + host + ":" +

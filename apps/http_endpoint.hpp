@@ -1,9 +1,11 @@
 #pragma once
 
-// The server's HTTP endpoint ([http] listen): GET /metrics answers the
-// Prometheus text the gateway renders (actors/gateway_metrics.hpp). One
-// thread of cpp-httplib's own; it asks the actor system through a scoped
-// actor per request, so a slow scrape never holds an actor.
+// The HTTP endpoint of the server and of each agent ([http] listen): GET
+// /metrics answers the Prometheus text the gateway renders
+// (actors/gateway_metrics.hpp); the server adds its JSON API under /api/v1/
+// (http_api.hpp) and the dashboard at / (web/). cpp-httplib's own threads;
+// they ask the actor system through a scoped actor per request, so a slow
+// scrape never holds an actor.
 
 #include <cstdint>
 #include <functional>
@@ -24,8 +26,12 @@ class HttpEndpoint {
   /// Renders the metrics now, or says why not (answered 503).
   using Metrics = std::function<core::Expected<std::string>()>;
 
+  /// Adds the routes beyond /metrics (the server's API and dashboard).
+  using Routes = std::function<void(httplib::Server&)>;
+
   /// Listens on host:port (0: a free port); an error names the address.
-  static core::Expected<std::unique_ptr<HttpEndpoint>> start(const std::string& host, uint16_t port, Metrics metrics);
+  static core::Expected<std::unique_ptr<HttpEndpoint>> start(const std::string& host, uint16_t port, Metrics metrics,
+                                                             const Routes& routes = {});
   /// Stops listening and waits for the thread.
   ~HttpEndpoint();
 

@@ -9,6 +9,7 @@
 #include "apps/agent_main.hpp"
 #include "apps/client.hpp"
 #include "apps/config_command.hpp"
+#include "apps/log_format.hpp"
 #include "apps/policy_command.hpp"
 #include "apps/replay.hpp"
 #include "apps/server.hpp"
@@ -88,6 +89,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   std::string log_level = "warn";
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error")->capture_default_str();
+  std::string log_format = "text";
+  app.add_option("--log-format", log_format, "text, or json: one JSON object per line, for log shippers")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   claimsched::apps::SimOptions sim;
   add_sim(app, sim);
   claimsched::apps::PolicyOptions policy;
@@ -102,7 +107,9 @@ int main(int argc, char** argv) {
   srv->add_option("--data-dir", server.data_dir, "Override [storage] data_dir");
   srv->add_option("--name", server.name, "HA: this member's name (overrides [ha] name)");
   srv->add_option("--etcd", server.etcd, "HA: etcd endpoints, comma-separated (overrides [ha] etcd)");
-  srv->add_option("--http", server.http, "Serve GET /metrics on HOST:PORT (overrides [http] listen; port 0: any)");
+  srv->add_option("--http", server.http,
+                  "Serve /metrics, the JSON API (/api/v1/) and the dashboard (/) on HOST:PORT (overrides [http] "
+                  "listen; port 0: any)");
 
   claimsched::apps::AgentOptions agent;
   auto* agt = app.add_subcommand("agent", "Host this machine's node (or --simulate N) and run its tasks");
@@ -153,6 +160,7 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::from_str(log_level));
   spdlog::set_default_logger(spdlog::stderr_color_mt("claimsched"));
   spdlog::set_level(spdlog::level::from_str(log_level));
+  claimsched::apps::set_log_format(log_format);
   if (app.got_subcommand("sim"))
     return sim.scenario == "starvation" ? claimsched::apps::run_starvation_scenario(sim)
                                         : claimsched::apps::run_sim(sim);

@@ -14,7 +14,7 @@
 #include "actors/partition.hpp"
 #include "actors/registration.hpp"
 #include "apps/cluster_config.hpp"
-#include "apps/http_endpoint.hpp"
+#include "apps/server_http.hpp"
 #include "apps/partition_setup.hpp"
 #include "apps/signals.hpp"
 #include "agent/machine.hpp"
@@ -43,27 +43,6 @@ core::Expected<std::pair<actors::gateway_actor, uint16_t>> serve_gateway(caf::ac
                                                       sys.render(port.error()));
   }
   return std::make_pair(*gateway, *port);
-}
-
-/// [http]: serves /metrics from `gateway` while the returned endpoint lives
-/// (none without [http] listen); says where on stdout.
-core::Expected<std::unique_ptr<HttpEndpoint>> serve_http(caf::actor_system& sys, const ClusterConfig& config,
-                                                         actors::gateway_actor gateway) {
-  if (!config.http.enabled) return std::unique_ptr<HttpEndpoint>();
-  auto metrics = [&sys, gateway]() -> core::Expected<std::string> {
-    caf::scoped_actor self{sys};
-    core::Expected<std::string> out = core::make_error(core::Errc::unavailable, "no answer");
-    self->request(gateway, std::chrono::seconds(5), actors::metrics_atom::value)
-        .receive([&](std::string& text) { out = std::move(text); },
-                 [&](caf::error& err) { out = core::make_error(core::Errc::unavailable, sys.render(err)); });
-    return out;
-  };
-  auto endpoint = HttpEndpoint::start(config.http.host, config.http.port, metrics);
-  if (!endpoint) return endpoint.error();
-  std::printf("claimsched server http on %s:%u (GET /metrics)\n", config.http.host.c_str(),
-              static_cast<unsigned>((*endpoint)->port()));
-  std::fflush(stdout);
-  return endpoint;
 }
 
 /// One member of an HA cluster ([ha]): the gateway, and the member

@@ -43,6 +43,7 @@ Expected<JobState> parse_job_state(std::string_view s) {
 bool matches(const JobFilter& f, const JobView& job) {
   if (!f.user.empty() && job.spec.user != f.user) return false;
   if (!f.pool.empty() && job.spec.pool != f.pool) return false;
+  if (f.older_than.value != 0 && job.spec.id.value >= f.older_than.value) return false;
   if (!f.states.empty() && std::find(f.states.begin(), f.states.end(), job.state) == f.states.end()) return false;
   return f.since.count() == 0 || job.spec.submit_time >= f.since;
 }

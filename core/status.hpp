@@ -107,6 +107,9 @@ struct JobFilter {
   TimePoint since{0};
   /// At most this many, the newest first (0: no limit).
   uint32_t limit = 0;
+  /// Only jobs with smaller ids (0: any): the next page after a page whose
+  /// last (oldest) job this is.
+  JobId older_than{0};
 
   friend bool operator==(const JobFilter&, const JobFilter&) = default;
 };

@@ -13,7 +13,8 @@
 # lists them all. Needs etcd (Debian's etcd-server).
 #
 # --http: the server (each member) and every agent also serve GET /metrics
-# (Prometheus) on a free loopback port, written to DIR/http_address (a
+# (Prometheus) on a free loopback port, the server its dashboard at / and
+# its JSON API under /api/v1/ too; written to DIR/http_address (a
 # member's to DIR/member-I.http_address, member-1's also to
 # DIR/http_address; agent I's to DIR/agent-I.http_address).
 #
@@ -240,7 +241,10 @@ EOF
     if [[ "$up" -ge "$agents" ]]; then
       trap - EXIT
       echo "local cluster up: server(s) $address, $agents agent(s) of $slots slot(s), state in $dir"
-      if [[ "$http" == 1 ]]; then echo "metrics: http://$(cat "$dir/http_address")/metrics"; fi
+      if [[ "$http" == 1 ]]; then
+        echo "metrics: http://$(cat "$dir/http_address")/metrics"
+        echo "dashboard: http://$(cat "$dir/http_address")/ (JSON API: http://$(cat "$dir/http_address")/api/v1)"
+      fi
       echo "export CLAIMSCHED_SERVER=$address"
       return 0
     fi

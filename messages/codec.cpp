@@ -660,6 +660,7 @@ Status read(const pb::JobFilter& in, const Path& p, core::JobFilter& out) {
     out.states.push_back(s);
   }
   out.since = read_time(in.since_ns());
+  out.older_than = core::JobId{in.older_than()};
   return read_u32(in.limit(), Path{p, "limit"}, out.limit);
 }
 

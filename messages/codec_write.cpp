@@ -274,6 +274,7 @@ void to_proto(const core::JobFilter& in, pb::JobFilter& out) {
   for (auto s : in.states) out.add_states(static_cast<pb::JobState>(to_wire(s)));
   out.set_since_ns(in.since.count());
   out.set_limit(in.limit);
+  out.set_older_than(in.older_than.value);
 }
 
 void to_proto(const core::LogRequest& in, pb::LogRequest& out) {

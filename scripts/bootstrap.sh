@@ -21,6 +21,9 @@ packages=(
   clang-14 libclang-rt-14-dev
   # scripts/replay-plot.sh draws the replay report's PNGs (no X11 needed).
   gnuplot-nox
+  # The dashboard's browser test (tests/browser): Debian's headless Chromium,
+  # driven over WebDriver; curl for bench/api_list.sh.
+  chromium chromium-driver curl
 )
 
 missing=()

@@ -327,6 +327,7 @@ inline core::JobFilter sample<core::JobFilter>() {
   f.states = {core::JobState::failed, core::JobState::cancelled};
   f.since = core::TimePoint{1'700'000'000'000'000'000LL};
   f.limit = 25;
+  f.older_than = core::JobId{4242};
   return f;
 }
 
