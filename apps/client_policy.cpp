@@ -106,6 +106,16 @@ int run_explain(ClientSession& s, const ClientOptions& o) {
                     ? (", " + str(c, "tasks_fitting_empty") + " would when the pool is empty").c_str()
                     : "");
   }
+  if (placement["reserved_start"].is_string()) {
+    std::string on;
+    for (const auto& n : placement["reserved_nodes"]) {
+      auto id = n.get<uint64_t>();
+      auto named = names.find(id);
+      on += (on.empty() ? "" : ", ") + (named != names.end() ? named->second : "node " + std::to_string(id));
+    }
+    std::printf("  reserved (backfilling): starts at %s on %s\n", str(placement, "reserved_start").c_str(),
+                on.c_str());
+  }
   if (const json& locks = j["locks"]; locks.is_object()) print_lock_queue(locks);
   if (!j.value("last_removal", "").empty()) std::printf("  last taken away: %s\n", str(j, "last_removal").c_str());
   const json& policy = j["policy"];

@@ -136,6 +136,11 @@ std::string explain_json(const core::Explanation& e, const core::JobView& v, con
                  {"pending", e.pending},
                  {"gang", e.gang}};
   placement["counts"] = e.counted ? counts(e.counts) : json(nullptr);
+  // Backfilling: the start it holds (the words are in summary too).
+  json reserved_nodes = json::array();
+  for (core::NodeId n : e.reserved_nodes) reserved_nodes.push_back(n.value);
+  placement["reserved_start"] = e.reserved_start ? time_or_null(*e.reserved_start, to_wall) : json(nullptr);
+  placement["reserved_nodes"] = std::move(reserved_nodes);
   out["placement"] = std::move(placement);
   out["locks"] = e.locks ? lock_queue_json(*e.locks) : json(nullptr);
   const JobRow* row = cycle ? cycle->job(v.spec.id) : nullptr;

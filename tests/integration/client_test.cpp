@@ -430,5 +430,40 @@ TEST_F(PolicyClientTest, APreemptedTaskNamesTheJobItMadeRoomForAndPoolsAreData) 
   cluster.client("cancel " + std::to_string(fair));
 }
 
+class BackfillClientTest : public ClientTest {
+ protected:
+  BackfillClientTest()
+      : ClientTest("[[pools]]\nname = \"default\"\n[[classes]]\nname = \"batch\"\npool = \"default\"\n"
+                   "backfill = \"easy\"\n") {}
+};
+
+// EASY backfilling as explain shows it: the job that waits for the whole
+// cluster holds a start at the end of the running tasks' max_run_time, on
+// both nodes, in the JSON and in words.
+TEST_F(BackfillClientTest, ExplainShowsTheReservedStartAndItsNodes) {
+  std::string why;
+  uint64_t running = cluster.submit("--count 8 --max-run-time 1h", "/bin/sleep 60", &why);
+  ASSERT_NE(running, 0u) << why;
+  ASSERT_TRUE(LocalCluster::wait_until(
+      [&] { return cluster.status(running)->at("tasks_by_state").value("running", 0) == 8; }, 20s));
+  uint64_t wide = cluster.submit("--count 8 --gang --max-run-time 10m", "/bin/true", &why);
+  ASSERT_NE(wide, 0u) << why;
+  json placement;
+  ASSERT_TRUE(LocalCluster::wait_until(
+      [&] {
+        auto e = json::parse(cluster.client("explain --json " + std::to_string(wide)).out, nullptr, false);
+        if (!e.is_object()) return false;
+        placement = e["placement"];
+        return placement["reserved_start"].is_string();
+      },
+      20s))
+      << placement.dump(2);
+  EXPECT_EQ(placement["reserved_nodes"].size(), 2u) << placement.dump(2);
+  auto text = cluster.client("explain " + std::to_string(wide));
+  EXPECT_TRUE(contains(text.out, "reserved (backfilling): starts at ")) << text.out;
+  cluster.client("cancel " + std::to_string(wide));
+  cluster.client("cancel " + std::to_string(running));
+}
+
 }  // namespace
 }  // namespace claimsched::testing
