@@ -36,18 +36,21 @@ Expected<JobRecord*> TaskTable::add(JobRecord job) {
   job.requeued.clear();
   job.tasks.clear();
   pending_tasks_ += job.spec.count;
-  list_unfinished(id);
-  return &jobs_.emplace(id, std::move(job)).first->second;
+  JobRecord* added = &jobs_.emplace(id, std::move(job)).first->second;
+  list_unfinished(*added);
+  return added;
 }
 
-void TaskTable::list_unfinished(JobId id) {
+void TaskTable::list_unfinished(const JobRecord& j) {
+  JobId id = j.spec.id;
   // Ids mostly arrive in order: an append.
-  if (unfinished_ids_.empty() || unfinished_ids_.back() < id) {
-    unfinished_ids_.push_back(id);
+  if (unfinished_.empty() || unfinished_.back()->spec.id < id) {
+    unfinished_.push_back(&j);
     return;
   }
-  auto at = std::lower_bound(unfinished_ids_.begin(), unfinished_ids_.end(), id);
-  if (at == unfinished_ids_.end() || *at != id) unfinished_ids_.insert(at, id);
+  auto at = std::lower_bound(unfinished_.begin(), unfinished_.end(), id,
+                             [](const JobRecord* r, JobId v) { return r->spec.id < v; });
+  if (at == unfinished_.end() || (*at)->spec.id != id) unfinished_.insert(at, &j);
 }
 
 JobRecord* TaskTable::find(JobId id) {
@@ -97,7 +100,7 @@ void TaskTable::set_state(JobRecord& j, TaskIndex t, TaskState s) {
   // finished job unfinished again, and one the index dropped must return.
   bool revived = r.state >= TaskState::succeeded && s < TaskState::succeeded;
   r.state = s;
-  if (revived) list_unfinished(j.spec.id);
+  if (revived) list_unfinished(j);
 }
 
 std::vector<TaskIndex> TaskTable::take_pending(JobRecord& j, uint32_t n) {
@@ -173,15 +176,14 @@ void TaskTable::for_each_in_id_order(const std::function<void(const JobRecord&)>
 
 void TaskTable::for_each_unfinished_in_id_order(const std::function<void(const JobRecord&)>& f) const {
   size_t finished = 0;
-  for (JobId id : unfinished_ids_) {
-    const JobRecord& j = jobs_.at(id);
-    if (j.finished())
+  for (const JobRecord* j : unfinished_) {
+    if (j->finished())
       ++finished;
     else
-      f(j);
+      f(*j);
   }
-  if (finished * 2 <= unfinished_ids_.size()) return;
-  std::erase_if(unfinished_ids_, [&](JobId id) { return jobs_.at(id).finished(); });
+  if (finished * 2 <= unfinished_.size()) return;
+  std::erase_if(unfinished_, [](const JobRecord* j) { return j->finished(); });
 }
 
 Status TaskTable::check_accounting() const {

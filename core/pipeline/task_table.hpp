@@ -198,12 +198,13 @@ class TaskTable {
   uint64_t running_tasks_ = 0;
   bool track_holders_ = false;
   std::set<JobId> holders_;
-  /// Ids of unfinished jobs, sorted, plus finished ones not yet dropped: a
-  /// job is dropped when a walk finds it finished and the finished make up
-  /// half the list, so keeping it costs nothing on the task-state path.
-  /// (A walk compacting an index is still a const walk of the jobs.)
-  mutable std::vector<JobId> unfinished_ids_;
-  void list_unfinished(JobId id);
+  /// Unfinished jobs by id, plus finished ones not yet dropped: a job is
+  /// dropped when a walk finds it finished and the finished make up half the
+  /// list, so keeping it costs nothing on the task-state path. (A walk
+  /// compacting an index is still a const walk of the jobs.) Pointers: jobs
+  /// are never erased, and an unordered_map keeps its elements in place.
+  mutable std::vector<const JobRecord*> unfinished_;
+  void list_unfinished(const JobRecord& j);
 };
 
 }  // namespace claimsched::core
