@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cassert>
-#include <tuple>
 
 #include "core/duration.hpp"
 
@@ -235,21 +234,6 @@ uint32_t CampaignTasks::running(const std::string& pool) const {
 
 std::optional<CopyId> CampaignTasks::winner(TaskIndex index) const {
   return tasks_.at(index).winner;
-}
-
-std::vector<std::string> test_wave_pools(const CampaignSpec& spec) {
-  return spec.all_pools();
-}
-
-std::vector<std::string> pools_passing_test(const CampaignSpec& spec, const std::vector<TestResult>& results) {
-  std::vector<std::string> out;
-  for (const auto& pool : spec.all_pools()) {
-    bool passed = std::any_of(results.begin(), results.end(), [&](const TestResult& r) {
-      return r.pool == pool && r.ran && r.exit_code == 0;
-    });
-    if (passed) out.push_back(pool);
-  }
-  return out;
 }
 
 }  // namespace claimsched::core::campaign

@@ -150,18 +150,4 @@ class CampaignTasks {
   bool cancelled_ = false;
 };
 
-/// One pool's answer to a test campaign.
-struct TestResult {
-  std::string pool;
-  bool ran = false;
-  int exit_code = 0;
-  Duration run_time{0};
-};
-
-/// A test campaign's wave: one task (index 0) in each pool it names.
-std::vector<std::string> test_wave_pools(const CampaignSpec& spec);
-/// `--test-first`: the pools whose test task ran and exited 0, in the
-/// campaign's order.
-std::vector<std::string> pools_passing_test(const CampaignSpec& spec, const std::vector<TestResult>& results);
-
 }  // namespace claimsched::core::campaign

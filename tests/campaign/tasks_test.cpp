@@ -154,15 +154,5 @@ TEST(CampaignTasks, CancellingTheCampaignCancelsWhatItDispatchedAndNothingElse) 
   EXPECT_TRUE(tasks.dispatch("lyon", 5, seconds(7)).empty());
 }
 
-TEST(TestCampaign, TestFirstKeepsThePoolsWhereTheTestSucceeded) {
-  CampaignSpec spec;
-  spec.pools = {"lyon", "grenoble"};
-  spec.other_pools = {"nancy"};
-  EXPECT_EQ(test_wave_pools(spec), (std::vector<std::string>{"lyon", "grenoble", "nancy"}));
-  std::vector<TestResult> results = {
-      {"nancy", true, 0, seconds(3)}, {"lyon", true, 1, seconds(1)}, {"grenoble", false, 0, seconds(0)}};
-  EXPECT_EQ(pools_passing_test(spec, results), (std::vector<std::string>{"nancy"}));
-}
-
 }  // namespace
 }  // namespace claimsched::core::campaign
