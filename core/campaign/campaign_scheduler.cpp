@@ -48,7 +48,10 @@ RoundPlan CampaignScheduler::round(TimePoint now, const std::vector<PoolOffer>& 
 SuccessOutcome CampaignScheduler::succeeded(CopyId copy, TimePoint now, bool output_present) {
   TimePoint started = tasks_.copy(copy).started.value_or(now);
   SuccessOutcome out = tasks_.succeeded(copy, now, output_present);
-  if (out.counted) throughput_.record(now, now - started);
+  if (out.counted) {
+    throughput_.record(now, now - started);
+    flows_[tasks_.copy(copy).pool].throughput.record(now, now - started);
+  }
   return out;
 }
 

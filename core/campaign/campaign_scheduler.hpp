@@ -44,16 +44,18 @@ struct RoundPlan {
   std::vector<std::pair<std::string, std::string>> abandoned;
 };
 
+/// Throughput window of the ETA (the seed's Spritz uses recent history).
+inline constexpr Duration kThroughputWindow = std::chrono::minutes(10);
+
 /// The predictor's state for one pool (for `campaign status`).
 struct PoolFlow {
   double ratio = kInitialRatio;
   uint32_t last_free = 0;
   bool observed = false;
   RatioMove last_move = RatioMove::increase;
+  /// This pool's successes for this campaign.
+  Throughput throughput{kThroughputWindow};
 };
-
-/// Throughput window of the ETA (the seed's Spritz uses recent history).
-inline constexpr Duration kThroughputWindow = std::chrono::minutes(10);
 
 class CampaignScheduler {
  public:
@@ -71,7 +73,11 @@ class CampaignScheduler {
   const CampaignTasks& tasks() const { return tasks_; }
   const std::map<std::string, PoolFlow>& flows() const { return flows_; }
   /// When the campaign should be done at the current throughput.
-  std::optional<TimePoint> eta(TimePoint now) { return throughput_.eta(now, tasks_.task_count() - tasks_.done()); }
+  std::optional<TimePoint> eta(TimePoint now) const {
+    return throughput_.eta(now, tasks_.task_count() - tasks_.done());
+  }
+  /// The campaign's successes per second over the window.
+  double throughput(TimePoint now) const { return throughput_.per_second(now); }
   std::optional<Duration> mean_run_time() const { return throughput_.mean_run_time(); }
 
  private:

@@ -56,17 +56,16 @@ FlowDecision flow_control(const RatioUpdate& update, uint32_t free, uint32_t wai
 
 void Throughput::record(TimePoint at, Duration run_time) {
   recent_.push_back(at);
+  while (recent_.front() <= at - window_) recent_.pop_front();
   total_run_time_ += run_time;
   ++successes_;
 }
 
-void Throughput::expire(TimePoint now) {
-  while (!recent_.empty() && recent_.front() <= now - window_) recent_.pop_front();
-}
-
-double Throughput::per_second(TimePoint now) {
-  expire(now);
-  return static_cast<double>(recent_.size()) / std::chrono::duration<double>(window_).count();
+double Throughput::per_second(TimePoint now) const {
+  auto in_window = std::upper_bound(recent_.begin(), recent_.end(), now - window_);
+  auto until_now = std::upper_bound(recent_.begin(), recent_.end(), now);
+  auto count = std::max<std::ptrdiff_t>(0, until_now - in_window);
+  return static_cast<double>(count) / std::chrono::duration<double>(window_).count();
 }
 
 std::optional<Duration> Throughput::mean_run_time() const {
@@ -74,11 +73,11 @@ std::optional<Duration> Throughput::mean_run_time() const {
   return total_run_time_ / static_cast<int64_t>(successes_);
 }
 
-std::optional<TimePoint> Throughput::eta(TimePoint now, uint64_t remaining) {
+std::optional<TimePoint> Throughput::eta(TimePoint now, uint64_t remaining) const {
   double rate = per_second(now);
   if (remaining == 0) return now;
   if (rate <= 0) return std::nullopt;
-  return now + std::chrono::duration_cast<Duration>(std::chrono::duration<double>(remaining / rate));
+  return now + std::chrono::round<Duration>(std::chrono::duration<double>(remaining / rate));
 }
 
 }  // namespace claimsched::core::campaign

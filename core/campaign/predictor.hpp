@@ -29,6 +29,7 @@
 // own floor, slow_start's decrease); above, doubling would only overflow,
 // since flow control caps every round anyway.
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -89,20 +90,20 @@ class Throughput {
  public:
   explicit Throughput(Duration window) : window_(window) {}
 
-  /// A task succeeded at `at` after running `run_time`.
+  /// A task succeeded at `at` (not before the previous one) after running
+  /// `run_time`.
   void record(TimePoint at, Duration run_time);
   /// Successes per second over (now - window, now].
-  double per_second(TimePoint now);
+  double per_second(TimePoint now) const;
   /// Mean run time of every success recorded; nullopt before the first.
   std::optional<Duration> mean_run_time() const;
   /// When `remaining` more successes will have happened at the current
   /// throughput; nullopt while the window holds none.
-  std::optional<TimePoint> eta(TimePoint now, uint64_t remaining);
+  std::optional<TimePoint> eta(TimePoint now, uint64_t remaining) const;
 
  private:
-  void expire(TimePoint now);
-
   Duration window_;
+  /// Success times, oldest first; those before the last window are dropped.
   std::deque<TimePoint> recent_;
   Duration total_run_time_{0};
   uint64_t successes_ = 0;
