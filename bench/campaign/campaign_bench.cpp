@@ -7,8 +7,11 @@
 //
 // The pools stand for their schedulers: a pool starts its queued tasks on
 // free slots at once, first come first served, on the next node with a free
-// slot (round robin). The campaign learns of starts and ends as they happen
-// and plans a round every --round seconds (CiGri's cycle).
+// slot (round robin). Every node is a real NodeLedger (core/node_ledger.hpp):
+// each copy is an ordinary one-task job, claimed and confirmed on its node,
+// finished there, or released when cancelled; a refused claim aborts the
+// run. The campaign learns of starts and ends as they happen and plans a
+// round every --round seconds (CiGri's cycle).
 //
 // Per configuration one JSON line: config, makespan_s, tail_s (95% -> 100%
 // done), max_waiting (most of the campaign's tasks waiting in one pool at
@@ -33,6 +36,7 @@
 
 #include "core/campaign/campaign_scheduler.hpp"
 #include "core/campaign/metascheduler.hpp"
+#include "core/node_ledger.hpp"
 #include "core/random.hpp"
 
 using namespace claimsched::core;
@@ -73,9 +77,16 @@ constexpr double kMaxRunTimeS = 90;
 Duration seconds_d(double s) { return std::chrono::duration_cast<Duration>(std::chrono::duration<double>(s)); }
 double to_s(Duration d) { return std::chrono::duration<double>(d).count(); }
 
+/// One task slot: a core.
+const Resources kSlot = Resources::of({{dim::cpu, 1000}});
+const PartitionId kPartition{1};
+constexpr Epoch kEpoch = 1;
+
 struct Node {
-  uint32_t free = 0;
+  NodeLedger ledger;
   bool straggler = false;
+
+  bool has_free_slot() const { return kSlot.fits_in(ledger.free()); }
 };
 
 struct SimPool {
@@ -112,8 +123,9 @@ class Simulation {
       SimPool pool{def, {}, 0, 0, {}, 0};
       for (uint32_t n = 0; n < def.nodes; ++n) {
         // 1% of the real nodes, spread over the pools: every hundredth.
-        bool straggler = !def.sink && node_number++ % 100 == 50;
-        pool.nodes.push_back(Node{def.slots_per_node, straggler});
+        bool straggler = !def.sink && node_number % 100 == 50;
+        ++node_number;
+        pool.nodes.push_back(Node{NodeLedger(NodeId{node_number}, kSlot.times(def.slots_per_node)), straggler});
       }
       pool.free = pool.size = def.nodes * def.slots_per_node;
       pools_.emplace(def.name, std::move(pool));
@@ -193,9 +205,9 @@ class Simulation {
       CopyId c = pool.queue.front();
       pool.queue.pop_front();
       if (scheduler_.tasks().copy(c).state != CopyState::waiting) continue;  // withdrawn or cancelled
-      while (pool.nodes[pool.cursor].free == 0) pool.cursor = (pool.cursor + 1) % pool.nodes.size();
+      while (!pool.nodes[pool.cursor].has_free_slot()) pool.cursor = (pool.cursor + 1) % pool.nodes.size();
       Node& node = pool.nodes[pool.cursor];
-      --node.free;
+      claim_and_confirm(node, c, now);
       --pool.free;
       node_of_[c] = pool.cursor;
       pool.cursor = (pool.cursor + 1) % pool.nodes.size();
@@ -211,16 +223,45 @@ class Simulation {
     return base * pool.def.slowness * (node.straggler ? kStragglerSlowdown : 1.0);
   }
 
-  void release_slot(CopyId c) {
+  /// Each copy is its own one-task job (id: copy + 1), as a dispatched
+  /// campaign task is an ordinary job.
+  static JobId job_of(CopyId c) { return JobId{c + 1}; }
+
+  void claim_and_confirm(Node& node, CopyId c, TimePoint now) {
+    ClaimRequest claim{ClaimId{++last_claim_}, kPartition, kEpoch, node.ledger.id(), std::nullopt, job_of(c), kSlot,
+                       {0},                    Duration{0}, {}};
+    ClaimReply reply = node.ledger.claim(claim, now);
+    ConfirmReply confirmed = node.ledger.confirm(ConfirmRequest{claim.claim_id, kPartition, kEpoch, node.ledger.id()}, now);
+    if (reply.outcome != ClaimOutcome::accepted || confirmed.outcome != ConfirmOutcome::confirmed) {
+      std::fprintf(stderr, "node %u refused a claim it had room for\n", node.ledger.id().value);
+      std::exit(1);
+    }
+  }
+
+  /// Frees the copy's slot on its node: the task finished there, or was
+  /// released (cancelled).
+  void release_slot(CopyId c, TimePoint now, bool finished) {
     SimPool& pool = pools_.at(scheduler_.tasks().copy(c).pool);
-    ++pool.nodes[node_of_.at(c)].free;
+    NodeLedger& ledger = pool.nodes[node_of_.at(c)].ledger;
+    bool freed = false;
+    if (finished) {
+      std::vector<NodeEvent> events;
+      freed = ledger.finish_task(TaskRef{job_of(c), 0}, TaskState::succeeded, 0, events);
+    } else {
+      ReleaseRequest release{kPartition, kEpoch, ledger.id(), ClaimId{0}, job_of(c), {0}, TaskState::cancelled};
+      freed = ledger.release(release, now).released == 1;
+    }
+    if (!freed) {
+      std::fprintf(stderr, "node %u did not hold copy %llu\n", ledger.id().value, static_cast<unsigned long long>(c));
+      std::exit(1);
+    }
     ++pool.free;
     node_of_.erase(c);
   }
 
   void finish(CopyId c, TimePoint now) {
     if (scheduler_.tasks().copy(c).state != CopyState::running) return;  // cancelled meanwhile
-    release_slot(c);
+    release_slot(c, now, true);
     SuccessOutcome out = scheduler_.succeeded(c, now);
     for (CopyId loser : out.cancel) cancel(loser, now);
     fill(pools_.at(scheduler_.tasks().copy(c).pool), now);
@@ -229,7 +270,7 @@ class Simulation {
   void cancel(CopyId c, TimePoint now) {
     if (!scheduler_.tasks().copy(c).live()) return;
     bool running = scheduler_.tasks().copy(c).state == CopyState::running;
-    if (running) release_slot(c);
+    if (running) release_slot(c, now, false);
     scheduler_.cancelled(c, now);
     if (running) fill(pools_.at(scheduler_.tasks().copy(c).pool), now);
   }
@@ -239,6 +280,7 @@ class Simulation {
   bool baseline_;
   std::map<std::string, SimPool> pools_;
   std::map<CopyId, size_t> node_of_;
+  uint64_t last_claim_ = 0;
   std::priority_queue<End, std::vector<End>, std::greater<>> ends_;
 };
 
