@@ -98,7 +98,9 @@ Status check_template(const std::vector<std::string>& command) {
 Status validate(const CampaignSpec& spec, const std::set<std::string>& known_pools) {
   if (spec.name.empty()) return field_error("name", "is empty");
   if (auto s = check_template(spec.command); !s) return s;
-  if (spec.parameters.empty()) return field_error("parameters", "no parameters: a campaign runs one task per parameter");
+  if (spec.parameters.empty()) {
+    return field_error("parameters", "no parameters: a campaign runs one task per parameter");
+  }
   if (spec.parameters.size() > std::numeric_limits<TaskIndex>::max()) {
     return field_error("parameters", "more than " + std::to_string(std::numeric_limits<TaskIndex>::max()) + " tasks");
   }
@@ -143,7 +145,10 @@ std::vector<std::string> render_command(const std::vector<std::string>& command,
 
 Expected<std::vector<std::string>> range_parameters(int64_t first, int64_t last, int64_t step) {
   if (step <= 0) return field_error("range", "step must be positive");
-  if (last < first) return field_error("range", "is empty (last " + std::to_string(last) + " < first " + std::to_string(first) + ")");
+  if (last < first) {
+    return field_error("range",
+                       "is empty (last " + std::to_string(last) + " < first " + std::to_string(first) + ")");
+  }
   uint64_t count = static_cast<uint64_t>(last - first) / static_cast<uint64_t>(step) + 1;
   if (count > std::numeric_limits<TaskIndex>::max()) return field_error("range", "has too many values");
   std::vector<std::string> out;
