@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <sstream>
 
+#include "actors/campaign_actor.hpp"
 #include "actors/gateway_actor.hpp"
 #include "actors/member.hpp"
 #include "actors/partition.hpp"
 #include "actors/registration.hpp"
+#include "apps/campaign_file.hpp"
 #include "apps/cluster_config.hpp"
 #include "apps/http_endpoint.hpp"
 #include "apps/partition_setup.hpp"
@@ -64,6 +66,31 @@ core::Expected<std::unique_ptr<HttpEndpoint>> serve_http(caf::actor_system& sys,
               static_cast<unsigned>((*endpoint)->port()));
   std::fflush(stdout);
   return endpoint;
+}
+
+/// This server's campaigns, dispatching through `gateway`; the gateway is
+/// told where campaign requests go.
+actors::campaign_actor serve_campaigns(caf::actor_system& sys, const ClusterConfig& config,
+                                       actors::gateway_actor gateway) {
+  std::set<std::string> known_pools;
+  for (const auto& p : config.partitions) known_pools.insert(p.pools.begin(), p.pools.end());
+  actors::CampaignActorConfig cc;
+  cc.gateway = gateway;
+  cc.read_campaign = [known_pools](const std::string& json) -> core::Expected<core::campaign::CampaignSpec> {
+    auto draft = parse_campaign_file(json, "campaign");
+    if (!draft) return draft.error();
+    // The client sends the parameters themselves; a file named here would be
+    // read on the server's disk, not the user's.
+    if (!draft->parameter_file.empty())
+      return core::make_error(core::Errc::invalid_argument,
+                              "campaign field 'parameter_file': send the parameters, not a file name");
+    std::string user = draft->spec.user.empty() ? "unknown" : draft->spec.user;
+    return finish_campaign(std::move(*draft), ".", known_pools, user);
+  };
+  auto campaigns = sys.spawn<caf::detached>(actors::campaigns, std::move(cc));
+  caf::scoped_actor self{sys};  // the gateway takes this only from its own process
+  self->send(gateway, actors::campaign_atom::value, campaigns);
+  return campaigns;
 }
 
 /// One member of an HA cluster ([ha]): the gateway, and the member
@@ -232,6 +259,7 @@ int run_server(const ServerOptions& opt) {
     return fail(served.error().message);
   }
   auto [gateway, port] = *served;
+  auto campaigns = serve_campaigns(sys, config, gateway);
   std::printf("claimsched server listening on %s:%u (cluster %s, %zu partition(s), data in %s)\n",
               config.listen.host.c_str(), static_cast<unsigned>(port), config.cluster_id.c_str(),
               config.partitions.size(), config.storage.data_dir.c_str());
@@ -249,6 +277,8 @@ int run_server(const ServerOptions& opt) {
   http->reset();
   sys.middleman().unpublish(gateway, port);
   caf::scoped_actor self{sys};
+  self->send_exit(campaigns, caf::exit_reason::user_shutdown);
+  self->wait_for(campaigns);
   self->send_exit(gateway, caf::exit_reason::user_shutdown);
   self->wait_for(gateway);
   stop_partitions();

@@ -68,6 +68,9 @@ class CampaignScheduler {
   SuccessOutcome succeeded(CopyId copy, TimePoint now, bool output_present = true);
   void failed(CopyId copy, TimePoint now) { tasks_.failed(copy, now); }
   void cancelled(CopyId copy, TimePoint now) { tasks_.cancelled(copy, now); }
+  /// The campaign's cancel: nothing more is dispatched; returns the live
+  /// copies, already ended as cancelled, whose jobs the caller stops.
+  std::vector<CopyId> cancel_all(TimePoint now) { return tasks_.cancel_all(now); }
 
   const CampaignSpec& spec() const { return spec_; }
   const CampaignTasks& tasks() const { return tasks_; }

@@ -1,0 +1,273 @@
+#include "actors/campaign_actor.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+#include "actors/campaign_views.hpp"
+#include "actors/gateway_actor.hpp"
+#include "core/campaign/metascheduler.hpp"
+#include "messages/errors.hpp"
+
+namespace claimsched::actors {
+
+namespace cc = core::campaign;
+
+namespace {
+
+using self_ptr = campaign_actor::stateful_pointer<campaign_state>;
+
+/// The pool's slots are counted in tasks; a task that asks for nothing would
+/// fit without end, so a pool offers at most this many at once.
+constexpr int64_t kMostSlotsPerPool = 100'000;
+
+core::TimePoint wall_now() {
+  return std::chrono::duration_cast<core::TimePoint>(std::chrono::system_clock::now().time_since_epoch());
+}
+
+caf::error error_of(core::Errc code, std::string message) {
+  return messages::to_caf_error(core::make_error(code, std::move(message)));
+}
+
+std::chrono::milliseconds timeout_of(const campaign_state& st) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(st.config.request_timeout);
+}
+
+CampaignRun* find_run(self_ptr self, cc::CampaignId id) {
+  auto it = self->state.campaigns.find(id);
+  return it == self->state.campaigns.end() ? nullptr : &it->second;
+}
+
+bool finished(const CampaignRun& run) { return run.cancelled || run.scheduler.tasks().complete(); }
+
+/// Asks the gateway to cancel a copy's job; the copy is followed until its
+/// job is seen to end (the core hears of it then).
+void cancel_copy(self_ptr self, CampaignRun& run, cc::CopyId copy) {
+  auto job = run.job_of.find(copy);
+  if (job == run.job_of.end()) return;
+  run.cancelling.insert(copy);
+  auto campaign = run.id;
+  self->request(self->state.config.gateway, timeout_of(self->state), cancel_atom::value, job->second)
+      .then([](core::JobView&) {},
+            [=](caf::error& err) {
+              // Not accepted yet, or already gone: the next status tells.
+              spdlog::debug("campaign {}: cancelling copy {}: {}", campaign.value, copy,
+                            self->system().render(err));
+            });
+}
+
+/// Sends one dispatched copy to its pool as a job.
+void dispatch_copy(self_ptr self, CampaignRun& run, cc::CopyId copy) {
+  core::JobId id = fresh_job_id();
+  run.job_of[copy] = id;
+  core::JobSpec job = job_for_copy(run, run.scheduler.tasks().copy(copy), id);
+  auto campaign = run.id;
+  self->request(self->state.config.gateway, timeout_of(self->state), std::move(job))
+      .then(
+          [=](core::JobId&) {
+            if (auto* r = find_run(self, campaign)) r->followed.insert(copy);
+          },
+          [=](caf::error& err) {
+            auto* r = find_run(self, campaign);
+            if (!r) return;
+            spdlog::warn("campaign {}: the job of copy {} was refused: {}", campaign.value, copy,
+                         self->system().render(err));
+            // Refused: the index goes back to pending and is dispatched again.
+            if (r->scheduler.tasks().copy(copy).live()) r->scheduler.failed(copy, wall_now());
+          });
+}
+
+/// A copy's job as the gateway reports it now: feed the change to the core.
+void observe(self_ptr self, CampaignRun& run, cc::CopyId copy, const core::JobView& view) {
+  auto now = wall_now();
+  const cc::TaskCopy& c = run.scheduler.tasks().copy(copy);
+  bool ended = view.state == core::JobState::succeeded || view.state == core::JobState::failed ||
+               view.state == core::JobState::cancelled;
+  if (ended) run.followed.erase(copy);
+  if (!c.live()) return;  // the core already ended it (withdrawn, cancelled with the campaign)
+  bool has_run = view.started_at != core::kNever;
+  if (c.state == cc::CopyState::waiting && (view.state == core::JobState::running || has_run))
+    run.scheduler.started(copy, now);
+  switch (view.state) {
+    case core::JobState::succeeded: {
+      // The declared output lives on the task's node; the server cannot look.
+      auto outcome = run.scheduler.succeeded(copy, now, true);
+      for (cc::CopyId other : outcome.cancel) cancel_copy(self, run, other);
+      break;
+    }
+    case core::JobState::failed: run.scheduler.failed(copy, now); break;
+    case core::JobState::cancelled: run.scheduler.cancelled(copy, now); break;
+    default: break;
+  }
+}
+
+/// Asks the status of every followed copy's job.
+void follow_jobs(self_ptr self) {
+  for (auto& [id, run] : self->state.campaigns) {
+    for (cc::CopyId copy : run.followed) {
+      auto campaign = id;
+      self->request(self->state.config.gateway, timeout_of(self->state), status_atom::value, run.job_of.at(copy))
+          .then(
+              [=](core::JobView& view) {
+                if (auto* r = find_run(self, campaign); r && r->followed.contains(copy)) observe(self, *r, copy, view);
+              },
+              [=](caf::error& err) {
+                spdlog::debug("campaign {}: status of copy {}: {}", campaign.value, copy, self->system().render(err));
+              });
+    }
+  }
+}
+
+/// Free and total task slots of one pool for tasks of `per_task`.
+struct PoolSlots {
+  uint32_t free = 0;
+  uint32_t size = 0;
+};
+
+PoolSlots slots_in(const std::vector<core::NodeStatus>& nodes, const std::string& pool, const core::Resources& per_task) {
+  int64_t free = 0;
+  int64_t size = 0;
+  for (const auto& n : nodes) {
+    if (n.spec.pool != pool || !n.alive || n.snapshot.state != core::NodeState::up) continue;
+    free += std::min(kMostSlotsPerPool, per_task.copies_fitting_in(n.snapshot.free));
+    size += std::min(kMostSlotsPerPool, per_task.copies_fitting_in(n.spec.capacity));
+  }
+  return {static_cast<uint32_t>(std::min(free, kMostSlotsPerPool)),
+          static_cast<uint32_t>(std::min(size, kMostSlotsPerPool))};
+}
+
+/// One metascheduler round over the campaigns with something to dispatch.
+void run_round(self_ptr self, const std::vector<core::NodeStatus>& nodes) {
+  auto& st = self->state;
+  auto now = wall_now();
+  std::vector<cc::QueuedCampaign> queued;
+  std::set<std::string> available;
+  for (auto& [id, run] : st.campaigns) {
+    if (finished(run)) continue;
+    const auto& spec = run.scheduler.spec();
+    queued.push_back({id, spec.type, spec.priority, run.sequence, spec.pools, spec.other_pools});
+    for (const auto& pool : spec.all_pools())
+      if (slots_in(nodes, pool, spec.per_task).size > 0) available.insert(pool);
+  }
+  // Tasks sent to each pool this round, so that later launches see less room.
+  std::map<std::string, uint32_t> taken;
+  for (const cc::Launch& launch : cc::metaschedule(std::move(queued), available)) {
+    CampaignRun* run = find_run(self, launch.campaign);
+    if (!run) continue;
+    std::vector<cc::PoolOffer> offers;
+    for (const auto& pool : launch.pools) {
+      PoolSlots slots = slots_in(nodes, pool, run->scheduler.spec().per_task);
+      uint32_t used = std::min(slots.free, taken[pool]);
+      offers.push_back({pool, slots.free - used, slots.size});
+    }
+    cc::RoundPlan plan = run->scheduler.round(now, offers);
+    for (const auto& [pool, reason] : plan.abandoned)
+      spdlog::warn("campaign {}: pool {} abandoned as a sink: {}", run->id.value, pool, reason);
+    for (cc::CopyId copy : plan.withdrawn) cancel_copy(self, *run, copy);
+    for (cc::CopyId copy : plan.cancel) cancel_copy(self, *run, copy);
+    for (cc::CopyId copy : plan.dispatched) {
+      ++taken[run->scheduler.tasks().copy(copy).pool];
+      dispatch_copy(self, *run, copy);
+    }
+  }
+}
+
+void tick(self_ptr self) {
+  auto& st = self->state;
+  self->delayed_send(self, st.config.round_interval, tick_atom::value);
+  follow_jobs(self);
+  if (st.round_in_flight) return;
+  bool any = std::any_of(st.campaigns.begin(), st.campaigns.end(), [](const auto& c) { return !finished(c.second); });
+  if (!any) return;
+  st.round_in_flight = true;
+  self->request(st.config.gateway, timeout_of(st), nodes_atom::value)
+      .then(
+          [=](std::vector<core::NodeStatus>& nodes) {
+            self->state.round_in_flight = false;
+            run_round(self, nodes);
+          },
+          [=](caf::error& err) {
+            self->state.round_in_flight = false;
+            spdlog::warn("campaigns: no node list from the gateway: {}", self->system().render(err));
+          });
+}
+
+core::Expected<cc::CampaignId> parse_campaign_id(const std::string& text) {
+  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
+    return core::make_error(core::Errc::parse_error, "'" + text + "' is not a campaign id (a positive number)");
+  return cc::CampaignId{std::stoull(text)};
+}
+
+caf::result<std::string> submit(self_ptr self, const std::string& json) {
+  auto& st = self->state;
+  auto spec = st.config.read_campaign(json);
+  if (!spec) return messages::to_caf_error(spec.error());
+  cc::CampaignId id{st.next_id++};
+  CampaignRun run{id, id.value, wall_now(), cc::CampaignScheduler(std::move(*spec)), false, {}, {}, {}};
+  spdlog::info("campaign {} ({}) of {}: {} task(s) on {}", id.value, run.scheduler.spec().name,
+               run.scheduler.spec().user, run.scheduler.tasks().task_count(), run.scheduler.spec().all_pools().size());
+  auto& placed = st.campaigns.emplace(id, std::move(run)).first->second;
+  return campaign_summary_json(placed, wall_now());
+}
+
+caf::result<std::string> cancel(self_ptr self, CampaignRun& run) {
+  if (!finished(run)) {
+    auto live = run.scheduler.cancel_all(wall_now());
+    run.cancelled = true;
+    for (cc::CopyId copy : live) cancel_copy(self, run, copy);
+    spdlog::info("campaign {}: cancelled ({} copies stopped)", run.id.value, live.size());
+  }
+  return campaign_summary_json(run, wall_now());
+}
+
+}  // namespace
+
+core::JobSpec job_for_copy(const CampaignRun& run, const cc::TaskCopy& copy, core::JobId id) {
+  const cc::CampaignSpec& spec = run.scheduler.spec();
+  const std::string& param = spec.parameters.at(copy.index);
+  core::JobSpec job;
+  job.id = id;
+  job.name = (spec.name.empty() ? "campaign" : spec.name) + "-" + std::to_string(run.id.value) + "-" +
+             std::to_string(copy.index);
+  job.user = spec.user;
+  job.pool = copy.pool;
+  job.count = 1;
+  job.per_task = spec.per_task;
+  job.preemptible = spec.best_effort;
+  job.command = cc::render_command(spec.command, run.id, copy.index, param);
+  job.env = {{"CLAIMSCHED_CAMPAIGN_ID", std::to_string(run.id.value)},
+             {"CLAIMSCHED_TASK_INDEX", std::to_string(copy.index)},
+             {"CLAIMSCHED_PARAM", param}};
+  // A failed copy is retried by the campaign (elsewhere if need be), not by
+  // its job: the campaign decides where the index runs next.
+  job.max_retries = 0;
+  // The campaign waits for room itself; a pool without a node up now must
+  // not refuse the copy.
+  job.wait_for_nodes = true;
+  return job;
+}
+
+campaign_actor::behavior_type campaigns(self_ptr self, CampaignActorConfig config) {
+  self->state.config = std::move(config);
+  self->set_default_handler(messages::reject_unexpected);
+  self->delayed_send(self, self->state.config.round_interval, tick_atom::value);
+  return {
+      [=](campaign_atom, std::string& verb, std::string& argument) -> caf::result<std::string> {
+        auto& st = self->state;
+        if (verb == "submit") return submit(self, argument);
+        if (verb == "list") return campaign_list_json(st.campaigns, wall_now());
+        auto id = parse_campaign_id(argument);
+        if (!id) return messages::to_caf_error(id.error());
+        CampaignRun* run = find_run(self, *id);
+        if (!run) return error_of(core::Errc::unknown_name, "no campaign " + argument);
+        if (verb == "status") return campaign_status_json(*run, wall_now());
+        if (verb == "explain") return campaign_explain_json(*run, wall_now());
+        if (verb == "cancel") return cancel(self, *run);
+        return error_of(core::Errc::invalid_argument,
+                        "unknown campaign request '" + verb + "' (submit, status, list, cancel, explain)");
+      },
+      [=](tick_atom) { tick(self); },
+  };
+}
+
+}  // namespace claimsched::actors

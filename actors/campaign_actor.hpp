@@ -1,0 +1,71 @@
+#pragma once
+
+// The server's campaigns (issue 16): a thin actor over core/campaign. Every
+// round (a timer) it asks the gateway which nodes are free, lets the
+// metascheduler order the campaigns and each campaign's scheduler decide,
+// and sends every task copy it dispatches as an ordinary one-task job through
+// the gateway, which routes it to the partition owning the copy's pool (a
+// campaign spans partitions that way). It then follows each of those jobs by
+// its status until it ends and feeds the end back to the campaign core
+// (finalize, sinks and retries live there).
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "actors/actors.hpp"
+#include "core/campaign/campaign_scheduler.hpp"
+
+namespace claimsched::actors {
+
+struct CampaignActorConfig {
+  /// Where jobs go and where free nodes are learned.
+  gateway_actor gateway;
+  /// Reads a campaign's JSON (the campaign file's keys) and checks it against
+  /// the cluster's pools; the error names the field. Supplied by the server
+  /// (apps/campaign_file.*), so that files and requests read the same.
+  std::function<core::Expected<core::campaign::CampaignSpec>(const std::string& json)> read_campaign;
+  /// How often a round runs and the jobs are followed.
+  core::Duration round_interval = std::chrono::seconds(1);
+  core::Duration request_timeout = std::chrono::seconds(10);
+};
+
+/// One campaign as the server runs it.
+struct CampaignRun {
+  core::campaign::CampaignId id;
+  /// Submission order (FIFO among equals).
+  uint64_t sequence = 0;
+  core::TimePoint submitted_at{0};
+  core::campaign::CampaignScheduler scheduler;
+  bool cancelled = false;
+  /// Each dispatched copy's job.
+  std::map<core::campaign::CopyId, core::JobId> job_of;
+  /// Copies whose job the gateway accepted and that have not been seen to
+  /// end: followed by status every round.
+  std::set<core::campaign::CopyId> followed;
+  /// Copies whose job was asked to cancel (withdrawn, lost a replica race,
+  /// abandoned pool, campaign cancelled).
+  std::set<core::campaign::CopyId> cancelling;
+};
+
+struct campaign_state {
+  explicit campaign_state(caf::local_actor*) {}
+  CampaignActorConfig config;
+  std::map<core::campaign::CampaignId, CampaignRun> campaigns;
+  uint64_t next_id = 1;
+  /// A round waits for the gateway's node list; ticks meanwhile are skipped.
+  bool round_in_flight = false;
+  static inline const char* name = "campaigns";
+};
+
+campaign_actor::behavior_type campaigns(campaign_actor::stateful_pointer<campaign_state> self,
+                                        CampaignActorConfig config);
+
+/// The job that runs one copy of a campaign's task: the rendered command, the
+/// campaign's resources, and the task's identity in its environment
+/// (CLAIMSCHED_CAMPAIGN_ID, CLAIMSCHED_TASK_INDEX, CLAIMSCHED_PARAM).
+core::JobSpec job_for_copy(const CampaignRun& run, const core::campaign::TaskCopy& copy, core::JobId id);
+
+}  // namespace claimsched::actors
