@@ -8,6 +8,8 @@
 
 #include "apps/file_fields.hpp"
 #include "apps/job_file.hpp"
+#include <nlohmann/json.hpp>
+
 #include "core/duration.hpp"
 
 namespace claimsched::apps {
@@ -126,23 +128,46 @@ core::Expected<CampaignDraft> parse_campaign_file(std::string_view text, std::st
   return std::move(*draft);
 }
 
+core::Status read_parameter_file(CampaignDraft& draft, const std::filesystem::path& base_dir) {
+  if (draft.parameter_file.empty()) return core::Status::ok();
+  std::filesystem::path path = base_dir / draft.parameter_file;
+  std::ifstream in(path);
+  if (!in) return make_error(Errc::io_error, "campaign field 'parameter_file': cannot read " + path.string());
+  std::stringstream text;
+  text << in.rdbuf();
+  draft.spec.parameters = cc::parameter_lines(text.str());
+  draft.parameter_file.clear();
+  return core::Status::ok();
+}
+
 core::Expected<cc::CampaignSpec> finish_campaign(CampaignDraft draft, const std::filesystem::path& base_dir,
                                                  const std::set<std::string>& known_pools, const std::string& user) {
   cc::CampaignSpec& c = draft.spec;
-  if (!draft.parameter_file.empty()) {
-    std::filesystem::path path = base_dir / draft.parameter_file;
-    std::ifstream in(path);
-    if (!in) {
-      return make_error(Errc::io_error,
-                        "campaign field 'parameter_file': cannot read " + path.string());
-    }
-    std::stringstream text;
-    text << in.rdbuf();
-    c.parameters = cc::parameter_lines(text.str());
-  }
+  if (auto st = read_parameter_file(draft, base_dir); !st) return st.error();
   if (c.user.empty()) c.user = user;
   if (auto st = cc::validate(c, known_pools); !st) return st.error();
   return std::move(c);
+}
+
+std::string campaign_json(const cc::CampaignSpec& spec) {
+  nlohmann::json out{{"name", spec.name},
+                     {"user", spec.user},
+                     {"command", spec.command},
+                     {"parameters", spec.parameters},
+                     {"pools", spec.pools},
+                     {"other_pools", spec.other_pools},
+                     {"type", std::string(cc::to_string(spec.type))},
+                     {"priority", spec.priority},
+                     {"best_effort", spec.best_effort},
+                     {"test_first", spec.test_first},
+                     {"algorithm", std::string(cc::to_string(spec.algorithm))},
+                     {"max_waiting", spec.max_waiting},
+                     {"allowed_waiting", spec.allowed_waiting},
+                     {"finalize_replicas", spec.finalize_replicas},
+                     {"sink_runtime", core::format_duration(spec.sink_runtime)}};
+  if (std::string resources = spec.per_task.to_string(); !resources.empty()) out["resources"] = resources;
+  if (!spec.declared_output.empty()) out["output"] = spec.declared_output;
+  return out.dump();
 }
 
 }  // namespace claimsched::apps

@@ -35,10 +35,19 @@ struct CampaignDraft {
 /// Parses a campaign file; `source` names it in errors.
 core::Expected<CampaignDraft> parse_campaign_file(std::string_view text, std::string_view source);
 
+/// Reads the draft's parameter file, if it names one (relative to
+/// `base_dir`), into its parameters; the error names the field.
+core::Status read_parameter_file(CampaignDraft& draft, const std::filesystem::path& base_dir);
+
 /// Reads the parameter file (relative to `base_dir`), fills the defaults
 /// (resources, user) and validates the campaign against `known_pools`.
 core::Expected<core::campaign::CampaignSpec> finish_campaign(CampaignDraft draft, const std::filesystem::path& base_dir,
                                                              const std::set<std::string>& known_pools,
                                                              const std::string& user);
+
+/// A finished campaign as JSON with the file's own keys (parameters listed,
+/// never a file name): what the client sends the server, which reads it
+/// back with parse_campaign_file and finish_campaign.
+std::string campaign_json(const core::campaign::CampaignSpec& spec);
 
 }  // namespace claimsched::apps
