@@ -40,6 +40,27 @@ CampaignRun* find_run(self_ptr self, cc::CampaignId id) {
 
 bool finished(const CampaignRun& run) { return run.cancelled || run.scheduler.tasks().complete(); }
 
+storage::StoredCampaign record_of(const CampaignRun& run) {
+  return {run.id.value, run.sequence, run.submitted_at, run.cancelled, run.spec_json};
+}
+
+storage::StoredCopy record_of(const CampaignRun& run, cc::CopyId copy, storage::StoredCopy::State state) {
+  const cc::TaskCopy& c = run.scheduler.tasks().copy(copy);
+  return {run.id.value, run.job_of.at(copy), c.index, c.pool, c.replica, c.dispatched, state};
+}
+
+/// Records the campaign (submitted, cancelled); ok without a store.
+core::Status save(self_ptr self, const CampaignRun& run) {
+  auto& store = self->state.config.store;
+  return store ? store->put(record_of(run)) : core::Status::ok();
+}
+
+/// Records copies; ok without a store.
+core::Status save(self_ptr self, const std::vector<storage::StoredCopy>& copies) {
+  auto& store = self->state.config.store;
+  return store ? store->put(copies) : core::Status::ok();
+}
+
 /// Asks the gateway to cancel a copy's job; the copy is followed until its
 /// job is seen to end (the core hears of it then).
 void cancel_copy(self_ptr self, CampaignRun& run, cc::CopyId copy) {
@@ -56,11 +77,10 @@ void cancel_copy(self_ptr self, CampaignRun& run, cc::CopyId copy) {
             });
 }
 
-/// Sends one dispatched copy to its pool as a job.
-void dispatch_copy(self_ptr self, CampaignRun& run, cc::CopyId copy) {
-  core::JobId id = fresh_job_id();
-  run.job_of[copy] = id;
-  core::JobSpec job = job_for_copy(run, run.scheduler.tasks().copy(copy), id);
+/// Sends a copy's job (its id recorded already) to its pool. Sent again
+/// after a restart, the same id is the same job: never a second run.
+void send_copy(self_ptr self, CampaignRun& run, cc::CopyId copy) {
+  core::JobSpec job = job_for_copy(run, run.scheduler.tasks().copy(copy), run.job_of.at(copy));
   auto campaign = run.id;
   self->request(self->state.config.gateway, timeout_of(self->state), std::move(job))
       .then(
@@ -73,8 +93,50 @@ void dispatch_copy(self_ptr self, CampaignRun& run, cc::CopyId copy) {
             spdlog::warn("campaign {}: the job of copy {} was refused: {}", campaign.value, copy,
                          self->system().render(err));
             // Refused: the index goes back to pending and is dispatched again.
+            auto ended = save(self, {record_of(*r, copy, storage::StoredCopy::State::ended)});
+            if (!ended) spdlog::error("campaign {}: {}", campaign.value, ended.error().message);
             if (r->scheduler.tasks().copy(copy).live()) r->scheduler.failed(copy, wall_now());
           });
+}
+
+/// A round's new copies: each gets its job id, recorded durably before any
+/// job is sent (a crash in between sends the same ids again on restart).
+void dispatch_copies(self_ptr self, CampaignRun& run, const std::vector<cc::CopyId>& copies) {
+  std::vector<storage::StoredCopy> records;
+  for (cc::CopyId copy : copies) {
+    run.job_of[copy] = fresh_job_id();
+    records.push_back(record_of(run, copy, storage::StoredCopy::State::live));
+  }
+  if (auto st = save(self, records); !st) {
+    // Not recorded, not sent: the indices go back to pending.
+    spdlog::error("campaign {}: {}; its {} new task(s) wait for the next round", run.id.value, st.error().message,
+                  copies.size());
+    for (cc::CopyId copy : copies) {
+      run.job_of.erase(copy);
+      run.scheduler.failed(copy, wall_now());
+    }
+    return;
+  }
+  for (cc::CopyId copy : copies) send_copy(self, run, copy);
+}
+
+/// A copy's job ended: recorded, so that a restart neither follows it again
+/// nor (when it succeeded) runs its index again. A failed write is logged:
+/// the restart then asks the job's status again, which tells the same.
+void record_end(self_ptr self, const CampaignRun& run, cc::CopyId copy, storage::StoredCopy::State state) {
+  if (auto st = save(self, {record_of(run, copy, state)}); !st)
+    spdlog::error("campaign {}: {}", run.id.value, st.error().message);
+}
+
+/// When a job says it started or ended (`reported`, kNever if it does not
+/// say), not before `floor`, not in the future, and never before the
+/// campaign's previous event: run times as the job ran them, not as late as
+/// the status poll saw them, and the predictor's events in order.
+core::TimePoint event_time(CampaignRun& run, core::TimePoint reported, core::TimePoint floor, core::TimePoint now) {
+  if (reported == core::kNever) reported = now;
+  core::TimePoint lowest = std::min(std::max(floor, run.last_event), now);
+  run.last_event = std::clamp(reported, lowest, now);
+  return run.last_event;
 }
 
 /// A copy's job as the gateway reports it now: feed the change to the core.
@@ -84,19 +146,33 @@ void observe(self_ptr self, CampaignRun& run, cc::CopyId copy, const core::JobVi
   bool ended = view.state == core::JobState::succeeded || view.state == core::JobState::failed ||
                view.state == core::JobState::cancelled;
   if (ended) run.followed.erase(copy);
-  if (!c.live()) return;  // the core already ended it (withdrawn, cancelled with the campaign)
+  if (!c.live()) {
+    // The core ended it already (withdrawn, cancelled with the campaign):
+    // its job's end is history.
+    if (ended) record_end(self, run, copy, storage::StoredCopy::State::ended);
+    return;
+  }
   bool has_run = view.started_at != core::kNever;
   if (c.state == cc::CopyState::waiting && (view.state == core::JobState::running || has_run))
-    run.scheduler.started(copy, now);
+    run.scheduler.started(copy, event_time(run, view.started_at, c.dispatched, now));
   switch (view.state) {
     case core::JobState::succeeded: {
       // The declared output lives on the task's node; the server cannot look.
-      auto outcome = run.scheduler.succeeded(copy, now, true);
+      auto ended_at = event_time(run, view.finished_at, c.started.value_or(c.dispatched), now);
+      auto outcome = run.scheduler.succeeded(copy, ended_at, true);
+      record_end(self, run, copy,
+                 outcome.counted ? storage::StoredCopy::State::succeeded : storage::StoredCopy::State::ended);
       for (cc::CopyId other : outcome.cancel) cancel_copy(self, run, other);
       break;
     }
-    case core::JobState::failed: run.scheduler.failed(copy, now); break;
-    case core::JobState::cancelled: run.scheduler.cancelled(copy, now); break;
+    case core::JobState::failed:
+      run.scheduler.failed(copy, now);
+      record_end(self, run, copy, storage::StoredCopy::State::ended);
+      break;
+    case core::JobState::cancelled:
+      run.scheduler.cancelled(copy, now);
+      record_end(self, run, copy, storage::StoredCopy::State::ended);
+      break;
     default: break;
   }
 }
@@ -124,7 +200,8 @@ struct PoolSlots {
   uint32_t size = 0;
 };
 
-PoolSlots slots_in(const std::vector<core::NodeStatus>& nodes, const std::string& pool, const core::Resources& per_task) {
+PoolSlots slots_in(const std::vector<core::NodeStatus>& nodes, const std::string& pool,
+                   const core::Resources& per_task) {
   int64_t free = 0;
   int64_t size = 0;
   for (const auto& n : nodes) {
@@ -165,10 +242,8 @@ void run_round(self_ptr self, const std::vector<core::NodeStatus>& nodes) {
       spdlog::warn("campaign {}: pool {} abandoned as a sink: {}", run->id.value, pool, reason);
     for (cc::CopyId copy : plan.withdrawn) cancel_copy(self, *run, copy);
     for (cc::CopyId copy : plan.cancel) cancel_copy(self, *run, copy);
-    for (cc::CopyId copy : plan.dispatched) {
-      ++taken[run->scheduler.tasks().copy(copy).pool];
-      dispatch_copy(self, *run, copy);
-    }
+    for (cc::CopyId copy : plan.dispatched) ++taken[run->scheduler.tasks().copy(copy).pool];
+    dispatch_copies(self, *run, plan.dispatched);
   }
 }
 
@@ -202,8 +277,20 @@ caf::result<std::string> submit(self_ptr self, const std::string& json) {
   auto& st = self->state;
   auto spec = st.config.read_campaign(json);
   if (!spec) return messages::to_caf_error(spec.error());
-  cc::CampaignId id{st.next_id++};
-  CampaignRun run{id, id.value, wall_now(), cc::CampaignScheduler(std::move(*spec)), false, {}, {}, {}};
+  // The test wave (core/campaign/test_wave.hpp) is not run here yet: refused,
+  // rather than run as a bulk campaign that would say nothing per pool.
+  if (spec->type == cc::CampaignType::test)
+    return error_of(core::Errc::invalid_argument,
+                    "campaign field 'type': this server does not run test campaigns yet (use type = \"default\")");
+  if (spec->test_first)
+    return error_of(core::Errc::invalid_argument,
+                    "campaign field 'test_first': this server does not run the test wave yet (drop --test-first)");
+  cc::CampaignId id{st.next_id};
+  CampaignRun run{id, id.value, wall_now(), cc::CampaignScheduler(std::move(*spec)), false, json, {}, {}, {}, {}};
+  // Accepted once recorded: a campaign the store does not hold would vanish
+  // at the next restart.
+  if (auto saved = save(self, run); !saved) return messages::to_caf_error(saved.error());
+  ++st.next_id;
   spdlog::info("campaign {} ({}) of {}: {} task(s) on {}", id.value, run.scheduler.spec().name,
                run.scheduler.spec().user, run.scheduler.tasks().task_count(), run.scheduler.spec().all_pools().size());
   auto& placed = st.campaigns.emplace(id, std::move(run)).first->second;
@@ -212,12 +299,65 @@ caf::result<std::string> submit(self_ptr self, const std::string& json) {
 
 caf::result<std::string> cancel(self_ptr self, CampaignRun& run) {
   if (!finished(run)) {
-    auto live = run.scheduler.cancel_all(wall_now());
     run.cancelled = true;
+    if (auto saved = save(self, run); !saved) {
+      run.cancelled = false;
+      return messages::to_caf_error(saved.error());
+    }
+    auto live = run.scheduler.cancel_all(wall_now());
     for (cc::CopyId copy : live) cancel_copy(self, run, copy);
     spdlog::info("campaign {}: cancelled ({} copies stopped)", run.id.value, live.size());
   }
   return campaign_summary_json(run, wall_now());
+}
+
+/// Rebuilds every recorded campaign: succeeded copies make their index done,
+/// live ones are followed again (their job sent again under the same id, so
+/// one the crash kept from the partition arrives now, and one it holds is
+/// answered as the same job); ended ones are history.
+void restore(self_ptr self) {
+  auto& st = self->state;
+  auto contents = st.config.store->load();
+  if (!contents) {
+    spdlog::error("campaigns: {}; no campaign restored", contents.error().message);
+    return;
+  }
+  for (auto& stored : contents->campaigns) {
+    st.next_id = std::max(st.next_id, stored.id + 1);
+    auto spec = st.config.read_campaign(stored.spec_json);
+    if (!spec) {
+      spdlog::error("campaign {}: not restored: {}", stored.id, spec.error().message);
+      continue;
+    }
+    cc::CampaignId id{stored.id};
+    CampaignRun fresh{id, stored.sequence, stored.submitted_at, cc::CampaignScheduler(std::move(*spec)), false,
+                      stored.spec_json, {}, {}, {}, {}};
+    auto& run = st.campaigns.emplace(id, std::move(fresh)).first->second;
+    std::vector<cc::CopyId> resend;
+    std::vector<core::JobId> surplus;
+    for (const auto& c : contents->copies[stored.id]) {
+      if (c.state == storage::StoredCopy::State::ended) continue;
+      bool succeeded = c.state == storage::StoredCopy::State::succeeded;
+      auto copy = run.scheduler.restore(c.index, c.pool, c.replica, succeeded, c.dispatched);
+      if (!copy) {
+        // Its index is done by another copy: this one is not needed.
+        if (!succeeded) surplus.push_back(c.job);
+        continue;
+      }
+      run.job_of[*copy] = c.job;
+      if (!succeeded) resend.push_back(*copy);
+    }
+    for (cc::CopyId copy : resend) send_copy(self, run, copy);
+    for (core::JobId job : surplus)
+      self->request(st.config.gateway, timeout_of(st), cancel_atom::value, job)
+          .then([](core::JobView&) {}, [](caf::error&) {});
+    if (stored.cancelled) {
+      run.cancelled = true;
+      for (cc::CopyId copy : run.scheduler.cancel_all(wall_now())) cancel_copy(self, run, copy);
+    }
+    spdlog::info("campaign {}: restored, {}/{} done, {} task(s) followed again", id.value,
+                 run.scheduler.tasks().done(), run.scheduler.tasks().task_count(), resend.size());
+  }
 }
 
 }  // namespace
@@ -250,6 +390,7 @@ core::JobSpec job_for_copy(const CampaignRun& run, const cc::TaskCopy& copy, cor
 campaign_actor::behavior_type campaigns(self_ptr self, CampaignActorConfig config) {
   self->state.config = std::move(config);
   self->set_default_handler(messages::reject_unexpected);
+  if (self->state.config.store) restore(self);
   self->delayed_send(self, self->state.config.round_interval, tick_atom::value);
   return {
       [=](campaign_atom, std::string& verb, std::string& argument) -> caf::result<std::string> {

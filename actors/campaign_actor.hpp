@@ -17,6 +17,7 @@
 
 #include "actors/actors.hpp"
 #include "core/campaign/campaign_scheduler.hpp"
+#include "storage/campaign_store.hpp"
 
 namespace claimsched::actors {
 
@@ -30,6 +31,10 @@ struct CampaignActorConfig {
   /// How often a round runs and the jobs are followed.
   core::Duration round_interval = std::chrono::seconds(1);
   core::Duration request_timeout = std::chrono::seconds(10);
+  /// Where campaigns and their dispatched copies are recorded; the actor
+  /// rebuilds every campaign from it when it starts. Null: nothing survives
+  /// a restart. Writes are synced on the actor's own thread (it is detached).
+  std::shared_ptr<storage::CampaignStore> store;
 };
 
 /// One campaign as the server runs it.
@@ -40,6 +45,11 @@ struct CampaignRun {
   core::TimePoint submitted_at{0};
   core::campaign::CampaignScheduler scheduler;
   bool cancelled = false;
+  /// As the client sent it: what the store keeps.
+  std::string spec_json;
+  /// The time of the last start or end fed to the core: its throughput
+  /// window wants events in time order.
+  core::TimePoint last_event{0};
   /// Each dispatched copy's job.
   std::map<core::campaign::CopyId, core::JobId> job_of;
   /// Copies whose job the gateway accepted and that have not been seen to

@@ -68,10 +68,15 @@ core::Expected<std::unique_ptr<HttpEndpoint>> serve_http(caf::actor_system& sys,
   return endpoint;
 }
 
-/// This server's campaigns, dispatching through `gateway`; the gateway is
-/// told where campaign requests go.
-actors::campaign_actor serve_campaigns(caf::actor_system& sys, const ClusterConfig& config,
-                                       actors::gateway_actor gateway) {
+/// This server's campaigns, dispatching through `gateway` and recorded in
+/// `<data_dir>/campaigns` (rebuilt from there now); the gateway is told
+/// where campaign requests go.
+core::Expected<actors::campaign_actor> serve_campaigns(caf::actor_system& sys, const ClusterConfig& config,
+                                                       actors::gateway_actor gateway) {
+  std::error_code ec;
+  std::filesystem::create_directories(config.storage.data_dir, ec);
+  auto store = storage::CampaignStore::open(config.storage.data_dir + "/campaigns");
+  if (!store) return store.error();
   std::set<std::string> known_pools;
   for (const auto& p : config.partitions) known_pools.insert(p.pools.begin(), p.pools.end());
   actors::CampaignActorConfig cc;
@@ -87,6 +92,7 @@ actors::campaign_actor serve_campaigns(caf::actor_system& sys, const ClusterConf
     std::string user = draft->spec.user.empty() ? "unknown" : draft->spec.user;
     return finish_campaign(std::move(*draft), ".", known_pools, user);
   };
+  cc.store = std::move(*store);
   auto campaigns = sys.spawn<caf::detached>(actors::campaigns, std::move(cc));
   caf::scoped_actor self{sys};  // the gateway takes this only from its own process
   self->send(gateway, actors::campaign_atom::value, campaigns);
@@ -259,7 +265,14 @@ int run_server(const ServerOptions& opt) {
     return fail(served.error().message);
   }
   auto [gateway, port] = *served;
-  auto campaigns = serve_campaigns(sys, config, gateway);
+  auto served_campaigns = serve_campaigns(sys, config, gateway);
+  if (!served_campaigns) {
+    sys.middleman().unpublish(gateway, port);
+    caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+    stop_partitions();
+    return fail(served_campaigns.error().message);
+  }
+  auto campaigns = *served_campaigns;
   std::printf("claimsched server listening on %s:%u (cluster %s, %zu partition(s), data in %s)\n",
               config.listen.host.c_str(), static_cast<unsigned>(port), config.cluster_id.c_str(),
               config.partitions.size(), config.storage.data_dir.c_str());

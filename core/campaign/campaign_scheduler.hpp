@@ -71,6 +71,11 @@ class CampaignScheduler {
   /// The campaign's cancel: nothing more is dispatched; returns the live
   /// copies, already ended as cancelled, whose jobs the caller stops.
   std::vector<CopyId> cancel_all(TimePoint now) { return tasks_.cancel_all(now); }
+  /// After a restart (CampaignTasks::restore).
+  std::optional<CopyId> restore(TaskIndex index, const std::string& pool, bool replica, bool succeeded,
+                                TimePoint dispatched) {
+    return tasks_.restore(index, pool, replica, succeeded, dispatched);
+  }
 
   const CampaignSpec& spec() const { return spec_; }
   const CampaignTasks& tasks() const { return tasks_; }

@@ -212,6 +212,24 @@ std::vector<CopyId> CampaignTasks::abandon(const std::string& pool, std::string 
   return live;
 }
 
+std::optional<CopyId> CampaignTasks::restore(TaskIndex index, const std::string& pool, bool replica, bool succeeded,
+                                             TimePoint dispatched) {
+  if (index >= tasks_.size() || tasks_[index].winner) return std::nullopt;
+  if (replica) ++tasks_[index].replicas;
+  CopyId id = launch(pool, {index}, dispatched, replica).front();
+  if (!succeeded) return id;
+  TaskCopy& c = copies_[id];
+  --pools_[pool].waiting;
+  c.state = CopyState::succeeded;
+  c.ended = dispatched;
+  Task& task = tasks_[index];
+  task.winner = id;
+  std::erase(task.live, id);
+  ++done_;
+  if (task.live.empty()) in_flight_.erase(index);
+  return id;
+}
+
 std::vector<CopyId> CampaignTasks::cancel_all(TimePoint now) {
   cancelled_ = true;
   pending_.clear();

@@ -104,6 +104,14 @@ class CampaignTasks {
   /// Why each abandoned pool was abandoned (for `campaign explain`).
   const std::map<std::string, std::string>& abandoned_pools() const { return abandoned_; }
 
+  /// After a restart, a copy sent before it, as the store recorded it: live
+  /// again (waiting; its job's status tells the rest), or, with
+  /// `succeeded`, the index done by it. Success from before the restart is
+  /// not sink evidence (its run time is unknown here). Nullopt, and nothing
+  /// changes, when the index is out of range or already done.
+  std::optional<CopyId> restore(TaskIndex index, const std::string& pool, bool replica, bool succeeded,
+                                TimePoint dispatched);
+
   /// Cancels everything live (the campaign's cancel): returns those copies.
   std::vector<CopyId> cancel_all(TimePoint now);
 

@@ -154,5 +154,23 @@ TEST(CampaignTasks, CancellingTheCampaignCancelsWhatItDispatchedAndNothingElse) 
   EXPECT_TRUE(tasks.dispatch("lyon", 5, seconds(7)).empty());
 }
 
+TEST(Restore, ARestartedCampaignDispatchesOnlyWhatWasNeitherDoneNorInFlight) {
+  // Before the restart: index 0 succeeded, index 2 was in flight on lyon.
+  CampaignTasks tasks(4);
+  ASSERT_TRUE(tasks.restore(0, "lyon", false, true, seconds(1)));
+  auto in_flight = tasks.restore(2, "lyon", false, false, seconds(2));
+  ASSERT_TRUE(in_flight);
+  EXPECT_EQ(tasks.done(), 1u);
+  EXPECT_EQ(tasks.waiting("lyon"), 1u) << "followed again until its job says how it ended";
+  auto sent = tasks.dispatch("lyon", 10, seconds(3));
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(tasks.copy(sent[0]).index, 1u);
+  EXPECT_EQ(tasks.copy(sent[1]).index, 3u);
+  EXPECT_FALSE(tasks.restore(0, "grenoble", false, false, seconds(4))) << "a done index is not run again";
+  tasks.started(*in_flight, seconds(4));
+  EXPECT_TRUE(tasks.succeeded(*in_flight, seconds(5)).counted);
+  EXPECT_EQ(tasks.done(), 2u);
+}
+
 }  // namespace
 }  // namespace claimsched::core::campaign

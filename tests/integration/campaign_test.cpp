@@ -1,0 +1,163 @@
+// Campaigns over real processes (issue 16): a server and an agent on
+// 127.0.0.1, driven through `claimsched campaign` as a user would. Each task
+// appends its index and parameter to a file once it has done its work, so
+// the file shows which indices ran to success, and how often.
+
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "tests/integration/cluster.hpp"
+#include "tests/integration/task_logs.hpp"
+
+namespace claimsched::testing {
+namespace {
+
+using namespace std::chrono_literals;
+
+class CampaignTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    cluster.start_server();
+    cluster.start_agent("a1", "cpu=4,memory=4Gi");
+    ASSERT_TRUE(cluster.wait_for_alive_nodes(1)) << LocalCluster::read_file(cluster.server_log());
+  }
+
+  /// A campaign of `tasks` tasks (parameters 1..tasks) that each run
+  /// `seconds`, then append "INDEX PARAM CAMPAIGN" to `log`.
+  std::string campaign_file(const std::string& log, int tasks, double seconds) {
+    std::string path = cluster.dir() + "/campaign.toml";
+    std::ofstream(path) << "name = \"sweep\"\n"
+                        << "command = [\"/bin/sh\", \"-c\", \"sleep " << seconds
+                        << "; echo $CLAIMSCHED_TASK_INDEX $CLAIMSCHED_PARAM $CLAIMSCHED_CAMPAIGN_ID >> " << log
+                        << "\"]\n"
+                        << "range = \"1.." << tasks << "\"\n"
+                        << "resources = \"cpu=1,memory=100Mi\"\n"
+                        << "pools = [\"default\"]\n"
+                        // Nothing withdrawn, no replicas: each index runs once
+                        // unless something is lost.
+                        << "max_waiting = 100\nallowed_waiting = 100\nfinalize_replicas = 0\n";
+    return path;
+  }
+
+  std::optional<nlohmann::json> campaign_status(uint64_t id) const {
+    auto r = cluster.client("campaign status --json " + std::to_string(id));
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    if (r.exit_code != 0 || !j.is_object()) return std::nullopt;
+    return j;
+  }
+
+  bool wait_for_state(uint64_t id, const std::string& state, std::chrono::seconds timeout) const {
+    return LocalCluster::wait_until(
+        [&] {
+          auto s = campaign_status(id);
+          return s && s->value("state", "") == state;
+        },
+        timeout);
+  }
+
+  /// Lines of `log` per index, each checked to carry its own parameter
+  /// (index + 1) and campaign; what is wrong, or empty.
+  static std::string check_each_index_once(const std::string& log, int tasks, uint64_t campaign) {
+    std::map<int, int> seen;
+    std::string problems;
+    std::istringstream in(LocalCluster::read_file(log));
+    for (int index, param; in >> index >> param;) {
+      uint64_t id = 0;
+      in >> id;
+      ++seen[index];
+      if (param != index + 1 || id != campaign)
+        problems += "index " + std::to_string(index) + " ran with parameter " + std::to_string(param) +
+                    " of campaign " + std::to_string(id) + "; ";
+    }
+    for (int i = 0; i < tasks; ++i)
+      if (seen[i] != 1) problems += "index " + std::to_string(i) + " ran " + std::to_string(seen[i]) + " times; ";
+    return problems;
+  }
+
+  LocalCluster cluster;
+};
+
+TEST_F(CampaignTest, EveryIndexRunsOnceWithItsParameterAndTheStatusSaysDone) {
+  std::string log = cluster.dir() + "/ran.log";
+  auto submitted = cluster.client("campaign submit " + campaign_file(log, 12, 0.1));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  uint64_t id = std::stoull(submitted.out);
+  ASSERT_TRUE(wait_for_state(id, "done", 60s)) << campaign_status(id).value_or(nlohmann::json{}).dump(2);
+  EXPECT_EQ(check_each_index_once(log, 12, id), "");
+  auto s = *campaign_status(id);
+  EXPECT_EQ(s.value("done", 0), 12) << s.dump(2);
+  auto explained = cluster.client("campaign explain " + std::to_string(id));
+  EXPECT_EQ(explained.exit_code, 0) << explained.out;
+  EXPECT_NE(explained.out.find("job ratio"), std::string::npos) << explained.out;
+}
+
+TEST_F(CampaignTest, AMalformedCampaignIsRefusedNamingTheFieldAndNothingRuns) {
+  std::string path = cluster.dir() + "/bad.toml";
+  std::ofstream(path) << "name = \"x\"\ncommand = [\"/bin/true\"]\npools = [\"default\"]\n";
+  auto none = cluster.client("campaign submit " + path);
+  EXPECT_EQ(none.exit_code, 2) << "checked before anything is sent: " << none.out;
+  EXPECT_NE(none.out.find("'parameters'"), std::string::npos) << none.out;
+
+  std::ofstream(path) << "name = \"x\"\ncommand = [\"/bin/true\"]\nrange = \"1..3\"\npools = [\"nowhere\"]\n";
+  auto unknown = cluster.client("campaign submit " + path);
+  EXPECT_EQ(unknown.exit_code, 1) << "refused by the server, which knows the pools: " << unknown.out;
+  EXPECT_NE(unknown.out.find("'pools'"), std::string::npos) << unknown.out;
+  EXPECT_NE(unknown.out.find("nowhere"), std::string::npos) << unknown.out;
+
+  auto list = cluster.client("campaign list");
+  EXPECT_EQ(list.exit_code, 0) << list.out;
+  EXPECT_NE(list.out.find("no campaigns"), std::string::npos) << list.out;
+}
+
+TEST_F(CampaignTest, CancelStopsWhatTheCampaignDispatchedAndNothingElse) {
+  uint64_t other = cluster.submit("", "/bin/sleep 30");
+  ASSERT_NE(other, 0u);
+  auto submitted = cluster.client("campaign submit " + campaign_file(cluster.dir() + "/ran.log", 20, 30));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  uint64_t id = std::stoull(submitted.out);
+  auto running = [&] { return campaign_status(id).value_or(nlohmann::json{}).value("running", 0); };
+  ASSERT_TRUE(LocalCluster::wait_until([&] { return running() > 0; }, 30s));
+  auto cancelled = cluster.client("campaign cancel " + std::to_string(id));
+  ASSERT_EQ(cancelled.exit_code, 0) << cancelled.out;
+  EXPECT_TRUE(wait_for_state(id, "cancelled", 5s));
+  // Every job the campaign sent ends cancelled; the user's own job runs on.
+  EXPECT_TRUE(LocalCluster::wait_until(
+      [&] {
+        auto r = cluster.client("queue --json");
+        auto j = nlohmann::json::parse(r.out, nullptr, false);
+        if (!j.is_array()) return false;
+        return j.size() == 1 && j[0].value("job", uint64_t{0}) == other;
+      },
+      20s))
+      << cluster.client("queue").out;
+  EXPECT_EQ(cluster.status(other)->value("state", ""), "running");
+}
+
+TEST_F(CampaignTest, AServerKilledHalfwayFinishesTheCampaignAfterItsRestartWithEveryIndexOnce) {
+  constexpr int kTasks = 40;
+  std::string log = cluster.dir() + "/ran.log";
+  auto submitted = cluster.client("campaign submit " + campaign_file(log, kTasks, 0.5));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  uint64_t id = std::stoull(submitted.out);
+  auto lines = [&] {
+    std::istringstream in(LocalCluster::read_file(log));
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  };
+  ASSERT_TRUE(LocalCluster::wait_until([&] { return lines() >= kTasks / 2; }, 60s));
+  ASSERT_LT(lines(), kTasks) << "killed halfway, not at the end";
+
+  cluster.kill_server();
+  cluster.start_server();
+
+  ASSERT_TRUE(wait_for_state(id, "done", 120s)) << campaign_status(id).value_or(nlohmann::json{}).dump(2);
+  // Late runs would show as extra lines: give them a moment.
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(check_each_index_once(log, kTasks, id), "");
+  EXPECT_EQ(campaign_status(id)->value("done", 0), kTasks);
+}
+
+}  // namespace
+}  // namespace claimsched::testing
