@@ -4,6 +4,8 @@
 
 #include <algorithm>
 
+#include "messages/json_views.hpp"
+
 namespace claimsched::actors {
 
 namespace cc = core::campaign;
@@ -38,14 +40,14 @@ json summary(const CampaignRun& run) {
               {"waiting", waiting},
               {"running", running},
               {"copies", tasks.copies().size()},
-              {"submitted_at_ns", run.submitted_at.count()}};
+              {"submitted_at", messages::iso_time(run.submitted_at)}};
 }
 
 json eta_fields(const CampaignRun& run, core::TimePoint now) {
   json out;
   out["throughput_per_s"] = run.scheduler.throughput(now);
   auto eta = run.scheduler.eta(now);
-  out["eta_ns"] = eta ? json(eta->count()) : json(nullptr);
+  out["eta"] = eta ? json(messages::iso_time(*eta)) : json(nullptr);
   auto mean = run.scheduler.mean_run_time();
   out["mean_run_time_s"] = mean ? json(std::chrono::duration<double>(*mean).count()) : json(nullptr);
   return out;

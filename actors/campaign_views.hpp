@@ -2,7 +2,8 @@
 
 // Campaigns as clients read them: JSON documents for `campaign submit`,
 // `status`, `list` and `explain` (apps/client_campaign.cpp prints them as
-// text, or as they are with --json). Plain C++: no CAF here.
+// text, or as they are with --json; deploy/CLI.md has the keys). Times are
+// ISO 8601 UTC strings, null when not known. Plain C++: no CAF here.
 
 #include <map>
 #include <string>

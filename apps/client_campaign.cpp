@@ -39,15 +39,17 @@ ClientResult<std::string> campaign_request(const CampaignOptions& o) {
 
 std::string eta_words(const json& c) {
   if (c.value("state", "") != "running") return "";
-  if (!c.contains("eta_ns") || c["eta_ns"].is_null()) return ", no ETA yet (nothing finished in the window)";
-  return ", ETA " + local_time(core::TimePoint{c["eta_ns"].get<int64_t>()});
+  if (!c.contains("eta") || !c["eta"].is_string()) return ", no ETA yet (nothing finished in the window)";
+  auto eta = parse_iso_utc(c["eta"].get<std::string>());
+  return eta ? ", ETA " + local_time(*eta) : "";
 }
 
 std::string summary_line(const json& c) {
   std::string name = c.value("name", "");
   char line[512];
+  std::string named = name.empty() ? "" : " (" + name + ")";
   std::snprintf(line, sizeof line, "campaign %llu%s of %s (%s, %s): %s, %u/%u done, %u running, %u waiting, %u pending",
-                static_cast<unsigned long long>(c.value("id", uint64_t{0})), name.empty() ? "" : (" (" + name + ")").c_str(),
+                static_cast<unsigned long long>(c.value("id", uint64_t{0})), named.c_str(),
                 c.value("user", "").c_str(), c.value("type", "").c_str(), c.value("algorithm", "").c_str(),
                 c.value("state", "").c_str(), c.value("done", 0u), c.value("tasks", 0u), c.value("running", 0u),
                 c.value("waiting", 0u), c.value("pending", 0u));
