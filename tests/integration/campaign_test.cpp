@@ -159,5 +159,35 @@ TEST_F(CampaignTest, AServerKilledHalfwayFinishesTheCampaignAfterItsRestartWithE
   EXPECT_EQ(campaign_status(id)->value("done", 0), kTasks);
 }
 
+TEST(CampaignAcrossPartitions, ACampaignOverPoolsOfTwoPartitionsRunsInBothAndEveryIndexOnce) {
+  LocalCluster cluster(
+      "[[pools]]\nname = \"p1\"\n[[pools]]\nname = \"p2\"\n"
+      "[[partitions]]\nid = 1\npools = [\"p1\"]\n[[partitions]]\nid = 2\npools = [\"p2\"]\n");
+  cluster.start_server();
+  cluster.start_agent("a1", "cpu=2,memory=4Gi", {"--pool", "p1"});
+  cluster.start_agent("a2", "cpu=2,memory=4Gi", {"--pool", "p2"});
+  ASSERT_TRUE(cluster.wait_for_alive_nodes(2)) << LocalCluster::read_file(cluster.server_log());
+  std::string log = cluster.dir() + "/ran.log";
+  std::string path = cluster.dir() + "/campaign.toml";
+  std::ofstream(path) << "name = \"split\"\n"
+                      << "command = [\"/bin/sh\", \"-c\", \"sleep 0.5; echo $CLAIMSCHED_TASK_INDEX >> " << log
+                      << "\"]\nrange = \"1..16\"\nresources = \"cpu=1,memory=100Mi\"\npools = [\"p1\", \"p2\"]\n"
+                      << "max_waiting = 100\nallowed_waiting = 100\nfinalize_replicas = 0\n";
+  auto submitted = cluster.client("campaign submit " + path);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  std::string id = std::to_string(std::stoull(submitted.out));
+  nlohmann::json last;
+  ASSERT_TRUE(LocalCluster::wait_until(
+      [&] {
+        last = nlohmann::json::parse(cluster.client("campaign status --json " + id).out, nullptr, false);
+        return last.is_object() && last.value("state", "") == "done";
+      },
+      60s))
+      << last.dump(2);
+  EXPECT_EQ(check_completed_once(log, 16), "");
+  for (const auto& pool : last["pools"])
+    EXPECT_GT(pool.value("succeeded", 0), 0) << "both partitions' pools ran tasks: " << last.dump(2);
+}
+
 }  // namespace
 }  // namespace claimsched::testing
