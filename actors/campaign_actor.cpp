@@ -38,7 +38,7 @@ CampaignRun* find_run(self_ptr self, cc::CampaignId id) {
   return it == self->state.campaigns.end() ? nullptr : &it->second;
 }
 
-bool finished(const CampaignRun& run) { return run.cancelled || run.scheduler.tasks().complete(); }
+bool finished(const CampaignRun& run) { return run.finished(); }
 
 storage::StoredCampaign record_of(const CampaignRun& run) {
   return {run.id.value, run.sequence, run.submitted_at, run.cancelled, run.spec_json};
@@ -177,9 +177,90 @@ void observe(self_ptr self, CampaignRun& run, cc::CopyId copy, const core::JobVi
   }
 }
 
+/// The test wave has heard from every pool. A `test_first` campaign goes on
+/// with the pools whose test exited 0 (recorded so, so that a restart does
+/// not test again), or fails when none did; a test campaign is done.
+void wave_complete(self_ptr self, CampaignRun& run) {
+  const cc::CampaignSpec& spec = run.scheduler.spec();
+  spdlog::info("campaign {}: every pool reported its test", run.id.value);
+  if (!spec.test_first) return;
+  auto passing = cc::pools_passing_test(spec, run.test_wave->results());
+  if (passing.empty()) {
+    run.cancelled = true;
+    run.failure = "no pool passed its test";
+  } else {
+    cc::CampaignSpec bulk = spec;
+    bulk.test_first = false;
+    auto keep = [&](std::vector<std::string>& pools) {
+      std::erase_if(pools, [&](const std::string& p) {
+        return std::find(passing.begin(), passing.end(), p) == passing.end();
+      });
+    };
+    keep(bulk.pools);
+    keep(bulk.other_pools);
+    run.spec_json = self->state.config.write_campaign(bulk);
+    run.scheduler = cc::CampaignScheduler(std::move(bulk));
+  }
+  if (auto st = save(self, run); !st) spdlog::error("campaign {}: {}", run.id.value, st.error().message);
+}
+
+/// A tested pool's job as the gateway reports it now.
+void observe_test(self_ptr self, CampaignRun& run, const std::string& pool, const core::JobView& view) {
+  bool ended = view.state == core::JobState::succeeded || view.state == core::JobState::failed ||
+               view.state == core::JobState::cancelled;
+  if (!ended || !run.test_wave) return;
+  run.test_followed.erase(pool);
+  // A task that could not start, was lost or cancelled has no exit code of
+  // its own: it did not pass.
+  int exit_code = view.state == core::JobState::succeeded ? 0 : -1;
+  if (!view.tasks.empty() && view.tasks.front().exit_code != 0) exit_code = view.tasks.front().exit_code;
+  core::Duration run_time{0};
+  if (view.started_at != core::kNever && view.finished_at != core::kNever)
+    run_time = view.finished_at - view.started_at;
+  run.test_wave->ended(pool, exit_code, run_time);
+  if (run.test_wave->complete()) wave_complete(self, run);
+}
+
+/// Sends the test task (index 0) to `pool`.
+void send_test(self_ptr self, CampaignRun& run, const std::string& pool) {
+  core::JobId id = fresh_job_id();
+  run.test_jobs[pool] = id;
+  cc::TaskCopy copy;
+  copy.pool = pool;
+  core::JobSpec job = job_for_copy(run, copy, id);
+  job.name += "-test";
+  auto campaign = run.id;
+  self->request(self->state.config.gateway, timeout_of(self->state), std::move(job))
+      .then(
+          [=](core::JobId&) {
+            if (auto* r = find_run(self, campaign)) r->test_followed.insert(pool);
+          },
+          [=](caf::error& err) {
+            auto* r = find_run(self, campaign);
+            if (!r || !r->test_wave) return;
+            spdlog::warn("campaign {}: the test job for pool {} was refused: {}", campaign.value, pool,
+                         self->system().render(err));
+            r->test_wave->ended(pool, -1, core::Duration{0});
+            if (r->test_wave->complete()) wave_complete(self, *r);
+          });
+}
+
 /// Asks the status of every followed copy's job.
 void follow_jobs(self_ptr self) {
   for (auto& [id, run] : self->state.campaigns) {
+    for (const std::string& pool : run.test_followed) {
+      auto campaign = id;
+      self->request(self->state.config.gateway, timeout_of(self->state), status_atom::value, run.test_jobs.at(pool))
+          .then(
+              [=](core::JobView& view) {
+                if (auto* r = find_run(self, campaign); r && r->test_followed.contains(pool))
+                  observe_test(self, *r, pool, view);
+              },
+              [=](caf::error& err) {
+                spdlog::debug("campaign {}: status of the test on {}: {}", campaign.value, pool,
+                              self->system().render(err));
+              });
+    }
     for (cc::CopyId copy : run.followed) {
       auto campaign = id;
       self->request(self->state.config.gateway, timeout_of(self->state), status_atom::value, run.job_of.at(copy))
@@ -219,15 +300,30 @@ void run_round(self_ptr self, const std::vector<core::NodeStatus>& nodes) {
   auto now = wall_now();
   std::vector<cc::QueuedCampaign> queued;
   std::set<std::string> available;
+  // Tasks sent to each pool this round, so that later launches see less room.
+  std::map<std::string, uint32_t> taken;
+  // Test waves first, FIFO (the seed: test campaigns ahead of every default
+  // one, as soon as a slot is free in the pool).
   for (auto& [id, run] : st.campaigns) {
-    if (finished(run)) continue;
+    if (finished(run) || !run.testing()) continue;
+    std::vector<cc::PoolOffer> offers;
+    for (const auto& pool : run.scheduler.spec().all_pools()) {
+      PoolSlots slots = slots_in(nodes, pool, run.scheduler.spec().per_task);
+      offers.push_back({pool, slots.free - std::min(slots.free, taken[pool]), slots.size});
+    }
+    for (const auto& pool : run.test_wave->dispatch(offers)) {
+      ++taken[pool];
+      send_test(self, run, pool);
+    }
+  }
+  for (auto& [id, run] : st.campaigns) {
+    // A bulk campaign goes on once its wave is over; a test one has no bulk.
+    if (finished(run) || run.testing() || run.scheduler.spec().type == cc::CampaignType::test) continue;
     const auto& spec = run.scheduler.spec();
     queued.push_back({id, spec.type, spec.priority, run.sequence, spec.pools, spec.other_pools});
     for (const auto& pool : spec.all_pools())
       if (slots_in(nodes, pool, spec.per_task).size > 0) available.insert(pool);
   }
-  // Tasks sent to each pool this round, so that later launches see less room.
-  std::map<std::string, uint32_t> taken;
   for (const cc::Launch& launch : cc::metaschedule(std::move(queued), available)) {
     CampaignRun* run = find_run(self, launch.campaign);
     if (!run) continue;
@@ -277,16 +373,8 @@ caf::result<std::string> submit(self_ptr self, const std::string& json) {
   auto& st = self->state;
   auto spec = st.config.read_campaign(json);
   if (!spec) return messages::to_caf_error(spec.error());
-  // The test wave (core/campaign/test_wave.hpp) is not run here yet: refused,
-  // rather than run as a bulk campaign that would say nothing per pool.
-  if (spec->type == cc::CampaignType::test)
-    return error_of(core::Errc::invalid_argument,
-                    "campaign field 'type': this server does not run test campaigns yet (use type = \"default\")");
-  if (spec->test_first)
-    return error_of(core::Errc::invalid_argument,
-                    "campaign field 'test_first': this server does not run the test wave yet (drop --test-first)");
   cc::CampaignId id{st.next_id};
-  CampaignRun run{id, id.value, wall_now(), cc::CampaignScheduler(std::move(*spec)), false, json, {}, {}, {}, {}};
+  CampaignRun run(id, id.value, wall_now(), std::move(*spec), json);
   // Accepted once recorded: a campaign the store does not hold would vanish
   // at the next restart.
   if (auto saved = save(self, run); !saved) return messages::to_caf_error(saved.error());
@@ -306,6 +394,9 @@ caf::result<std::string> cancel(self_ptr self, CampaignRun& run) {
     }
     auto live = run.scheduler.cancel_all(wall_now());
     for (cc::CopyId copy : live) cancel_copy(self, run, copy);
+    for (const auto& pool : run.test_followed)
+      self->request(self->state.config.gateway, timeout_of(self->state), cancel_atom::value, run.test_jobs.at(pool))
+          .then([](core::JobView&) {}, [](caf::error&) {});
     spdlog::info("campaign {}: cancelled ({} copies stopped)", run.id.value, live.size());
   }
   return campaign_summary_json(run, wall_now());
@@ -330,8 +421,7 @@ void restore(self_ptr self) {
       continue;
     }
     cc::CampaignId id{stored.id};
-    CampaignRun fresh{id, stored.sequence, stored.submitted_at, cc::CampaignScheduler(std::move(*spec)), false,
-                      stored.spec_json, {}, {}, {}, {}};
+    CampaignRun fresh(id, stored.sequence, stored.submitted_at, std::move(*spec), stored.spec_json);
     auto& run = st.campaigns.emplace(id, std::move(fresh)).first->second;
     std::vector<cc::CopyId> resend;
     std::vector<core::JobId> surplus;
@@ -361,6 +451,20 @@ void restore(self_ptr self) {
 }
 
 }  // namespace
+
+CampaignRun::CampaignRun(cc::CampaignId id, uint64_t sequence, core::TimePoint submitted_at, cc::CampaignSpec spec,
+                         std::string spec_json)
+    : id(id), sequence(sequence), submitted_at(submitted_at), scheduler(std::move(spec)),
+      spec_json(std::move(spec_json)) {
+  const cc::CampaignSpec& s = scheduler.spec();
+  if (s.type == cc::CampaignType::test || s.test_first) test_wave.emplace(s.all_pools());
+}
+
+bool CampaignRun::finished() const {
+  if (cancelled) return true;
+  if (scheduler.spec().type == cc::CampaignType::test) return test_wave && test_wave->complete();
+  return scheduler.tasks().complete();
+}
 
 core::JobSpec job_for_copy(const CampaignRun& run, const cc::TaskCopy& copy, core::JobId id) {
   const cc::CampaignSpec& spec = run.scheduler.spec();

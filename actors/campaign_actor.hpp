@@ -17,6 +17,7 @@
 
 #include "actors/actors.hpp"
 #include "core/campaign/campaign_scheduler.hpp"
+#include "core/campaign/test_wave.hpp"
 #include "storage/campaign_store.hpp"
 
 namespace claimsched::actors {
@@ -28,6 +29,9 @@ struct CampaignActorConfig {
   /// the cluster's pools; the error names the field. Supplied by the server
   /// (apps/campaign_file.*), so that files and requests read the same.
   std::function<core::Expected<core::campaign::CampaignSpec>(const std::string& json)> read_campaign;
+  /// The inverse: a campaign as that JSON (what the store keeps once a test
+  /// wave has narrowed a campaign's pools).
+  std::function<std::string(const core::campaign::CampaignSpec& spec)> write_campaign;
   /// How often a round runs and the jobs are followed.
   core::Duration round_interval = std::chrono::seconds(1);
   core::Duration request_timeout = std::chrono::seconds(10);
@@ -39,6 +43,9 @@ struct CampaignActorConfig {
 
 /// One campaign as the server runs it.
 struct CampaignRun {
+  CampaignRun(core::campaign::CampaignId id, uint64_t sequence, core::TimePoint submitted_at,
+              core::campaign::CampaignSpec spec, std::string spec_json);
+
   core::campaign::CampaignId id;
   /// Submission order (FIFO among equals).
   uint64_t sequence = 0;
@@ -58,6 +65,21 @@ struct CampaignRun {
   /// Copies whose job was asked to cancel (withdrawn, lost a replica race,
   /// abandoned pool, campaign cancelled).
   std::set<core::campaign::CopyId> cancelling;
+  /// A test campaign's wave, or a `test_first` campaign's before its bulk:
+  /// one task per pool (index 0), a report per pool. Kept once complete,
+  /// for `campaign status`.
+  std::optional<core::campaign::TestWave> test_wave;
+  /// Each tested pool's job; those still followed.
+  std::map<std::string, core::JobId> test_jobs;
+  std::set<std::string> test_followed;
+  /// Why the campaign stopped by itself (no pool passed its test), or empty.
+  std::string failure;
+
+  /// The test wave still has pools to hear from.
+  bool testing() const { return test_wave && !test_wave->complete(); }
+  /// Nothing more to do: cancelled, failed, or every task done (a test
+  /// campaign: every pool reported).
+  bool finished() const;
 };
 
 struct campaign_state {

@@ -14,9 +14,25 @@ using nlohmann::json;
 namespace {
 
 std::string state_of(const CampaignRun& run) {
+  if (!run.failure.empty()) return "failed";
   if (run.cancelled) return "cancelled";
-  if (run.scheduler.tasks().complete()) return "done";
-  return "running";
+  if (run.finished()) return "done";
+  return run.testing() ? "testing" : "running";
+}
+
+/// The test wave's report per pool, in the campaign's order.
+json test_report(const CampaignRun& run) {
+  json out = json::array();
+  for (const auto& r : run.test_wave->results()) {
+    json t{{"pool", r.pool}, {"reported", r.ran}};
+    if (r.ran) {
+      t["exit_code"] = r.exit_code;
+      t["run_time_s"] = std::chrono::duration<double>(r.run_time).count();
+      t["passed"] = r.exit_code == 0;
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
 }
 
 json summary(const CampaignRun& run) {
@@ -99,6 +115,8 @@ std::string campaign_status_json(const CampaignRun& run, core::TimePoint now) {
   json out = summary(run);
   out.update(eta_fields(run, now));
   out["pools"] = pools(run, now, false);
+  if (run.test_wave) out["test"] = test_report(run);
+  if (!run.failure.empty()) out["failure"] = run.failure;
   return out.dump();
 }
 
@@ -111,6 +129,8 @@ std::string campaign_explain_json(const CampaignRun& run, core::TimePoint now) {
   out["finalize_replicas"] = spec.finalize_replicas;
   out["finalizing"] = run.scheduler.tasks().finalizing();
   out["pools"] = pools(run, now, true);
+  if (run.test_wave) out["test"] = test_report(run);
+  if (!run.failure.empty()) out["failure"] = run.failure;
   return out.dump();
 }
 

@@ -94,6 +94,18 @@ int print_answer(const CampaignOptions& o, const std::string& answer) {
     return kExitOk;
   }
   std::printf("%s%s\n", summary_line(c).c_str(), eta_words(c).c_str());
+  if (c.contains("failure")) std::printf("  failed: %s\n", c["failure"].get<std::string>().c_str());
+  for (const auto& t : c.value("test", json::array())) {
+    if (!t.value("reported", false)) {
+      std::printf("  test on pool %s: not reported yet\n", t.value("pool", "").c_str());
+      continue;
+    }
+    std::printf("  test on pool %s: %s, exit code %d after %s\n", t.value("pool", "").c_str(),
+                t.value("passed", false) ? "passed" : "failed", t.value("exit_code", 0),
+                human_duration(std::chrono::duration_cast<core::Duration>(
+                                   std::chrono::duration<double>(t.value("run_time_s", 0.0))))
+                    .c_str());
+  }
   if (o.action == "status" || o.action == "explain") print_pools(c, o.action == "explain");
   if (o.action == "explain") {
     std::printf("  flow control: at most %u waiting per pool; above %u waiting the ratio goes down and the excess "

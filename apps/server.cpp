@@ -93,6 +93,7 @@ core::Expected<actors::campaign_actor> serve_campaigns(caf::actor_system& sys, c
     return finish_campaign(std::move(*draft), ".", known_pools, user);
   };
   cc.store = std::move(*store);
+  cc.write_campaign = campaign_json;
   auto campaigns = sys.spawn<caf::detached>(actors::campaigns, std::move(cc));
   caf::scoped_actor self{sys};  // the gateway takes this only from its own process
   self->send(gateway, actors::campaign_atom::value, campaigns);

@@ -189,5 +189,66 @@ TEST(CampaignAcrossPartitions, ACampaignOverPoolsOfTwoPartitionsRunsInBothAndEve
     EXPECT_GT(pool.value("succeeded", 0), 0) << "both partitions' pools ran tasks: " << last.dump(2);
 }
 
+TEST(CampaignTestWave, TestFirstRunsTheBulkOnlyWhereTheTestPassedAndATestCampaignReportsEachPool) {
+  LocalCluster cluster("[[pools]]\nname = \"p1\"\n[[pools]]\nname = \"p2\"\n");
+  cluster.start_server();
+  cluster.start_agent("a1", "cpu=2,memory=4Gi", {"--pool", "p1"});
+  cluster.start_agent("a2", "cpu=2,memory=4Gi", {"--pool", "p2"});
+  ASSERT_TRUE(cluster.wait_for_alive_nodes(2)) << LocalCluster::read_file(cluster.server_log());
+  std::string log = cluster.dir() + "/ran.log";
+  // Broken on a2: its test exits 7.
+  auto write = [&](const std::string& path, const std::string& name, const std::string& extra) {
+    std::ofstream(path) << "name = \"" << name << "\"\n"
+                        << "command = [\"/bin/sh\", \"-c\", \"test $CLAIMSCHED_NODE != a2 || exit 7; "
+                        << "echo $CLAIMSCHED_TASK_INDEX $CLAIMSCHED_NODE >> " << log << "\"]\n"
+                        << "range = \"1..8\"\nresources = \"cpu=1,memory=100Mi\"\npools = [\"p1\", \"p2\"]\n"
+                        << "finalize_replicas = 0\n"
+                        << extra;
+  };
+  auto wait_done = [&](const std::string& id) {
+    nlohmann::json last;
+    bool done = LocalCluster::wait_until(
+        [&] {
+          last = nlohmann::json::parse(cluster.client("campaign status --json " + id).out, nullptr, false);
+          return last.is_object() && last.value("state", "") == "done";
+        },
+        60s);
+    EXPECT_TRUE(done) << last.dump(2);
+    return last;
+  };
+  auto expect_report = [](const nlohmann::json& s) {
+    ASSERT_EQ(s["test"].size(), 2u) << s.dump(2);
+    EXPECT_EQ(s["test"][0].value("pool", ""), "p1");
+    EXPECT_TRUE(s["test"][0].value("passed", false)) << s.dump(2);
+    EXPECT_EQ(s["test"][1].value("exit_code", 0), 7) << s.dump(2);
+    EXPECT_FALSE(s["test"][1].value("passed", true)) << s.dump(2);
+  };
+
+  write(cluster.dir() + "/bulk.toml", "bulk", "");
+  auto submitted = cluster.client("campaign submit --test-first " + cluster.dir() + "/bulk.toml");
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  auto s = wait_done(std::to_string(std::stoull(submitted.out)));
+  expect_report(s);
+  EXPECT_EQ(s.value("done", 0), 8) << s.dump(2);
+  ASSERT_EQ(s["pools"].size(), 1u) << "the bulk only where the test passed: " << s.dump(2);
+  EXPECT_EQ(s["pools"][0].value("pool", ""), "p1");
+  // The test ran index 0 once on p1, then the bulk ran every index there.
+  std::map<int, int> runs;
+  std::istringstream in(LocalCluster::read_file(log));
+  for (std::string line; std::getline(in, line);) {
+    EXPECT_NE(line.find(" a1"), std::string::npos) << line;
+    ++runs[std::stoi(line)];
+  }
+  for (int i = 0; i < 8; ++i) EXPECT_EQ(runs[i], i == 0 ? 2 : 1) << "index " << i;
+
+  write(cluster.dir() + "/test.toml", "probe", "type = \"test\"\n");
+  submitted = cluster.client("campaign submit " + cluster.dir() + "/test.toml");
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  std::string id = std::to_string(std::stoull(submitted.out));
+  expect_report(wait_done(id));
+  auto text = cluster.client("campaign status " + id);
+  EXPECT_NE(text.out.find("test on pool p2: failed, exit code 7"), std::string::npos) << text.out;
+}
+
 }  // namespace
 }  // namespace claimsched::testing
