@@ -146,14 +146,20 @@ void observe(self_ptr self, CampaignRun& run, cc::CopyId copy, const core::JobVi
   bool ended = view.state == core::JobState::succeeded || view.state == core::JobState::failed ||
                view.state == core::JobState::cancelled;
   if (ended) run.followed.erase(copy);
+  bool ran = view.state == core::JobState::running || view.state == core::JobState::succeeded ||
+             view.started_at != core::kNever;
+  // Withdrawn while its job was starting: it runs, so it counts (the core
+  // takes it back), rather than being killed and run again.
+  if (c.state == cc::CopyState::withdrawn && ran &&
+      run.scheduler.reclaim(copy, event_time(run, view.started_at, c.dispatched, now)))
+    spdlog::debug("campaign {}: copy {} had started before its withdrawal", run.id.value, copy);
   if (!c.live()) {
     // The core ended it already (withdrawn, cancelled with the campaign):
     // its job's end is history.
     if (ended) record_end(self, run, copy, storage::StoredCopy::State::ended);
     return;
   }
-  bool has_run = view.started_at != core::kNever;
-  if (c.state == cc::CopyState::waiting && (view.state == core::JobState::running || has_run))
+  if (c.state == cc::CopyState::waiting && ran)
     run.scheduler.started(copy, event_time(run, view.started_at, c.dispatched, now));
   switch (view.state) {
     case core::JobState::succeeded: {
@@ -275,6 +281,26 @@ void follow_jobs(self_ptr self) {
   }
 }
 
+/// Flow control took a waiting copy back: its job is cancelled only while it
+/// has not started (a started one is taken back by observe, not killed).
+void withdraw_copy(self_ptr self, CampaignRun& run, cc::CopyId copy) {
+  auto job = run.job_of.find(copy);
+  if (job == run.job_of.end()) return;
+  auto campaign = run.id;
+  self->request(self->state.config.gateway, timeout_of(self->state), status_atom::value, job->second)
+      .then(
+          [=](core::JobView& view) {
+            auto* r = find_run(self, campaign);
+            bool queued = view.state == core::JobState::pending || view.state == core::JobState::waiting;
+            if (r && queued && view.started_at == core::kNever)
+              cancel_copy(self, *r, copy);
+          },
+          [=](caf::error&) {
+            // Not accepted yet: cancel, which fails harmlessly if it never is.
+            if (auto* r = find_run(self, campaign)) cancel_copy(self, *r, copy);
+          });
+}
+
 /// Free and total task slots of one pool for tasks of `per_task`.
 struct PoolSlots {
   uint32_t free = 0;
@@ -336,7 +362,7 @@ void run_round(self_ptr self, const std::vector<core::NodeStatus>& nodes) {
     cc::RoundPlan plan = run->scheduler.round(now, offers);
     for (const auto& [pool, reason] : plan.abandoned)
       spdlog::warn("campaign {}: pool {} abandoned as a sink: {}", run->id.value, pool, reason);
-    for (cc::CopyId copy : plan.withdrawn) cancel_copy(self, *run, copy);
+    for (cc::CopyId copy : plan.withdrawn) withdraw_copy(self, *run, copy);
     for (cc::CopyId copy : plan.cancel) cancel_copy(self, *run, copy);
     for (cc::CopyId copy : plan.dispatched) ++taken[run->scheduler.tasks().copy(copy).pool];
     dispatch_copies(self, *run, plan.dispatched);

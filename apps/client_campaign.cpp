@@ -64,8 +64,10 @@ void print_pools(const json& c, bool predictor) {
     if (predictor) {
       if (p.contains("ratio") && !p["ratio"].is_null()) {
         char ratio[96];
-        std::snprintf(ratio, sizeof ratio, "; job ratio %.3g after an %s, %u slots free last round",
-                      p["ratio"].get<double>(), p.value("last_move", "").c_str(), p.value("last_free", 0u));
+        std::string move = p.value("last_move", "");
+        std::snprintf(ratio, sizeof ratio, "; job ratio %.3g after %s %s, %u slots free last round",
+                      p["ratio"].get<double>(), move == "increase" ? "an" : "a", move.c_str(),
+                      p.value("last_free", 0u));
         line += ratio;
       } else {
         line += "; not offered yet (no free slot there in any round)";

@@ -71,6 +71,8 @@ class CampaignScheduler {
   /// The campaign's cancel: nothing more is dispatched; returns the live
   /// copies, already ended as cancelled, whose jobs the caller stops.
   std::vector<CopyId> cancel_all(TimePoint now) { return tasks_.cancel_all(now); }
+  /// A withdrawn copy found running after all (CampaignTasks::reclaim).
+  bool reclaim(CopyId copy, TimePoint started) { return tasks_.reclaim(copy, started); }
   /// After a restart (CampaignTasks::restore).
   std::optional<CopyId> restore(TaskIndex index, const std::string& pool, bool replica, bool succeeded,
                                 TimePoint dispatched) {

@@ -124,6 +124,20 @@ std::vector<CopyId> CampaignTasks::withdraw(const std::string& pool, uint32_t n,
   return candidates;
 }
 
+bool CampaignTasks::reclaim(CopyId id, TimePoint started) {
+  TaskCopy& c = copies_.at(id);
+  Task& task = tasks_[c.index];
+  if (c.state != CopyState::withdrawn || task.winner || cancelled_ || abandoned(c.pool)) return false;
+  c.state = CopyState::running;
+  c.started = started;
+  c.ended.reset();
+  ++pools_[c.pool].running;
+  task.live.push_back(id);
+  in_flight_.insert(c.index);
+  pending_.erase(c.index);
+  return true;
+}
+
 bool CampaignTasks::finalizing() const {
   return !cancelled_ && pending_.empty() && !in_flight_.empty();
 }

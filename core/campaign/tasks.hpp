@@ -89,6 +89,13 @@ class CampaignTasks {
   /// indices are pending again.
   std::vector<CopyId> withdraw(const std::string& pool, uint32_t n, TimePoint now);
 
+  /// A withdrawn copy whose job had started after all (withdrawal raced the
+  /// pool): live again, running, so that its end counts; its index leaves
+  /// pending (a copy sent meanwhile is one more copy: the first success
+  /// wins). False, and nothing changes, if it was not withdrawn or its
+  /// index is done or the campaign cancelled.
+  bool reclaim(CopyId copy, TimePoint started);
+
   /// Nothing pending, something still running or waiting: finalize time.
   bool finalizing() const;
   /// Finalize: up to `free` replicas on `pool`, for the oldest running

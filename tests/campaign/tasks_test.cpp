@@ -172,5 +172,20 @@ TEST(Restore, ARestartedCampaignDispatchesOnlyWhatWasNeitherDoneNorInFlight) {
   EXPECT_EQ(tasks.done(), 2u);
 }
 
+TEST(Withdrawal, ACopyFoundRunningAfterItsWithdrawalCountsOnceAndItsIndexIsNotSentAgain) {
+  CampaignTasks tasks(2);
+  auto sent = tasks.dispatch("lyon", 2, seconds(0));
+  auto withdrawn = tasks.withdraw("lyon", 1, seconds(1));
+  ASSERT_EQ(withdrawn, (std::vector<CopyId>{sent[1]}));
+  EXPECT_EQ(tasks.pending(), 1u);
+  // Its job had started before the withdrawal reached the pool.
+  ASSERT_TRUE(tasks.reclaim(sent[1], seconds(1)));
+  EXPECT_EQ(tasks.pending(), 0u) << "not sent again while it runs";
+  EXPECT_EQ(tasks.running("lyon"), 1u);
+  EXPECT_TRUE(tasks.succeeded(sent[1], seconds(3)).counted);
+  EXPECT_EQ(tasks.done(), 1u);
+  EXPECT_FALSE(tasks.reclaim(sent[1], seconds(4))) << "only a withdrawn copy comes back";
+}
+
 }  // namespace
 }  // namespace claimsched::core::campaign
