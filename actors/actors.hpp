@@ -57,6 +57,7 @@ using removed_atom = caf::atom_constant<caf::atom("removed")>;
 using move_atom = caf::atom_constant<caf::atom("move")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
+using campaign_atom = caf::atom_constant<caf::atom("campaign")>;
 
 /// A real task's process ended (local only: from the executor to its node
 /// actor; see task_executor.hpp).
@@ -270,6 +271,18 @@ using change_feed_actor = caf::typed_actor<
     /// Per follower: its acknowledged sequence, as JSON (status views).
     caf::replies_to<status_atom>::with<std::string>>;
 
+/// The server's campaigns (issue 16; actors/campaign_actor.hpp): a thin
+/// actor over core/campaign that turns each task into an ordinary job sent
+/// through the gateway, and follows those jobs to their end.
+using campaign_actor = caf::typed_actor<
+    /// A client's campaign request: a verb (submit, status, list, cancel,
+    /// explain) and its argument (the campaign as JSON, or its id); answers a
+    /// JSON document, or an error naming what is wrong. Plain strings cross
+    /// the network: the campaign's JSON is the campaign file's own keys.
+    caf::replies_to<campaign_atom, std::string, std::string>::with<std::string>,
+    /// Internal timer: one metascheduler round, then follow the jobs.
+    caf::reacts_to<tick_atom>>;
+
 /// The cluster's front door, published on a TCP port: agents register their
 /// nodes and heartbeat; clients submit and ask; HA members fetch each other's
 /// owned partitions. Every message from the network is validated before it
@@ -328,6 +341,11 @@ using gateway_actor = caf::typed_actor<
     /// Local only (the member coordinator): the partition's owner now - its
     /// scheduler and feed (null: nobody), epoch, and whether it runs here.
     caf::reacts_to<route_atom, uint32_t, scheduler_actor, change_feed_actor, uint64_t, bool>,
+    /// A campaign request (see campaign_actor), passed on to this server's
+    /// campaigns; Errc::unavailable where none runs.
+    caf::replies_to<campaign_atom, std::string, std::string>::with<std::string>,
+    /// Local only (the server): the campaign actor requests go to.
+    caf::reacts_to<campaign_atom, campaign_actor>,
     /// Internal timer: nodes silent for the grace period are marked down.
     caf::reacts_to<tick_atom>>;
 

@@ -620,6 +620,21 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
                 [=](caf::error& err) mutable { promise.deliver(err); });
         return promise;
       },
+      [=](campaign_atom, std::string& verb, std::string& argument) -> caf::result<std::string> {
+        auto& st = self->state;
+        if (!st.campaigns) return error_of(core::Errc::unavailable, "this server runs no campaigns");
+        auto promise = self->make_response_promise<std::string>();
+        self->request(st.campaigns, timeout_of(st), campaign_atom::value, std::move(verb), std::move(argument))
+            .then([=](std::string& answer) mutable { promise.deliver(std::move(answer)); },
+                  [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+        return promise;
+      },
+      [=](campaign_atom, campaign_actor campaigns) {
+        // Only this process may say where campaigns run.
+        auto sender = self->current_sender();
+        if (!sender || sender->node() != self->node()) return;
+        self->state.campaigns = std::move(campaigns);
+      },
       [=](metrics_atom) -> caf::result<std::string> {
         auto sender = self->current_sender();
         if (!sender || sender->node() != self->node())

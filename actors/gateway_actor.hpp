@@ -90,6 +90,8 @@ struct gateway_state {
     std::function<void(const caf::error&)> fail;
   };
   std::map<uint64_t, Forward> forwards;
+  /// This server's campaigns (null: campaign requests are refused).
+  campaign_actor campaigns;
   uint64_t next_forward = 0;
   /// When the heartbeat tick last ran (a late tick: this process stalled).
   core::TimePoint last_tick{0};

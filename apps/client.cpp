@@ -1,5 +1,8 @@
 #include "apps/client.hpp"
 
+#include <pwd.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
@@ -13,12 +16,6 @@ namespace {
 
 const char* kCommands[] = {"submit", "status", "cancel", "queue", "jobs", "logs", "nodes", "node", "pools", "pool", "partition", "explain"};
 
-std::string server_address(const ClientOptions& o) {
-  if (!o.server.empty()) return o.server;
-  if (const char* env = std::getenv("CLAIMSCHED_SERVER"); env && *env) return env;
-  return "127.0.0.1:7070";
-}
-
 void add_filters(CLI::App* c, ClientOptions& o) {
   c->add_option("--user", o.filter_user, "Only this user's jobs");
   c->add_option("--state", o.states, "Only jobs in these states: pending, running, succeeded, failed, cancelled")
@@ -30,6 +27,20 @@ void add_filters(CLI::App* c, ClientOptions& o) {
 }
 
 }  // namespace
+
+std::string server_address(const std::string& given) {
+  if (!given.empty()) return given;
+  if (const char* env = std::getenv("CLAIMSCHED_SERVER"); env && *env) return env;
+  return "127.0.0.1:7070";
+}
+
+std::string account_name() {
+  // $USER is unset under cron, systemd and plain `sh -c`; the account is not.
+  const char* user = std::getenv("USER");
+  if (user && *user) return user;
+  const passwd* account = ::getpwuid(::getuid());
+  return account && account->pw_name ? account->pw_name : "unknown";
+}
 
 int fail(int code, const std::string& message) {
   std::fprintf(stderr, "claimsched: %s\n", message.c_str());
@@ -175,7 +186,7 @@ int run_client(const std::string& command, const ClientOptions& o) {
   if (command == "logs")
     if (auto ref = parse_task_ref(o.job); !ref) return fail(kExitUsage, ref.error().message);
 
-  auto session = ClientSession::connect(server_address(o), o.timeout);
+  auto session = ClientSession::connect(server_address(o.server), o.timeout);
   if (!session) return fail(session.error());
   ClientSession& s = **session;
   if (command == "submit") return run_submit(s, o);

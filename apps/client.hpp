@@ -96,4 +96,9 @@ int run_client(const std::string& command, const ClientOptions& options);
 /// True if `command` is one of the client's subcommands.
 bool is_client_command(const std::string& command);
 
+/// --server if given, else $CLAIMSCHED_SERVER, else 127.0.0.1:7070.
+std::string server_address(const std::string& given);
+/// The account running the client ($USER, else the password database's).
+std::string account_name();
+
 }  // namespace claimsched::apps

@@ -1,9 +1,6 @@
 // submit, status, cancel, queue, jobs, nodes: jobs and nodes as a user reads
 // them, and waiting for a job to end.
 
-#include <pwd.h>
-#include <unistd.h>
-
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <cstdio>
@@ -32,14 +29,6 @@ constexpr uint32_t kTasksShown = 10;
 
 core::TimePoint wall_now() {
   return std::chrono::duration_cast<core::TimePoint>(std::chrono::system_clock::now().time_since_epoch());
-}
-
-std::string account_name() {
-  // $USER is unset under cron, systemd and plain `sh -c`; the account is not.
-  const char* user = std::getenv("USER");
-  if (user && *user) return user;
-  const passwd* account = ::getpwuid(::getuid());
-  return account && account->pw_name ? account->pw_name : "unknown";
 }
 
 ClientError usage(std::string message) { return ClientError{kExitUsage, std::move(message)}; }

@@ -214,4 +214,8 @@ ClientResult<core::LogChunk> ClientSession::logs(const core::LogRequest& request
 
 ClientResult<std::string> ClientSession::members() { return impl_->ask<std::string>(actors::members_atom::value); }
 
+ClientResult<std::string> ClientSession::campaign(const std::string& verb, const std::string& argument) {
+  return impl_->ask_with<std::string>(verb != "submit", actors::campaign_atom::value, verb, argument);
+}
+
 }  // namespace claimsched::apps

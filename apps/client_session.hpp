@@ -61,6 +61,10 @@ class ClientSession {
   ClientResult<core::LogChunk> logs(const core::LogRequest& request);
   /// Members, partition owners, epochs and standbys (a JSON document).
   ClientResult<std::string> members();
+  /// A campaign request (`verb`: submit, status, list, cancel, explain) and
+  /// its JSON answer. A submit is sent once, never retried on another
+  /// member: a retry would be a second campaign.
+  ClientResult<std::string> campaign(const std::string& verb, const std::string& argument);
 
  private:
   struct Impl;

@@ -8,6 +8,7 @@
 
 #include "apps/agent_main.hpp"
 #include "apps/client.hpp"
+#include "apps/client_campaign.hpp"
 #include "apps/config_command.hpp"
 #include "apps/log_format.hpp"
 #include "apps/policy_command.hpp"
@@ -149,6 +150,8 @@ int main(int argc, char** argv) {
 
   claimsched::apps::ClientOptions client;
   claimsched::apps::add_client_commands(app, client);
+  claimsched::apps::CampaignOptions campaign;
+  claimsched::apps::add_campaign_commands(app, campaign);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -169,6 +172,7 @@ int main(int argc, char** argv) {
   if (app.got_subcommand("config")) return claimsched::apps::run_config_check(config_check);
   if (app.got_subcommand("server")) return claimsched::apps::run_server(server);
   if (app.got_subcommand("agent")) return claimsched::apps::run_agent(agent);
+  if (app.got_subcommand("campaign")) return claimsched::apps::run_campaign(campaign);
   for (const auto* sub : app.get_subcommands())
     if (claimsched::apps::is_client_command(sub->get_name()))
       return claimsched::apps::run_client(sub->get_name(), client);

@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <sstream>
 
+#include "actors/campaign_actor.hpp"
 #include "actors/gateway_actor.hpp"
 #include "actors/member.hpp"
 #include "actors/partition.hpp"
 #include "actors/registration.hpp"
+#include "apps/campaign_file.hpp"
 #include "apps/cluster_config.hpp"
 #include "apps/server_http.hpp"
 #include "apps/partition_setup.hpp"
@@ -43,6 +45,38 @@ core::Expected<std::pair<actors::gateway_actor, uint16_t>> serve_gateway(caf::ac
                                                       sys.render(port.error()));
   }
   return std::make_pair(*gateway, *port);
+}
+
+/// This server's campaigns, dispatching through `gateway` and recorded in
+/// `<data_dir>/campaigns` (rebuilt from there now); the gateway is told
+/// where campaign requests go.
+core::Expected<actors::campaign_actor> serve_campaigns(caf::actor_system& sys, const ClusterConfig& config,
+                                                       actors::gateway_actor gateway) {
+  std::error_code ec;
+  std::filesystem::create_directories(config.storage.data_dir, ec);
+  auto store = storage::CampaignStore::open(config.storage.data_dir + "/campaigns");
+  if (!store) return store.error();
+  std::set<std::string> known_pools;
+  for (const auto& p : config.partitions) known_pools.insert(p.pools.begin(), p.pools.end());
+  actors::CampaignActorConfig cc;
+  cc.gateway = gateway;
+  cc.read_campaign = [known_pools](const std::string& json) -> core::Expected<core::campaign::CampaignSpec> {
+    auto draft = parse_campaign_file(json, "campaign");
+    if (!draft) return draft.error();
+    // The client sends the parameters themselves; a file named here would be
+    // read on the server's disk, not the user's.
+    if (!draft->parameter_file.empty())
+      return core::make_error(core::Errc::invalid_argument,
+                              "campaign field 'parameter_file': send the parameters, not a file name");
+    std::string user = draft->spec.user.empty() ? "unknown" : draft->spec.user;
+    return finish_campaign(std::move(*draft), ".", known_pools, user);
+  };
+  cc.store = std::move(*store);
+  cc.write_campaign = campaign_json;
+  auto campaigns = sys.spawn<caf::detached>(actors::campaigns, std::move(cc));
+  caf::scoped_actor self{sys};  // the gateway takes this only from its own process
+  self->send(gateway, actors::campaign_atom::value, campaigns);
+  return campaigns;
 }
 
 /// One member of an HA cluster ([ha]): the gateway, and the member
@@ -211,6 +245,14 @@ int run_server(const ServerOptions& opt) {
     return fail(served.error().message);
   }
   auto [gateway, port] = *served;
+  auto served_campaigns = serve_campaigns(sys, config, gateway);
+  if (!served_campaigns) {
+    sys.middleman().unpublish(gateway, port);
+    caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+    stop_partitions();
+    return fail(served_campaigns.error().message);
+  }
+  auto campaigns = *served_campaigns;
   std::printf("claimsched server listening on %s:%u (cluster %s, %zu partition(s), data in %s)\n",
               config.listen.host.c_str(), static_cast<unsigned>(port), config.cluster_id.c_str(),
               config.partitions.size(), config.storage.data_dir.c_str());
@@ -228,6 +270,8 @@ int run_server(const ServerOptions& opt) {
   http->reset();
   sys.middleman().unpublish(gateway, port);
   caf::scoped_actor self{sys};
+  self->send_exit(campaigns, caf::exit_reason::user_shutdown);
+  self->wait_for(campaigns);
   self->send_exit(gateway, caf::exit_reason::user_shutdown);
   self->wait_for(gateway);
   stop_partitions();

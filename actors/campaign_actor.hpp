@@ -1,0 +1,103 @@
+#pragma once
+
+// The server's campaigns (issue 16): a thin actor over core/campaign. Every
+// round (a timer) it asks the gateway which nodes are free, lets the
+// metascheduler order the campaigns and each campaign's scheduler decide,
+// and sends every task copy it dispatches as an ordinary one-task job through
+// the gateway, which routes it to the partition owning the copy's pool (a
+// campaign spans partitions that way). It then follows each of those jobs by
+// its status until it ends and feeds the end back to the campaign core
+// (finalize, sinks and retries live there).
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "actors/actors.hpp"
+#include "core/campaign/campaign_scheduler.hpp"
+#include "core/campaign/test_wave.hpp"
+#include "storage/campaign_store.hpp"
+
+namespace claimsched::actors {
+
+struct CampaignActorConfig {
+  /// Where jobs go and where free nodes are learned.
+  gateway_actor gateway;
+  /// Reads a campaign's JSON (the campaign file's keys) and checks it against
+  /// the cluster's pools; the error names the field. Supplied by the server
+  /// (apps/campaign_file.*), so that files and requests read the same.
+  std::function<core::Expected<core::campaign::CampaignSpec>(const std::string& json)> read_campaign;
+  /// The inverse: a campaign as that JSON (what the store keeps once a test
+  /// wave has narrowed a campaign's pools).
+  std::function<std::string(const core::campaign::CampaignSpec& spec)> write_campaign;
+  /// How often a round runs and the jobs are followed.
+  core::Duration round_interval = std::chrono::seconds(1);
+  core::Duration request_timeout = std::chrono::seconds(10);
+  /// Where campaigns and their dispatched copies are recorded; the actor
+  /// rebuilds every campaign from it when it starts. Null: nothing survives
+  /// a restart. Writes are synced on the actor's own thread (it is detached).
+  std::shared_ptr<storage::CampaignStore> store;
+};
+
+/// One campaign as the server runs it.
+struct CampaignRun {
+  CampaignRun(core::campaign::CampaignId id, uint64_t sequence, core::TimePoint submitted_at,
+              core::campaign::CampaignSpec spec, std::string spec_json);
+
+  core::campaign::CampaignId id;
+  /// Submission order (FIFO among equals).
+  uint64_t sequence = 0;
+  core::TimePoint submitted_at{0};
+  core::campaign::CampaignScheduler scheduler;
+  bool cancelled = false;
+  /// As the client sent it: what the store keeps.
+  std::string spec_json;
+  /// The time of the last start or end fed to the core: its throughput
+  /// window wants events in time order.
+  core::TimePoint last_event{0};
+  /// Each dispatched copy's job.
+  std::map<core::campaign::CopyId, core::JobId> job_of;
+  /// Copies whose job the gateway accepted and that have not been seen to
+  /// end: followed by status every round.
+  std::set<core::campaign::CopyId> followed;
+  /// Copies whose job was asked to cancel (withdrawn, lost a replica race,
+  /// abandoned pool, campaign cancelled).
+  std::set<core::campaign::CopyId> cancelling;
+  /// A test campaign's wave, or a `test_first` campaign's before its bulk:
+  /// one task per pool (index 0), a report per pool. Kept once complete,
+  /// for `campaign status`.
+  std::optional<core::campaign::TestWave> test_wave;
+  /// Each tested pool's job; those still followed.
+  std::map<std::string, core::JobId> test_jobs;
+  std::set<std::string> test_followed;
+  /// Why the campaign stopped by itself (no pool passed its test), or empty.
+  std::string failure;
+
+  /// The test wave still has pools to hear from.
+  bool testing() const { return test_wave && !test_wave->complete(); }
+  /// Nothing more to do: cancelled, failed, or every task done (a test
+  /// campaign: every pool reported).
+  bool finished() const;
+};
+
+struct campaign_state {
+  explicit campaign_state(caf::local_actor*) {}
+  CampaignActorConfig config;
+  std::map<core::campaign::CampaignId, CampaignRun> campaigns;
+  uint64_t next_id = 1;
+  /// A round waits for the gateway's node list; ticks meanwhile are skipped.
+  bool round_in_flight = false;
+  static inline const char* name = "campaigns";
+};
+
+campaign_actor::behavior_type campaigns(campaign_actor::stateful_pointer<campaign_state> self,
+                                        CampaignActorConfig config);
+
+/// The job that runs one copy of a campaign's task: the rendered command, the
+/// campaign's resources, and the task's identity in its environment
+/// (CLAIMSCHED_CAMPAIGN_ID, CLAIMSCHED_TASK_INDEX, CLAIMSCHED_PARAM).
+core::JobSpec job_for_copy(const CampaignRun& run, const core::campaign::TaskCopy& copy, core::JobId id);
+
+}  // namespace claimsched::actors
