@@ -5,6 +5,9 @@
 
 #include <cstdio>
 #include <memory>
+#include <string>
+
+#include "apps/json_string.hpp"
 
 namespace claimsched::apps {
 
@@ -14,36 +17,14 @@ namespace {
 class EscapedMessage : public spdlog::custom_flag_formatter {
  public:
   void format(const spdlog::details::log_msg& msg, const std::tm&, spdlog::memory_buf_t& dest) override {
-    auto text = json_escaped(std::string_view(msg.payload.data(), msg.payload.size()));
+    std::string text;
+    append_json_escaped(text, std::string_view(msg.payload.data(), msg.payload.size()));
     dest.append(text.data(), text.data() + text.size());
   }
   std::unique_ptr<custom_flag_formatter> clone() const override { return std::make_unique<EscapedMessage>(); }
 };
 
 }  // namespace
-
-std::string json_escaped(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 8);
-  for (char c : text) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char escaped[8];
-          std::snprintf(escaped, sizeof escaped, "\\u%04x", static_cast<unsigned>(static_cast<unsigned char>(c)));
-          out += escaped;
-        } else {
-          out += c;
-        }
-    }
-  }
-  return out;
-}
 
 void set_log_format(std::string_view format) {
   if (format != "json") return;

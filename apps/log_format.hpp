@@ -15,8 +15,4 @@ namespace claimsched::apps {
 /// usage error the command line refuses before this is called).
 void set_log_format(std::string_view format);
 
-/// `text` as the inside of a JSON string (quotes, backslashes, control
-/// characters escaped; UTF-8 passes through).
-std::string json_escaped(std::string_view text);
-
 }  // namespace claimsched::apps
