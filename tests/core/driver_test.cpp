@@ -13,20 +13,11 @@
 namespace claimsched::core {
 namespace {
 
+using testing::batch_and_prod_partition;
 using testing::JobBuilder;
 using testing::ms;
 using testing::NodeBuilder;
 using testing::SimCluster;
-
-SchedulerConfig two_classes() {
-  SchedulerConfig c;
-  c.partition = PartitionId{1};
-  c.pools = {"default"};
-  c.classes = {ClassConfig::named("batch"), ClassConfig::named("prod")};
-  c.default_class = "batch";
-  c.unpark_interval = ms(5);
-  return c;
-}
 
 class DriverTest : public ::testing::Test {
  protected:
@@ -51,7 +42,7 @@ class DriverTest : public ::testing::Test {
 
 TEST_F(DriverTest, APreemptedTaskRunsAgainOnlyAfterItsNodeFreedIt) {
   add_nodes(1);
-  size_t s = cluster.add_scheduler(two_classes());
+  size_t s = cluster.add_scheduler(batch_and_prod_partition());
   ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(4).cpu("1").build()));
   run();
   Scheduler& sched = cluster.scheduler(s);
@@ -79,7 +70,7 @@ TEST_F(DriverTest, APreemptedTaskRunsAgainOnlyAfterItsNodeFreedIt) {
 
 TEST_F(DriverTest, TheQueueFollowsTheDeficitUntilAJobHoldsItsFairShare) {
   add_nodes(1);  // 4 cpus
-  SchedulerConfig c = two_classes();
+  SchedulerConfig c = batch_and_prod_partition();
   size_t s = cluster.add_scheduler(c);
   Scheduler& sched = cluster.scheduler(s);
   // A blocker holds the node while jobs 1 and 2 queue up behind it.
@@ -102,7 +93,7 @@ TEST_F(DriverTest, TheQueueFollowsTheDeficitUntilAJobHoldsItsFairShare) {
 
 TEST_F(DriverTest, ACycleTakesTheStarvingClassesShareFromTheClassAboveIt) {
   add_nodes(2);  // 8 cpus
-  size_t s = cluster.add_scheduler(two_classes());
+  size_t s = cluster.add_scheduler(batch_and_prod_partition());
   Scheduler& sched = cluster.scheduler(s);
   ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(8).cpu("1").build()));
   run();
@@ -170,7 +161,7 @@ TEST(DuccLive, InitializationCapThenExpandByDoubling) {
   ledger.start_delay = ms(50);  // a task starts (initializes) 50 ms after its confirm
   SimCluster cluster(ledger);
   cluster.add_node(NodeBuilder(1).capacity("cpu=64,memory=64Gi").build());
-  SchedulerConfig c = two_classes();
+  SchedulerConfig c = batch_and_prod_partition();
   c.classes[1].initialization_cap = 2;
   c.classes[1].expand_by_doubling = true;
   size_t s = cluster.add_scheduler(c);

@@ -14,20 +14,11 @@
 namespace claimsched::core {
 namespace {
 
+using testing::batch_and_prod_partition;
 using testing::JobBuilder;
 using testing::ms;
 using testing::NodeBuilder;
 using testing::SimCluster;
-
-SchedulerConfig partition_config() {
-  SchedulerConfig c;
-  c.partition = PartitionId{1};
-  c.pools = {"default"};
-  c.classes = {ClassConfig::named("batch"), ClassConfig::named("prod")};
-  c.default_class = "batch";
-  c.unpark_interval = ms(5);
-  return c;
-}
 
 policy::PolicyConfig fair_share_config() {
   policy::PolicyConfig p;
@@ -63,7 +54,7 @@ class PolicyDue : public ::testing::TestWithParam<uint64_t> {};
 TEST_P(PolicyDue, ASkippedCycleWouldHaveDecidedNothingNew) {
   SimCluster cluster;
   for (uint32_t n = 1; n <= 3; ++n) cluster.add_node(NodeBuilder(n).capacity("cpu=4,memory=16Gi").build());
-  size_t s = cluster.add_scheduler(partition_config());
+  size_t s = cluster.add_scheduler(batch_and_prod_partition());
   Scheduler& sched = cluster.scheduler(s);
   policy::PolicyStage stage(fair_share_config());
   Rng rng(GetParam());
@@ -124,7 +115,7 @@ INSTANTIATE_TEST_SUITE_P(Seeds, PolicyDue, ::testing::Range<uint64_t>(1, 13));
 TEST(PolicyDueRule, AnArrivalOrATimerMakesTheNextCycleDue) {
   SimCluster cluster;
   cluster.add_node(NodeBuilder(1).capacity("cpu=4,memory=16Gi").build());
-  size_t s = cluster.add_scheduler(partition_config());
+  size_t s = cluster.add_scheduler(batch_and_prod_partition());
   Scheduler& sched = cluster.scheduler(s);
   policy::PolicyStage stage(fair_share_config());
   EXPECT_TRUE(stage.due(sched, cluster.now())) << "the first cycle always runs";

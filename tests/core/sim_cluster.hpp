@@ -182,4 +182,17 @@ class SimCluster {
   std::map<TaskRef, uint32_t> allocated_count_;
 };
 
+/// One partition of pool "default" with classes batch (the default) and
+/// prod of one priority: the shape the policy tests share.
+inline SchedulerConfig batch_and_prod_partition() {
+  SchedulerConfig c;
+  c.partition = PartitionId{1};
+  c.pools = {"default"};
+  c.classes = {ClassConfig::named("batch"), ClassConfig::named("prod")};
+  c.default_class = "batch";
+  c.unpark_interval = std::chrono::milliseconds(5);
+  return c;
+}
+
+
 }  // namespace claimsched::core::testing
