@@ -74,21 +74,25 @@ bool is_client_command(const std::string& command) {
   return std::find(std::begin(kCommands), std::end(kCommands), command) != std::end(kCommands);
 }
 
+void add_timeout_option(CLI::App* c, core::Duration& timeout, const std::string& help) {
+  c->add_option_function<std::string>(
+       "--timeout",
+       [&timeout](const std::string& text) {
+         auto d = core::parse_duration(text);
+         if (!d || d->count() <= 0) throw CLI::ValidationError("--timeout", "expected a duration like 30s");
+         timeout = *d;
+       },
+       help)
+      ->type_name("DURATION");
+}
+
 void add_client_commands(CLI::App& app, ClientOptions& o) {
   auto common = [&](CLI::App* c) {
     c->add_option("--server", o.server,
                   "HOST:PORT of the server, or of every HA member comma-separated (default: $CLAIMSCHED_SERVER "
                   "or 127.0.0.1:7070)");
     c->add_flag("--json", o.json, "Print JSON (deploy/CLI.md has its keys)");
-    c->add_option_function<std::string>(
-         "--timeout",
-         [&o](const std::string& text) {
-           auto d = core::parse_duration(text);
-           if (!d || d->count() <= 0) throw CLI::ValidationError("--timeout", "expected a duration like 30s");
-           o.timeout = *d;
-         },
-         "Give up after this long, retrying other members meanwhile (default 10s)")
-        ->type_name("DURATION");
+    add_timeout_option(c, o.timeout, "Give up after this long, retrying other members meanwhile (default 10s)");
   };
   auto* submit = app.add_subcommand("submit", "Submit a job; prints its id");
   o.submit_command = submit;

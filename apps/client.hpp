@@ -91,6 +91,10 @@ struct ClientOptions {
 
 /// Adds every client subcommand.
 void add_client_commands(CLI::App& app, ClientOptions& options);
+
+/// `--timeout DURATION` on command `c`, written to `timeout` (a positive
+/// duration, refused otherwise); `help` says what it bounds.
+void add_timeout_option(CLI::App* c, core::Duration& timeout, const std::string& help);
 /// Runs `command` (a name add_client_commands registered); returns the exit code.
 int run_client(const std::string& command, const ClientOptions& options);
 /// True if `command` is one of the client's subcommands.

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "apps/campaign_file.hpp"
+#include "apps/client.hpp"
 #include "apps/client_commands.hpp"
 #include "apps/client_session.hpp"
 #include "apps/client_text.hpp"
@@ -128,15 +129,7 @@ void add_campaign_commands(CLI::App& app, CampaignOptions& o) {
   auto common = [&](CLI::App* c) {
     c->add_option("--server", o.server, "HOST:PORT of the server (default: $CLAIMSCHED_SERVER or 127.0.0.1:7070)");
     c->add_flag("--json", o.json, "Print the server's JSON");
-    c->add_option_function<std::string>(
-         "--timeout",
-         [&o](const std::string& text) {
-           auto d = core::parse_duration(text);
-           if (!d || d->count() <= 0) throw CLI::ValidationError("--timeout", "expected a duration like 30s");
-           o.timeout = *d;
-         },
-         "Give up after this long (default 10s)")
-        ->type_name("DURATION");
+    add_timeout_option(c, o.timeout, "Give up after this long (default 10s)");
     c->final_callback([&o, c] { o.action = c->get_name(); });
   };
   auto* submit = campaign->add_subcommand("submit", "Submit a campaign file (TOML or JSON); prints its id");
