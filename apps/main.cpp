@@ -80,6 +80,8 @@ void add_sim(CLI::App& app, claimsched::apps::SimOptions& o) {
   sim->add_option("--sync", o.sync, "With --data-dir: always, batch or none")
       ->check(CLI::IsMember({"always", "batch", "none"}))
       ->capture_default_str();
+  sim->add_option("--http", o.http, "Serve GET /metrics on HOST:PORT while the run lasts (port 0: any, printed)");
+  add_duration(*sim, "--http-linger", o.http_linger, "With --http: keep serving this long after the report");
 }
 
 }  // namespace

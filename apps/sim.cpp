@@ -13,8 +13,10 @@
 #include "actors/node_persistence.hpp"
 #include "actors/partition.hpp"
 #include "actors/router_actor.hpp"
+#include "apps/cluster_config.hpp"
 #include "apps/process_stats.hpp"
 #include "apps/sim_data_dir.hpp"
+#include "apps/sim_http.hpp"
 #include "apps/sim_policy.hpp"
 #include "apps/sim_report.hpp"
 #include "core/invariants.hpp"
@@ -173,6 +175,10 @@ core::Status SimOptions::validate() const {
                "pool, and overlapping partitions share one");
   if (policy && !scenario.empty()) return bad("--policy and --scenario are separate runs");
   if (policy_interval.count() <= 0) return bad("--policy-interval must be positive");
+  if (!http.empty())
+    if (auto address = parse_http_listen(http); !address) return bad("--http: " + address.error().message);
+  if (http_linger.count() > 0 && http.empty()) return bad("--http-linger needs --http");
+  if (!http.empty() && !scenario.empty()) return bad("--http serves the synthetic load's run, not a --scenario");
   if (auto s = storage::parse_sync_mode(sync); !s) return bad("--sync: " + s.error().message);
   return core::Status::ok();
 }
@@ -325,6 +331,15 @@ int run_sim(const SimOptions& cli) {
     partitions.push_back(std::move(*assembled));
   }
   auto router = sys.spawn(actors::router, routes);
+  std::unique_ptr<HttpEndpoint> http;
+  if (!opt.http.empty()) {
+    auto endpoint = serve_sim_metrics(sys, opt.http, schedulers);
+    if (!endpoint) {
+      std::fprintf(stderr, "claimsched sim: %s\n", endpoint.error().message.c_str());
+      return 2;
+    }
+    http = std::move(*endpoint);
+  }
 
   // -- nodes (restored from the node store on --resume) --------------------------
   std::shared_ptr<storage::NodeStore> node_store;
@@ -592,6 +607,9 @@ int run_sim(const SimOptions& cli) {
   std::printf("%s%s", opt.json ? to_json(opt, report).c_str() : to_text(opt, report).c_str(),
               opt.json ? "\n" : "");
   std::fflush(stdout);
+  if (http && opt.http_linger.count() > 0) std::this_thread::sleep_for(opt.http_linger);
+  // Before the schedulers go: a scrape in progress finishes.
+  http.reset();
 
   for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);
   self->send_exit(router, caf::exit_reason::user_shutdown);
