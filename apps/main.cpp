@@ -66,7 +66,7 @@ void add_sim(CLI::App& app, claimsched::apps::SimOptions& o) {
   sim->add_option("--max-throughput", o.max_throughput, "Messages an actor handles per turn")->capture_default_str();
   add_duration(*sim, "--claim-ttl", o.claim_ttl, "Unconfirmed claims expire after this");
   add_duration(*sim, "--timeout", o.timeout, "Fail if the run takes longer (0s = never)");
-  sim->add_flag("--quiet", o.quiet, "No progress lines");
+  sim->add_flag("--quiet", o.quiet, "No progress (a bar on a terminal, else a line every 5 s)");
   sim->add_option("--data-dir", o.data_dir, "Keep state in RocksDB under this directory");
   sim->add_flag("--resume", o.resume, "Continue the run in --data-dir (a killed one, say)");
   sim->add_flag("--replicas", o.replicas, "With --data-dir: a standby replica per partition");

@@ -15,6 +15,7 @@
 #include "actors/router_actor.hpp"
 #include "apps/cluster_config.hpp"
 #include "apps/process_stats.hpp"
+#include "apps/progress.hpp"
 #include "apps/sim_data_dir.hpp"
 #include "apps/sim_http.hpp"
 #include "apps/sim_policy.hpp"
@@ -474,11 +475,22 @@ int run_sim(const SimOptions& cli) {
   bool timed_out = false;
   int quiet_polls = 0;
   uint64_t claims_seen = 0;
-  auto next_report = started + std::chrono::seconds(1);
+  Progress bar(progress_style_for_stderr(opt.quiet), "claimsched sim");
   for (;;) {
     std::this_thread::sleep_for(20ms);
     totals = collect(self, schedulers);
     auto t = actors::now(sys);
+    // Before the checks below end the loop: the bar shows where the run ended.
+    uint64_t done_tasks = opt.churn ? totals.stats.tasks_finished : totals.stats.placements;
+    if (bar.due(done_tasks, report.tasks)) {
+      double secs = std::chrono::duration<double>(t - started).count();
+      std::string detail =
+          thousands(static_cast<uint64_t>(static_cast<double>(totals.stats.placements) / std::max(secs, 1e-9))) +
+          " placements/s  pending " + thousands(totals.pending) + "  in flight " + thousands(totals.in_flight) +
+          "  rejects " + thousands(totals.stats.rejected());
+      if (opt.churn) detail = "running " + thousands(totals.running) + "  " + detail;
+      bar.update(done_tasks, report.tasks, detail);
+    }
     bool done = opt.churn ? totals.jobs_finished + 0 >= report.jobs && totals.running == 0 &&
                                 totals.pending == 0 && totals.in_flight == 0
                           : totals.pending == 0 && totals.in_flight == 0;
@@ -495,20 +507,9 @@ int run_sim(const SimOptions& cli) {
       break;
     }
     if (opt.replicas && replicas.empty() && t - started >= opt.replica_delay) start_replicas();
-    if (t >= next_report) {
-      next_report += std::chrono::seconds(1);
-      double secs = std::chrono::duration<double>(t - started).count();
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "[%6.1fs] placed %s (%.0f/s)  running %s  pending %s  in flight %s  parked %s  rejects %s",
-                    secs, thousands(totals.stats.placements).c_str(),
-                    static_cast<double>(totals.stats.placements) / std::max(secs, 1e-9),
-                    thousands(totals.running).c_str(), thousands(totals.pending).c_str(),
-                    thousands(totals.in_flight).c_str(), thousands(totals.parked).c_str(),
-                    thousands(totals.stats.rejected()).c_str());
-      progress(line);
-    }
   }
+
+  bar.finish();
 
   // -- check ---------------------------------------------------------------------
   // Hold the schedulers and let what is in flight land, so the nodes and the
