@@ -163,6 +163,11 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("claimsched"));
   spdlog::set_level(spdlog::level::from_str(log_level));
   claimsched::apps::set_log_format(log_format);
+  if (app.got_subcommand("sim") && sim.scenario == "starvation" && !sim.http.empty()) {
+    // The scenario builds its own schedulers, and serves none of them.
+    std::fprintf(stderr, "claimsched sim: --http serves the synthetic load's run, not a --scenario\n");
+    return 2;
+  }
   if (app.got_subcommand("sim"))
     return sim.scenario == "starvation" ? claimsched::apps::run_starvation_scenario(sim)
                                         : claimsched::apps::run_sim(sim);

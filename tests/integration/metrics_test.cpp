@@ -165,6 +165,10 @@ TEST(Metrics, SimRefusesABadHttpAddress) {
   auto r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --quiet --nodes 8 --tasks 10 --http 9090 2>&1");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("--http: must be HOST:PORT"), std::string::npos) << r.out;
+  // The starvation scenario has schedulers of its own, which --http would not show.
+  r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --scenario starvation --http 127.0.0.1:0 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("not a --scenario"), std::string::npos) << r.out;
 }
 
 }  // namespace
