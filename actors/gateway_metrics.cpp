@@ -11,6 +11,8 @@ namespace {
 /// Bounds of the latency buckets, in seconds: a millisecond to a minute.
 const std::vector<double> kLatencyBounds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
 
+}  // namespace
+
 void scheduler_metrics(core::MetricsText& m, const SchedulerStatus& s) {
   core::MetricLabels p{{"partition", std::to_string(s.partition.value)}};
 #define CLAIMSCHED_METRIC_COUNTER(name, what) m.counter("claimsched_" #name "_total", what, p, s.stats.name);
@@ -35,6 +37,8 @@ void scheduler_metrics(core::MetricsText& m, const SchedulerStatus& s) {
   m.histogram_seconds("claimsched_placement_latency_seconds", "submit (or placement start) to confirmed, per task", p,
                       s.stats.placement_latency, kLatencyBounds);
 }
+
+namespace {
 
 void gateway_metrics(core::MetricsText& m, const gateway_state& st) {
   uint64_t up = 0, down = 0;

@@ -118,7 +118,9 @@ void add_client_commands(CLI::App& app, ClientOptions& o) {
   submit->add_flag("--not-preemptible", o.not_preemptible, "Never preempt its tasks");
   submit->add_flag("--hold", o.hold, "Accept it even if no node of its pool can run it yet (nodes to come)");
   submit->add_option("--repeat", o.repeat, "Submit this many copies; prints one id per line")->check(CLI::Range(1u, 10'000'000u));
-  submit->add_flag("--wait", o.wait, "Wait until the job ends; exit 0 if every task succeeded, 1 if not");
+  submit->add_flag("--wait", o.wait,
+                   "Wait until the job (with --repeat: every job) ends; exit 0 if every task succeeded, 1 if not");
+  submit->add_flag("--quiet", o.quiet, "With --wait: no progress on stderr");
   submit->add_flag("--follow", o.follow, "Print the job's changes as they happen, until it ends (exit as --wait)");
   submit->add_option("command", o.command, "The command every task runs (after --)");
 
@@ -179,8 +181,7 @@ void add_client_commands(CLI::App& app, ClientOptions& o) {
 int run_client(const std::string& command, const ClientOptions& o) {
   // Usage problems found before anything is sent: exit 2.
   if (command == "submit") {
-    if (o.repeat > 1 && (o.wait || o.follow))
-      return fail(kExitUsage, "--repeat submits many jobs; --wait and --follow watch one");
+    if (o.repeat > 1 && o.follow) return fail(kExitUsage, "--repeat submits many jobs; --follow watches one");
     auto job = job_from_options(o);
     if (!job) return fail(job.error());
   }

@@ -66,8 +66,11 @@ struct ClientOptions {
   std::vector<std::string> command;
   /// Submit this many copies (pipelined); prints one id per line.
   uint32_t repeat = 1;
-  /// Wait until the job ends; exit 0 if every task succeeded, else 1.
+  /// Wait until the job (with repeat: every job) ends; exit 0 if every task
+  /// succeeded, else 1.
   bool wait = false;
+  /// No progress on stderr while waiting.
+  bool quiet = false;
   /// Print the job's state changes as they happen, until it ends.
   bool follow = false;
   // status

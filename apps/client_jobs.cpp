@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <thread>
 
@@ -13,6 +14,7 @@
 #include "apps/client_json.hpp"
 #include "apps/client_text.hpp"
 #include "apps/job_file.hpp"
+#include "apps/progress.hpp"
 #include "core/duration.hpp"
 
 namespace claimsched::apps {
@@ -117,11 +119,46 @@ bool ended(const core::JobView& v) {
          v.state == core::JobState::cancelled;
 }
 
-/// Polls until the job ends; the last view, or the error that stopped it.
-ClientResult<core::JobView> wait_for_end(ClientSession& s, core::JobId id) {
+/// Polls until the job ends, showing its tasks ended on stderr if it has
+/// more than one; the last view, or the error that stopped it.
+ClientResult<core::JobView> wait_for_end(ClientSession& s, core::JobId id, bool quiet) {
+  std::optional<Progress> bar;
   for (;;) {
     auto v = s.status(id);
-    if (!v || ended(*v)) return v;
+    if (!v) return v;
+    if (v->spec.count > 1) {
+      if (!bar) bar.emplace(progress_style_for_stderr(quiet), "job " + std::to_string(id.value));
+      uint32_t ended_tasks = v->count_in(core::TaskState::succeeded) + v->count_in(core::TaskState::failed) +
+                             v->count_in(core::TaskState::cancelled);
+      // Its last task may end after the job is final (a cancel): the bar ends with the job.
+      bar->update(ended(*v) ? v->spec.count : ended_tasks, v->spec.count, "tasks ended");
+    }
+    if (ended(*v)) return v;
+    std::this_thread::sleep_for(kPollInterval);
+  }
+}
+
+/// Polls until every job of `ids` ends, showing how many have on stderr;
+/// their last views in `ids`' order, or the error that stopped it.
+ClientResult<std::vector<core::JobView>> wait_for_all(ClientSession& s, const std::vector<core::JobId>& ids,
+                                                      bool quiet) {
+  Progress bar(progress_style_for_stderr(quiet), "submit --wait");
+  std::vector<core::JobView> last(ids.size());
+  std::vector<size_t> waiting(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) waiting[i] = i;
+  for (;;) {
+    std::vector<size_t> still;
+    for (size_t i : waiting) {
+      auto v = s.status(ids[i]);
+      if (!v) return v.error();
+      if (ended(*v))
+        last[i] = std::move(*v);
+      else
+        still.push_back(i);
+    }
+    waiting = std::move(still);
+    bar.update(ids.size() - waiting.size(), ids.size(), "jobs ended");
+    if (waiting.empty()) return last;
     std::this_thread::sleep_for(kPollInterval);
   }
 }
@@ -206,7 +243,24 @@ int run_submit(ClientSession& s, const ClientOptions& o) {
     auto ids = s.submit_many(*job, o.repeat);
     if (!ids) return fail(ids.error());
     for (auto id : *ids) std::printf("%llu\n", static_cast<unsigned long long>(id.value));
-    return kExitOk;
+    if (!o.wait) return kExitOk;
+    std::fflush(stdout);
+    auto views = wait_for_all(s, *ids, o.quiet);
+    if (!views) return fail(views.error());
+    std::map<core::JobState, uint64_t> by_state;
+    for (const auto& v : *views) ++by_state[v.state];
+    if (o.json) {
+      json counts = json::object();
+      for (const auto& [state, n] : by_state) counts[std::string(core::to_string(state))] = n;
+      std::printf("%s\n", json{{"jobs", views->size()}, {"ended", counts}}.dump().c_str());
+    } else {
+      std::string line = std::to_string(views->size()) + " jobs ended:";
+      for (const auto& [state, n] : by_state)
+        line += " " + std::to_string(n) + " " + std::string(core::to_string(state)) + ",";
+      line.pop_back();
+      std::printf("%s\n", line.c_str());
+    }
+    return by_state.size() == 1 && by_state.begin()->first == core::JobState::succeeded ? kExitOk : kExitFailed;
   }
   auto id = s.submit(*job);
   if (!id) return fail(id.error());
@@ -224,7 +278,7 @@ int run_submit(ClientSession& s, const ClientOptions& o) {
   }
   if (!o.json) std::printf("%llu\n", static_cast<unsigned long long>(id->value));
   std::fflush(stdout);
-  auto last = wait_for_end(s, *id);
+  auto last = wait_for_end(s, *id, o.quiet);
   if (!last) return fail(last.error());
   if (o.json)
     std::printf("%s\n", record_with_summary(*last).dump().c_str());

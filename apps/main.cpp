@@ -67,7 +67,7 @@ void add_sim(CLI::App& app, claimsched::apps::SimOptions& o) {
   sim->add_option("--max-throughput", o.max_throughput, "Messages an actor handles per turn")->capture_default_str();
   add_duration(*sim, "--claim-ttl", o.claim_ttl, "Unconfirmed claims expire after this");
   add_duration(*sim, "--timeout", o.timeout, "Fail if the run takes longer (0s = never)");
-  sim->add_flag("--quiet", o.quiet, "No progress lines");
+  sim->add_flag("--quiet", o.quiet, "No progress (a bar on a terminal, else a line every 5 s)");
   sim->add_option("--data-dir", o.data_dir, "Keep state in RocksDB under this directory");
   sim->add_flag("--resume", o.resume, "Continue the run in --data-dir (a killed one, say)");
   sim->add_flag("--replicas", o.replicas, "With --data-dir: a standby replica per partition");
@@ -81,6 +81,8 @@ void add_sim(CLI::App& app, claimsched::apps::SimOptions& o) {
   sim->add_option("--sync", o.sync, "With --data-dir: always, batch or none")
       ->check(CLI::IsMember({"always", "batch", "none"}))
       ->capture_default_str();
+  sim->add_option("--http", o.http, "Serve GET /metrics on HOST:PORT while the run lasts (port 0: any, printed)");
+  add_duration(*sim, "--http-linger", o.http_linger, "With --http: keep serving this long after the report");
 }
 
 }  // namespace
@@ -164,6 +166,11 @@ int main(int argc, char** argv) {
   spdlog::set_default_logger(spdlog::stderr_color_mt("claimsched"));
   spdlog::set_level(spdlog::level::from_str(log_level));
   claimsched::apps::set_log_format(log_format);
+  if (app.got_subcommand("sim") && sim.scenario == "starvation" && !sim.http.empty()) {
+    // The scenario builds its own schedulers, and serves none of them.
+    std::fprintf(stderr, "claimsched sim: --http serves the synthetic load's run, not a --scenario\n");
+    return 2;
+  }
   if (app.got_subcommand("sim"))
     return sim.scenario == "starvation" ? claimsched::apps::run_starvation_scenario(sim)
                                         : claimsched::apps::run_sim(sim);

@@ -1,7 +1,5 @@
 #include "apps/replay.hpp"
 
-#include <unistd.h>
-
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
@@ -9,6 +7,7 @@
 
 #include "apps/cluster_config.hpp"
 #include "apps/partition_setup.hpp"
+#include "apps/progress.hpp"
 #include "apps/replay_output.hpp"
 #include "apps/trace_file.hpp"
 #include "core/replay/mapping.hpp"
@@ -181,36 +180,6 @@ std::string label_of(const std::string& path, std::set<std::string>& taken) {
   return label;
 }
 
-/// A progress bar on a terminal: virtual time and jobs ended.
-class ProgressBar {
- public:
-  ProgressBar(bool on, std::string label, core::TimePoint span) : on_(on), label_(std::move(label)), span_(span) {}
-  void operator()(const core::replay::ReplayProgress& p) {
-    if (!on_) return;
-    auto wall = std::chrono::steady_clock::now();
-    bool last = p.jobs_ended == p.jobs_total;
-    if (!last && wall - shown_ < std::chrono::milliseconds(100)) return;
-    shown_ = wall;
-    double f = p.jobs_total ? static_cast<double>(p.jobs_ended) / p.jobs_total : 1.0;
-    int width = 30, filled = static_cast<int>(f * width);
-    std::string bar(filled, '=');
-    if (filled < width) bar += '>' + std::string(width - filled - 1, ' ');
-    double day = std::chrono::duration<double>(p.now).count() / 86400.0;
-    double days = std::chrono::duration<double>(span_).count() / 86400.0;
-    std::fprintf(stderr, "\r%s [%s] %3.0f%%  day %.1f of %.1f  %llu/%llu jobs ended", label_.c_str(), bar.c_str(),
-                 f * 100, day, days, static_cast<unsigned long long>(p.jobs_ended),
-                 static_cast<unsigned long long>(p.jobs_total));
-    if (last) std::fputc('\n', stderr);
-    std::fflush(stderr);
-  }
-
- private:
-  bool on_;
-  std::string label_;
-  core::TimePoint span_;
-  std::chrono::steady_clock::time_point shown_{};
-};
-
 }  // namespace
 
 int run_replay(const ReplayOptions& o) {
@@ -259,9 +228,19 @@ int run_replay(const ReplayOptions& o) {
     double capacity = 0;
     for (const auto& n : setup.nodes) capacity += static_cast<double>(n.capacity[core::dim::cpu]) / 1000.0;
     core::TimePoint span = jobs->empty() ? core::TimePoint{0} : jobs->back().spec.submit_time;
-    ProgressBar bar(!o.quiet && isatty(STDERR_FILENO), label, span);
+    Progress bar(progress_style_for_stderr(o.quiet), label);
+    double days = std::chrono::duration<double>(span).count() / 86400.0;
+    auto show = [&](const core::replay::ReplayProgress& p) {
+      // Called per event: the detail is made only when it is shown.
+      if (!bar.due(p.jobs_ended, p.jobs_total)) return;
+      char detail[64];
+      std::snprintf(detail, sizeof detail, "jobs ended, day %.1f of %.1f",
+                    std::chrono::duration<double>(p.now).count() / 86400.0, days);
+      bar.update(p.jobs_ended, p.jobs_total, detail);
+    };
     auto started = std::chrono::steady_clock::now();
-    auto result = core::replay::replay(setup, *jobs, std::ref(bar));
+    auto result = core::replay::replay(setup, *jobs, show);
+    bar.finish();
     double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     if (!result) return fail(label + ": " + result.error().message);
     for (const auto& r : result->refusals)

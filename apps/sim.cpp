@@ -13,8 +13,11 @@
 #include "actors/node_persistence.hpp"
 #include "actors/partition.hpp"
 #include "actors/router_actor.hpp"
+#include "apps/cluster_config.hpp"
 #include "apps/process_stats.hpp"
+#include "apps/progress.hpp"
 #include "apps/sim_data_dir.hpp"
+#include "apps/sim_http.hpp"
 #include "apps/sim_policy.hpp"
 #include "apps/sim_report.hpp"
 #include "core/invariants.hpp"
@@ -173,6 +176,10 @@ core::Status SimOptions::validate() const {
                "pool, and overlapping partitions share one");
   if (policy && !scenario.empty()) return bad("--policy and --scenario are separate runs");
   if (policy_interval.count() <= 0) return bad("--policy-interval must be positive");
+  if (!http.empty())
+    if (auto address = parse_http_listen(http); !address) return bad("--http: " + address.error().message);
+  if (http_linger.count() > 0 && http.empty()) return bad("--http-linger needs --http");
+  if (!http.empty() && !scenario.empty()) return bad("--http serves the synthetic load's run, not a --scenario");
   if (auto s = storage::parse_sync_mode(sync); !s) return bad("--sync: " + s.error().message);
   return core::Status::ok();
 }
@@ -325,6 +332,15 @@ int run_sim(const SimOptions& cli) {
     partitions.push_back(std::move(*assembled));
   }
   auto router = sys.spawn(actors::router, routes);
+  std::unique_ptr<HttpEndpoint> http;
+  if (!opt.http.empty()) {
+    auto endpoint = serve_sim_metrics(sys, opt.http, schedulers);
+    if (!endpoint) {
+      std::fprintf(stderr, "claimsched sim: %s\n", endpoint.error().message.c_str());
+      return 2;
+    }
+    http = std::move(*endpoint);
+  }
 
   // -- nodes (restored from the node store on --resume) --------------------------
   std::shared_ptr<storage::NodeStore> node_store;
@@ -459,11 +475,22 @@ int run_sim(const SimOptions& cli) {
   bool timed_out = false;
   int quiet_polls = 0;
   uint64_t claims_seen = 0;
-  auto next_report = started + std::chrono::seconds(1);
+  Progress bar(progress_style_for_stderr(opt.quiet), "claimsched sim");
   for (;;) {
     std::this_thread::sleep_for(20ms);
     totals = collect(self, schedulers);
     auto t = actors::now(sys);
+    // Before the checks below end the loop: the bar shows where the run ended.
+    uint64_t done_tasks = opt.churn ? totals.stats.tasks_finished : totals.stats.placements;
+    if (bar.due(done_tasks, report.tasks)) {
+      double secs = std::chrono::duration<double>(t - started).count();
+      std::string detail =
+          thousands(static_cast<uint64_t>(static_cast<double>(totals.stats.placements) / std::max(secs, 1e-9))) +
+          " placements/s  pending " + thousands(totals.pending) + "  in flight " + thousands(totals.in_flight) +
+          "  rejects " + thousands(totals.stats.rejected());
+      if (opt.churn) detail = "running " + thousands(totals.running) + "  " + detail;
+      bar.update(done_tasks, report.tasks, detail);
+    }
     bool done = opt.churn ? totals.jobs_finished + 0 >= report.jobs && totals.running == 0 &&
                                 totals.pending == 0 && totals.in_flight == 0
                           : totals.pending == 0 && totals.in_flight == 0;
@@ -480,20 +507,9 @@ int run_sim(const SimOptions& cli) {
       break;
     }
     if (opt.replicas && replicas.empty() && t - started >= opt.replica_delay) start_replicas();
-    if (t >= next_report) {
-      next_report += std::chrono::seconds(1);
-      double secs = std::chrono::duration<double>(t - started).count();
-      char line[256];
-      std::snprintf(line, sizeof line,
-                    "[%6.1fs] placed %s (%.0f/s)  running %s  pending %s  in flight %s  parked %s  rejects %s",
-                    secs, thousands(totals.stats.placements).c_str(),
-                    static_cast<double>(totals.stats.placements) / std::max(secs, 1e-9),
-                    thousands(totals.running).c_str(), thousands(totals.pending).c_str(),
-                    thousands(totals.in_flight).c_str(), thousands(totals.parked).c_str(),
-                    thousands(totals.stats.rejected()).c_str());
-      progress(line);
-    }
   }
+
+  bar.finish();
 
   // -- check ---------------------------------------------------------------------
   // Hold the schedulers and let what is in flight land, so the nodes and the
@@ -592,6 +608,9 @@ int run_sim(const SimOptions& cli) {
   std::printf("%s%s", opt.json ? to_json(opt, report).c_str() : to_text(opt, report).c_str(),
               opt.json ? "\n" : "");
   std::fflush(stdout);
+  if (http && opt.http_linger.count() > 0) std::this_thread::sleep_for(opt.http_linger);
+  // Before the schedulers go: a scrape in progress finishes.
+  http.reset();
 
   for (auto& n : nodes) self->send_exit(n, caf::exit_reason::user_shutdown);
   self->send_exit(router, caf::exit_reason::user_shutdown);

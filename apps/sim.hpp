@@ -64,6 +64,11 @@ struct SimOptions {
   /// cycle, and --policy's.
   core::Duration starvation_timeout = std::chrono::seconds(2);
   core::Duration policy_interval = std::chrono::milliseconds(250);
+  /// Serve GET /metrics on this "HOST:PORT" while the run lasts (empty: off).
+  std::string http;
+  /// With http: keep serving this long after the report, so a scraper sees
+  /// the final counters (the schedulers hold meanwhile).
+  core::Duration http_linger{0};
 
   core::Status validate() const;
 };

@@ -210,6 +210,19 @@ TEST_F(ClientTest, WaitWaitsAndExitsWithTheJobsOutcome) {
   EXPECT_TRUE(contains(r.out, "task 0: succeeded")) << r.out;
 }
 
+TEST_F(ClientTest, WaitWithRepeatWaitsForEveryJobAndCountsTheirOutcomes) {
+  auto r = cluster.client_before_command("submit --repeat 3 --wait --quiet", "/bin/true");
+  expect_exit(r, 0, "3 jobs ended: 3 succeeded");
+  r = cluster.client_before_command("submit --repeat 2 --wait --quiet --json", "/bin/false");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  // The ids first, one per line, then the outcome.
+  std::string last = r.out.substr(r.out.rfind('\n', r.out.size() - 2) + 1);
+  auto j = json::parse(last, nullptr, false);
+  ASSERT_TRUE(j.is_object()) << r.out;
+  EXPECT_EQ(j["jobs"], 2);
+  EXPECT_EQ(j["ended"]["failed"], 2) << r.out;
+}
+
 TEST_F(ClientTest, JobsListsEndedJobsTooWithFilters) {
   uint64_t ok = cluster.submit("--user alice --name a-very-long-job-name-that-goes-on-and-on-and-on", "/bin/true");
   uint64_t bad = cluster.submit("--user bob", "/bin/false");
@@ -295,7 +308,7 @@ TEST_F(ClientTest, EveryCommandExitsTwoOnBadUsageThreeWhenUnreachableOneWhenRefu
     EXPECT_EQ(run(std::string(command) + " 0"), 2) << command;
   }
   EXPECT_EQ(run("logs 12.x"), 2);
-  EXPECT_EQ(run("submit --count 2 --repeat 3 --wait -- /bin/true"), 2);
+  EXPECT_EQ(run("submit --count 2 --repeat 3 --follow -- /bin/true"), 2);
   EXPECT_EQ(run("nodes --server nowhere"), 2);
   // Nothing listens on port 1.
   for (const char* command : {"status 1", "cancel 1", "queue", "jobs", "logs 1", "nodes", "pools", "explain 1"})

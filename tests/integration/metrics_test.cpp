@@ -1,7 +1,8 @@
 // GET /metrics on a running server ([http] listen) and agent (--http): after
 // a known workload their counters say what happened, and every line parses
 // as Prometheus' text format (one HELP and TYPE per family, a family's
-// samples together).
+// samples together). `sim --http` serves the same families, and they add
+// up to what the sim reports.
 
 #include <httplib.h>
 
@@ -9,6 +10,8 @@
 #include <regex>
 #include <set>
 #include <sstream>
+
+#include <nlohmann/json.hpp>
 
 #include "tests/integration/cluster.hpp"
 
@@ -105,6 +108,67 @@ TEST(Metrics, ABadHttpAddressIsRefusedAtStart) {
   auto r = run_command(std::string(CLAIMSCHED_BINARY) + " server --config " + cluster.dir() + "/cluster.toml 2>&1");
   EXPECT_EQ(r.exit_code, 2) << r.out;
   EXPECT_NE(r.out.find("http.listen: must be HOST:PORT"), std::string::npos) << r.out;
+}
+
+/// The sum over partitions of a family's samples ("name{partition=...}").
+uint64_t sum_over_partitions(const std::map<std::string, std::string>& samples, const std::string& name) {
+  uint64_t sum = 0;
+  for (const auto& [key, value] : samples)
+    if (key.starts_with(name + "{partition=")) sum += std::stoull(value);
+  return sum;
+}
+
+TEST(Metrics, SimServesTheCountersItReports) {
+  LocalCluster scratch;  // for its directory only
+  std::string log = scratch.dir() + "/sim.log";
+  // Overlapping schedulers on one fill order: conflicts to count as well.
+  BackgroundProcess sim({CLAIMSCHED_BINARY, "sim", "--json", "--quiet", "--nodes", "100", "--partitions", "4",
+                         "--overlap", "--same-start", "--tasks", "10000", "--seed", "2", "--http", "127.0.0.1:0",
+                         "--http-linger", "60s"},
+                        log);
+  ASSERT_TRUE(sim.started());
+  // The report (one JSON line on stdout) comes before the linger.
+  nlohmann::json report;
+  ASSERT_TRUE(LocalCluster::wait_until(
+      [&] {
+        std::istringstream lines(LocalCluster::read_file(log));
+        for (std::string line; std::getline(lines, line);)
+          if (line.starts_with("{")) report = nlohmann::json::parse(line, nullptr, false);
+        return report.is_object();
+      },
+      std::chrono::seconds(120)))
+      << LocalCluster::read_file(log);
+  std::string http = address_after(LocalCluster::read_file(log), "claimsched sim http on ");
+  ASSERT_NE(http, "") << LocalCluster::read_file(log);
+
+  auto res = httplib::Client("http://" + http).Get("/metrics");
+  ASSERT_TRUE(res) << "no answer from " << http;
+  EXPECT_EQ(res->status, 200);
+  std::map<std::string, std::string> samples;
+  EXPECT_EQ(check_exposition(res->body, samples), "") << res->body;
+  EXPECT_TRUE(report["invariants_ok"].get<bool>()) << report.dump(2);
+  EXPECT_EQ(sum_over_partitions(samples, "claimsched_placements_total"), report["placements"].get<uint64_t>())
+      << res->body;
+  EXPECT_EQ(sum_over_partitions(samples, "claimsched_jobs_submitted_total"), report["jobs"].get<uint64_t>());
+  EXPECT_EQ(sum_over_partitions(samples, "claimsched_claims_sent_total"), report["claims"].get<uint64_t>());
+  EXPECT_EQ(sum_over_partitions(samples, "claimsched_rejected_conflict_total") +
+                sum_over_partitions(samples, "claimsched_rejected_insufficient_total"),
+            report["conflicts"].get<uint64_t>());
+  EXPECT_GT(report["conflicts"].get<uint64_t>(), 0u) << "schedulers on one fill order must collide";
+  for (int p = 1; p <= 4; ++p)
+    EXPECT_TRUE(samples.contains("claimsched_placement_latency_seconds_count{partition=\"" + std::to_string(p) + "\"}"))
+        << "partition " << p << " missing:\n" << res->body;
+  sim.kill(SIGTERM);
+}
+
+TEST(Metrics, SimRefusesABadHttpAddress) {
+  auto r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --quiet --nodes 8 --tasks 10 --http 9090 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--http: must be HOST:PORT"), std::string::npos) << r.out;
+  // The starvation scenario has schedulers of its own, which --http would not show.
+  r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --scenario starvation --http 127.0.0.1:0 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("not a --scenario"), std::string::npos) << r.out;
 }
 
 }  // namespace
