@@ -173,10 +173,15 @@ Status validate(const Snapshot& snap) {
         return make_error(s.error().code, what() + ": " + s.error().message);
     if (j.prediction && (j.prediction->time_per_item.count() < 0 || j.prediction->init_time.count() < 0))
       return invalid(what() + ": prediction times must not be negative");
+    // Indices in increasing order (as a scheduler's snapshot lists them)
+    // cannot repeat; otherwise each is compared with those before it.
+    bool increasing = true;
+    for (size_t i = 1; i < j.allocations.size() && increasing; ++i)
+      increasing = j.allocations[i - 1].index < j.allocations[i].index;
     for (size_t i = 0; i < j.allocations.size(); ++i) {
       const auto& a = j.allocations[i];
       auto awhat = [&] { return what() + " allocation " + std::to_string(a.index); };
-      for (size_t k = 0; k < i && j.allocations.size() <= 64; ++k)
+      for (size_t k = 0; k < i && !increasing && j.allocations.size() <= 64; ++k)
         if (j.allocations[k].index == a.index)
           return make_error(Errc::duplicate, awhat() + " is listed twice");
       if (!is_node(a.node))
@@ -184,7 +189,7 @@ Status validate(const Snapshot& snap) {
                           awhat() + ": node " + std::to_string(a.node.value) + " is not a node");
       if (a.start > snap.now) return invalid(awhat() + ": start is after now");
     }
-    if (j.allocations.size() > 64) {
+    if (!increasing && j.allocations.size() > 64) {
       std::vector<TaskIndex> idx;
       for (const auto& a : j.allocations) idx.push_back(a.index);
       std::sort(idx.begin(), idx.end());

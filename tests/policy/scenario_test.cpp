@@ -796,6 +796,20 @@ TEST(PolicyValidation, ErrorsNameTheOffendingField) {
     s.pool("root").cls("batch", "elsewhere");
     expect_error(s.build(), "class 'batch': pool 'elsewhere' is not a pool");
   }
+  // A task listed twice, among a few allocations and among many, in any order.
+  for (int n : {3, 100}) {
+    SnapshotBuilder s;
+    s.pool("root").cls("batch", "root").node(1, "root", "cpu=1000");
+    auto job = s.job(1, "a", "batch");
+    for (int i = 0; i < n; ++i) job.running(1, sec(0));
+    Snapshot snap = s.build();
+    auto& allocations = snap.jobs[0].allocations;
+    allocations.back().index = 1;
+    std::reverse(allocations.begin(), allocations.end());
+    expect_error(snap, "job 1 allocation 1 is listed twice");
+    std::reverse(allocations.begin(), allocations.end());
+    expect_error(snap, "job 1 allocation 1 is listed twice");
+  }
 }
 
 // The same input in another order gives the same output.
