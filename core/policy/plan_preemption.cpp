@@ -120,15 +120,6 @@ std::vector<TaskRef> Planner::commit_victims(const VictimSet& v, uint32_t c, Rem
   return refs;
 }
 
-bool Planner::starving_candidate(uint32_t j, bool aggressive) const {
-  const auto& job = m_.jobs[j];
-  if (job.policy != ClassPolicy::fair_share || job.unresolvable) return false;
-  if (aggressive ? job.starvation != StarvationStatus::aggressively_starving
-                 : job.starvation == StarvationStatus::non_starving)
-    return false;
-  return pending_[j] > 0 && running_[j] < job.cap && usage_[j] < job.fair && limits_headroom(j) > 0;
-}
-
 void Planner::preemptive_stages() {
   std::vector<uint32_t> starving;
   for (uint32_t j = 0; j < m_.jobs.size(); ++j)

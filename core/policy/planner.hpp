@@ -192,4 +192,102 @@ class Planner {
   std::vector<std::tuple<Resources, uint32_t, bool, bool>> room_cache_;
 };
 
+// The small questions every stage asks, inline where both files ask them.
+
+inline const std::vector<uint32_t>& Planner::victims_on(uint32_t n) {
+  if (!node_sorted_[n]) {
+    node_order_[n] = m_.nodes[n].allocs;
+    std::sort(node_order_[n].begin(), node_order_[n].end(), [&](uint32_t x, uint32_t y) { return prefer(x, y); });
+    node_sorted_[n] = 1;
+  }
+  return node_order_[n];
+}
+
+inline bool Planner::runs_preemptible_work(uint32_t n, uint32_t c) const {
+  for (uint32_t a : m_.nodes[n].allocs) {
+    const auto& alloc = m_.allocs[a];
+    if (!removed_[a] && alloc.job != c && !alloc.info->landing && m_.jobs[alloc.job].preemptible) return true;
+  }
+  return false;
+}
+
+inline bool Planner::prefer(uint32_t x, uint32_t y) const {
+  const auto& a = m_.allocs[x];
+  const auto& b = m_.allocs[y];
+  const auto& ja = m_.jobs[a.job];
+  const auto& jb = m_.jobs[b.job];
+  // Within a class, the one that wastes the least work goes first (DUCC):
+  // a task still initializing, then the newest.
+  auto key = [](const ModelAlloc& al, const ModelJob& j) {
+    return std::make_tuple(!j.preemptible, !al.squatter, 2 - static_cast<int>(al.cls), al.info->initialized);
+  };
+  auto ka = key(a, ja), kb = key(b, jb);
+  if (ka != kb) return ka < kb;
+  if (a.info->start != b.info->start) return a.info->start > b.info->start;
+  if (ja.info->id != jb.info->id) return ja.info->id > jb.info->id;
+  return a.info->index > b.info->index;
+}
+
+inline void Planner::add_pool_usage(uint32_t pool, const Resources& r, int sign) {
+  for (uint32_t p = pool; p != kNone; p = m_.pools[p].parent)
+    if (!m_.pools[p].spec->resource_limits.empty()) {
+      if (sign > 0)
+        pool_usage_[p] += r;
+      else
+        pool_usage_[p] -= r;
+    }
+}
+
+inline int64_t Planner::limits_headroom(uint32_t j) const {
+  const auto& job = m_.jobs[j];
+  int64_t best = INT64_MAX;
+  for (uint32_t p = job.pool; p != kNone; p = m_.pools[p].parent) {
+    const auto& limits = m_.pools[p].spec->resource_limits;
+    for (DimensionId d = 0; d < kMaxDimensions; ++d) {
+      if (!limits.has(d) || job.per_task[d] <= 0) continue;
+      int64_t room = limits.values[d] - pool_usage_[p][d];
+      best = std::min(best, room <= 0 ? 0 : room / job.per_task[d]);
+    }
+  }
+  return best;
+}
+
+inline bool Planner::may_use(uint32_t j, uint32_t n) const {
+  const auto& job = m_.jobs[j];
+  const auto& node = m_.nodes[n];
+  if (!node.schedulable || vnode_[n] == kNone) return false;
+  bool pool_ok = job.preemptible ? m_.in_subtree(node.pool, job.domain) : node.pool == job.domain;
+  const auto* constraints = job.info->constraints.empty() ? nullptr : &job.info->constraints;
+  return pool_ok && node_accepts(view_.node(vnode_[n]), constraints);
+}
+
+inline uint32_t Planner::fitting(uint32_t n, const Resources& per_task, const Resources& room, uint32_t limit) const {
+  return tasks_fitting(view_.node(vnode_[n]), per_task, room, limit);
+}
+
+inline bool Planner::less_satisfied(uint32_t x, uint32_t y) const {
+  Share fx = m_.fair[x], fy = m_.fair[y];
+  if (fx <= 0 || fy <= 0) return fx > 0 && fy <= 0;
+  return static_cast<i128>(usage_[x]) * fy < static_cast<i128>(usage_[y]) * fx;
+}
+
+inline bool Planner::before(uint32_t x, uint32_t y) const {
+  if (priority_[x] != priority_[y]) return priority_[x] > priority_[y];
+  if (less_satisfied(x, y)) return true;
+  if (less_satisfied(y, x)) return false;
+  const auto& a = *m_.jobs[x].info;
+  const auto& b = *m_.jobs[y].info;
+  if (a.submit_time != b.submit_time) return a.submit_time < b.submit_time;
+  return a.id < b.id;
+}
+
+inline bool Planner::starving_candidate(uint32_t j, bool aggressive) const {
+  const auto& job = m_.jobs[j];
+  if (job.policy != ClassPolicy::fair_share || job.unresolvable) return false;
+  if (aggressive ? job.starvation != StarvationStatus::aggressively_starving
+                 : job.starvation == StarvationStatus::non_starving)
+    return false;
+  return pending_[j] > 0 && running_[j] < job.cap && usage_[j] < job.fair && limits_headroom(j) > 0;
+}
+
 }  // namespace claimsched::core::policy::planning
