@@ -152,6 +152,21 @@ struct SchedulerStatus {
   core::TimePoint last_placement{0};
 };
 
+/// What a scrape of /metrics reads from a partition: its status, the work
+/// waiting per pool and class, and (policy on) each pool's shares as the
+/// last cycle computed them.
+struct PartitionMetrics {
+  SchedulerStatus status;
+  std::vector<core::QueueDepth> queues;
+  struct PoolShares {
+    std::string pool;
+    double fair_share = 0;
+    double demand = 0;
+    double usage = 0;
+  };
+  std::vector<PoolShares> pools;
+};
+
 /// One partition's scheduler.
 using scheduler_actor = claim_client_actor::extend<
     /// Accept a job; answers its id once queued, or an error naming the field.
@@ -215,6 +230,9 @@ using scheduler_actor = claim_client_actor::extend<
     caf::replies_to<jobs_atom>::with<std::vector<core::JobId>>,
     /// Counters and queue sizes (cheap: polled while running).
     caf::replies_to<status_atom>::with<SchedulerStatus>,
+    /// The same plus what /metrics shows per pool and class (a walk of the
+    /// unfinished jobs: for scrapes, not for polling).
+    caf::replies_to<metrics_atom>::with<PartitionMetrics>,
     /// The same plus the accounting check over every job (at the end of a run).
     caf::replies_to<audit_atom>::with<SchedulerStatus>>;
 
@@ -387,6 +405,7 @@ using load_generator_actor = caf::typed_actor<
 }  // namespace claimsched::actors
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::SchedulerStatus)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::PartitionMetrics)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::TaskEnded)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::LoadResult)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::ReplicaStatus)

@@ -13,7 +13,8 @@ const std::vector<double> kLatencyBounds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05
 
 }  // namespace
 
-void scheduler_metrics(core::MetricsText& m, const SchedulerStatus& s) {
+void scheduler_metrics(core::MetricsText& m, const PartitionMetrics& metrics) {
+  const SchedulerStatus& s = metrics.status;
   core::MetricLabels p{{"partition", std::to_string(s.partition.value)}};
 #define CLAIMSCHED_METRIC_COUNTER(name, what) m.counter("claimsched_" #name "_total", what, p, s.stats.name);
   CLAIMSCHED_SCHEDULER_COUNTERS(CLAIMSCHED_METRIC_COUNTER)
@@ -36,6 +37,23 @@ void scheduler_metrics(core::MetricsText& m, const SchedulerStatus& s) {
   gauge("claimsched_store_failed", "1 once the partition's store failed (it stopped)", s.store_error.empty() ? 0.0 : 1.0);
   m.histogram_seconds("claimsched_placement_latency_seconds", "submit (or placement start) to confirmed, per task", p,
                       s.stats.placement_latency, kLatencyBounds);
+  for (const auto& q : metrics.queues) {
+    core::MetricLabels l{{"partition", p.front().second}, {"pool", q.pool}, {"class", q.job_class}};
+    m.gauge("claimsched_queue_jobs", "jobs with tasks waiting for a node, by pool and class", l,
+            static_cast<double>(q.jobs));
+    m.gauge("claimsched_queue_tasks", "tasks waiting for a node, by pool and class", l, static_cast<double>(q.tasks));
+    m.gauge("claimsched_queue_oldest_wait_seconds", "how long the oldest job with waiting tasks has waited", l,
+            std::chrono::duration<double>(q.oldest_wait).count());
+  }
+  for (const auto& pool : metrics.pools) {
+    core::MetricLabels l{{"partition", p.front().second}, {"pool", pool.pool}};
+    m.gauge("claimsched_pool_fair_share_ratio", "the pool's fair share (dominant share of its scope), last policy cycle",
+            l, pool.fair_share);
+    m.gauge("claimsched_pool_demand_ratio", "the pool's demand (dominant share of its scope), last policy cycle", l,
+            pool.demand);
+    m.gauge("claimsched_pool_usage_ratio", "the pool's usage (dominant share of its scope), last policy cycle", l,
+            pool.usage);
+  }
 }
 
 namespace {
@@ -58,16 +76,16 @@ void answer_metrics(gateway_actor::stateful_pointer<gateway_state> self, caf::ty
   for (const auto& p : self->state.config.partitions)
     if (p.local && p.scheduler) local.push_back(p.scheduler);
   struct Gathering {
-    std::vector<SchedulerStatus> statuses;
+    std::vector<PartitionMetrics> partitions;
     size_t left = 0;
   };
   auto g = std::make_shared<Gathering>();
   g->left = local.size();
   auto finish = [self, g, promise]() mutable {
     core::MetricsText m;
-    std::sort(g->statuses.begin(), g->statuses.end(),
-              [](const auto& a, const auto& b) { return a.partition < b.partition; });
-    for (const auto& s : g->statuses) scheduler_metrics(m, s);
+    std::sort(g->partitions.begin(), g->partitions.end(),
+              [](const auto& a, const auto& b) { return a.status.partition < b.status.partition; });
+    for (const auto& s : g->partitions) scheduler_metrics(m, s);
     gateway_metrics(m, self->state);
     promise.deliver(m.text());
   };
@@ -76,10 +94,10 @@ void answer_metrics(gateway_actor::stateful_pointer<gateway_state> self, caf::ty
     return;
   }
   for (const auto& s : local)
-    self->request(s, std::chrono::seconds(2), status_atom::value)
+    self->request(s, std::chrono::seconds(2), metrics_atom::value)
         .then(
-            [=](SchedulerStatus& status) mutable {
-              g->statuses.push_back(std::move(status));
+            [=](PartitionMetrics& metrics) mutable {
+              g->partitions.push_back(std::move(metrics));
               if (--g->left == 0) finish();
             },
             // A partition that does not answer is left out of this scrape.

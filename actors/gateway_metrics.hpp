@@ -18,10 +18,11 @@ class MetricsText;
 namespace claimsched::actors {
 
 /// Adds one partition's families (its counters, queue and task gauges,
-/// epoch, placement latency), labelled by partition: what a server exposes
-/// per owned partition, and what `claimsched sim --http` exposes, so a
-/// dashboard built for one reads the other.
-void scheduler_metrics(core::MetricsText& m, const SchedulerStatus& status);
+/// epoch, placement latency; the work waiting per pool and class; each
+/// pool's fair share, demand and usage), labelled by partition: what a
+/// server exposes per owned partition, and what `claimsched sim --http`
+/// exposes, so a dashboard built for one reads the other.
+void scheduler_metrics(core::MetricsText& m, const PartitionMetrics& metrics);
 
 /// Answers `promise` with the Prometheus text of what `self` (a gateway)
 /// and its local partitions' schedulers know now.

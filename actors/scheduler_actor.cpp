@@ -708,6 +708,18 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         if (self->state.started) arm_tick(self);
       },
       [=](status_atom) -> SchedulerStatus { return make_status(self); },
+      [=](metrics_atom) -> PartitionMetrics {
+        PartitionMetrics m;
+        m.status = make_status(self);
+        m.queues = self->state.core->queue_depths(now(self));
+        const auto& p = self->state.policy;
+        if (p && p->last())
+          for (const auto& row : p->last()->pools)
+            m.pools.push_back(PartitionMetrics::PoolShares{row.name, core::policy::share_to_double(row.fair_share_share),
+                                                           core::policy::share_to_double(row.demand_share),
+                                                           core::policy::share_to_double(row.usage_share)});
+        return m;
+      },
       [=](jobs_atom) -> std::vector<core::JobId> {
         std::vector<core::JobId> ids;
         self->state.core->for_each_job([&](const core::JobRecord& j) { ids.push_back(j.spec.id); });

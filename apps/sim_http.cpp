@@ -16,7 +16,7 @@ namespace {
 /// batches of claims, well within this.
 constexpr auto kAskTimeout = std::chrono::seconds(5);
 
-/// The Prometheus text of every scheduler's status, in partition order.
+/// The Prometheus text of every scheduler's metrics, in partition order.
 core::Expected<std::string> render(caf::actor_system& sys, const std::vector<actors::scheduler_actor>& schedulers) {
   // One scoped actor per scrape, on cpp-httplib's thread: no actor of the
   // sim waits for the HTTP side.
@@ -24,8 +24,8 @@ core::Expected<std::string> render(caf::actor_system& sys, const std::vector<act
   core::MetricsText m;
   for (const auto& s : schedulers) {
     std::optional<core::Error> failed;
-    self->request(s, kAskTimeout, actors::status_atom::value)
-        .receive([&](actors::SchedulerStatus& status) { actors::scheduler_metrics(m, status); },
+    self->request(s, kAskTimeout, actors::metrics_atom::value)
+        .receive([&](actors::PartitionMetrics& metrics) { actors::scheduler_metrics(m, metrics); },
                  [&](caf::error& err) { failed = messages::from_caf_error(err, &sys); });
     if (failed) return *failed;
   }

@@ -198,6 +198,18 @@ struct RestoredTask {
   TaskEnd end;
 };
 
+/// The work waiting in one pool and class of a partition (the metrics'
+/// queue depth and oldest pending age).
+struct QueueDepth {
+  std::string pool;
+  std::string job_class;
+  /// Jobs with tasks waiting, and those tasks.
+  uint64_t jobs = 0;
+  uint64_t tasks = 0;
+  /// How long the oldest of those jobs has waited since it was submitted.
+  Duration oldest_wait{0};
+};
+
 class Scheduler {
  public:
   explicit Scheduler(SchedulerConfig config);
@@ -318,6 +330,9 @@ class Scheduler {
   const JobRecord* job(JobId id) const { return table_.find(id); }
   const JobNotes* notes(JobId id) const { return views_.notes(id); }
   size_t queued_jobs() const { return queue_.queued(); }
+  /// Per pool and class the work that waits (every pool with every class
+  /// that may run there, zeros included): a walk of the unfinished jobs.
+  std::vector<QueueDepth> queue_depths(TimePoint now) const;
   size_t parked_jobs() const { return queue_.waiting(); }
   size_t backing_off_jobs() const { return queue_.backing_off(); }
   size_t claims_in_flight() const { return window_.size(); }

@@ -103,6 +103,45 @@ TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   EXPECT_EQ(agent["claimsched_agent_task_start_seconds_count"], "4");
 }
 
+// What waits, per pool and class, and each pool's shares from the last
+// policy cycle: a job too wide for the node's free room waits in pool
+// default, class batch, behind one that fills the node.
+TEST(Metrics, TheQueueAndThePoolsSharesArePerPoolAndClass) {
+  using namespace std::chrono_literals;
+  LocalCluster cluster("[http]\nlisten = \"127.0.0.1:0\"\n[policy]\nenabled = true\ninterval = \"100ms\"\n");
+  ASSERT_NO_FATAL_FAILURE(cluster.start_server());
+  std::string http = address_after(LocalCluster::read_file(cluster.server_log()), "claimsched server http on ");
+  ASSERT_NE(http, "") << LocalCluster::read_file(cluster.server_log());
+  cluster.start_agent("a1", "cpu=4,memory=4Gi");
+  ASSERT_TRUE(cluster.wait_for_alive_nodes(1));
+  std::string why;
+  uint64_t filling = cluster.submit("--count 4", "/bin/sleep 60", &why);
+  ASSERT_NE(filling, 0u) << why;
+  ASSERT_TRUE(LocalCluster::wait_until(
+      [&] { return cluster.status(filling)->at("tasks_by_state").value("running", 0) == 4; }, 20s));
+  uint64_t waiting = cluster.submit("--count 3", "/bin/true", &why);
+  ASSERT_NE(waiting, 0u) << why;
+  httplib::Client client("http://" + http);
+  std::map<std::string, std::string> samples;
+  const std::string where = "{partition=\"1\",pool=\"default\",class=\"batch\"}";
+  // The policy's shares are the last cycle's: wait for one that saw the node full.
+  ASSERT_TRUE(LocalCluster::wait_until(
+      [&] {
+        auto res = client.Get("/metrics");
+        if (!res) return false;
+        samples.clear();
+        EXPECT_EQ(check_exposition(res->body, samples), "") << res->body;
+        return samples["claimsched_queue_jobs" + where] == "1" &&
+               samples["claimsched_pool_usage_ratio{partition=\"1\",pool=\"default\"}"] == "1";
+      },
+      20s));
+  EXPECT_EQ(samples["claimsched_queue_tasks" + where], "3");
+  EXPECT_GT(std::stod(samples["claimsched_queue_oldest_wait_seconds" + where]), 0.0);
+  EXPECT_EQ(samples["claimsched_pool_fair_share_ratio{partition=\"1\",pool=\"default\"}"], "1");
+  cluster.client("cancel " + std::to_string(waiting));
+  cluster.client("cancel " + std::to_string(filling));
+}
+
 TEST(Metrics, ABadHttpAddressIsRefusedAtStart) {
   LocalCluster cluster("[http]\nlisten = \"9090\"\n");
   auto r = run_command(std::string(CLAIMSCHED_BINARY) + " server --config " + cluster.dir() + "/cluster.toml 2>&1");
