@@ -14,6 +14,7 @@ namespace claimsched::core {
 namespace {
 
 using testing::batch_and_prod_partition;
+using testing::batch_and_prod_policy;
 using testing::JobBuilder;
 using testing::ms;
 using testing::NodeBuilder;
@@ -101,14 +102,7 @@ TEST_F(DriverTest, ACycleTakesTheStarvingClassesShareFromTheClassAboveIt) {
   ASSERT_TRUE(cluster.submit(s, JobBuilder(2).job_class("prod").count(8).cpu("1").build()));
   run();
 
-  policy::PolicyConfig p;
-  p.pools.push_back(policy::PoolSpec{"default", "", {}, {}});
-  for (const char* name : {"batch", "prod"}) {
-    policy::ClassSpec cls;
-    cls.name = name;
-    cls.pool = "default";
-    p.classes.push_back(cls);
-  }
+  policy::PolicyConfig p = batch_and_prod_policy();
   p.settings.preemption.fair_share_starvation_timeout = ms(100);
   p.settings.preemption.fair_share_starvation_tolerance = 1.0;
   p.settings.preemption.preemptive_scheduling_backoff = ms(10);

@@ -15,20 +15,14 @@ namespace claimsched::core {
 namespace {
 
 using testing::batch_and_prod_partition;
+using testing::batch_and_prod_policy;
 using testing::JobBuilder;
 using testing::ms;
 using testing::NodeBuilder;
 using testing::SimCluster;
 
 policy::PolicyConfig fair_share_config() {
-  policy::PolicyConfig p;
-  p.pools.push_back(policy::PoolSpec{"default", "", {}, {}});
-  for (const char* name : {"batch", "prod"}) {
-    policy::ClassSpec cls;
-    cls.name = name;
-    cls.pool = "default";
-    p.classes.push_back(cls);
-  }
+  policy::PolicyConfig p = batch_and_prod_policy();
   p.settings.preemption.fair_share_starvation_timeout = ms(300);
   p.settings.preemption.fair_share_aggressive_starvation_timeout = ms(900);
   p.settings.preemption.fair_share_starvation_tolerance = 0.9;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "core/node_ledger.hpp"
+#include "core/policy/stage.hpp"
 #include "core/scheduler.hpp"
 
 namespace claimsched::core::testing {
@@ -192,6 +193,20 @@ inline SchedulerConfig batch_and_prod_partition() {
   c.default_class = "batch";
   c.unpark_interval = std::chrono::milliseconds(5);
   return c;
+}
+
+/// The policy over batch_and_prod_partition(): pool "default" with both
+/// classes in it, default settings (a test sets its timers).
+inline policy::PolicyConfig batch_and_prod_policy() {
+  policy::PolicyConfig p;
+  p.pools.push_back(policy::PoolSpec{"default", "", {}, {}});
+  for (const char* name : {"batch", "prod"}) {
+    policy::ClassSpec cls;
+    cls.name = name;
+    cls.pool = "default";
+    p.classes.push_back(cls);
+  }
+  return p;
 }
 
 
