@@ -28,6 +28,7 @@ while (($#)); do
   shift
 done
 bin=${CLAIMSCHED:-./build/apps/claimsched}
+. "$(dirname "$0")/lib/progress.sh"
 [[ -x $bin ]] || { echo "api_list.sh: no binary at $bin (build first, or set CLAIMSCHED)" >&2; exit 2; }
 command -v curl >/dev/null || { echo "api_list.sh: needs curl" >&2; exit 2; }
 
@@ -69,9 +70,14 @@ measure() {
 }
 changes=$(curl -s -D - -o /dev/null "http://$http/api/v1/jobs?limit=1" | tr -d '\r' |
   sed -n 's/^X-Claimsched-Changes: //ip')
+progress_start api_list
+progress_step 0 3 "$jobs jobs held; the whole list, $runs requests"
 measure "http://$http/api/v1/jobs?limit=0" >"$dir/full" || exit 1
+progress_step 1 3 "a page of 50, $runs requests"
 measure "http://$http/api/v1/jobs?limit=50" >"$dir/page" || exit 1
+progress_step 2 3 "a page of 50 since an unchanged state, $runs requests"
 measure "http://$http/api/v1/jobs?limit=50&since=$changes" >"$dir/since" || exit 1
+progress_step 3 3 "done"
 
 python3 - "$dir" "$jobs" "$runs" <<'PY'
 import json, statistics, sys

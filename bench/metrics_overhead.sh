@@ -35,6 +35,7 @@ while (($#)); do
 done
 ((${#extra[@]})) || extra=(--nodes 20000 --tasks 4000000)
 bin=${CLAIMSCHED:-./build/apps/claimsched}
+. "$(dirname "$0")/lib/progress.sh"
 [[ -x $bin ]] || { echo "metrics_overhead.sh: no binary at $bin (build first, or set CLAIMSCHED)" >&2; exit 2; }
 command -v curl >/dev/null || { echo "metrics_overhead.sh: needs curl" >&2; exit 2; }
 
@@ -75,6 +76,8 @@ run_scraped() {
   return $code
 }
 
+progress_start metrics_overhead
+step=0
 for ((i = 0; i < rounds; i++)); do
   for mode in off on; do
     if [[ $mode == on ]]; then
@@ -91,7 +94,7 @@ for ((i = 0; i < rounds; i++)); do
       echo "$line" >&2
     fi
     echo "$mode $scrapes $line" >>"$out"
-    echo "round $((i + 1))/$rounds, metrics $mode: $(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["placements_per_sec"]))' "$line" 2>/dev/null) placements/s$([[ $mode == on ]] && echo ", $scrapes scrapes")" >&2
+    progress_step $((++step)) $((2 * rounds)) "round $((i + 1)), metrics $mode: $(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["placements_per_sec"]))' "$line" 2>/dev/null) placements/s$([[ $mode == on ]] && echo ", $scrapes scrapes")"
   done
 done
 python3 - "$out" "$rounds" "$interval" <<'PY'

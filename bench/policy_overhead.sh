@@ -30,10 +30,13 @@ while (($#)); do
   shift
 done
 bin=${CLAIMSCHED:-./build/apps/claimsched}
+. "$(dirname "$0")/lib/progress.sh"
 [[ -x $bin ]] || { echo "policy_overhead.sh: no binary at $bin (build first, or set CLAIMSCHED)" >&2; exit 2; }
 
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
+progress_start policy_overhead
+step=0
 for ((i = 0; i < pairs; i++)); do
   for mode in off on; do
     flags=(sim --quiet --json --policy-interval "$interval" "${extra[@]}")
@@ -43,7 +46,7 @@ for ((i = 0; i < pairs; i++)); do
       echo "$line" >&2
     fi
     echo "$mode $line" >>"$out"
-    echo "pair $((i + 1))/$pairs, policy $mode: $(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["placements_per_sec"]))' "$line" 2>/dev/null) placements/s" >&2
+    progress_step $((++step)) $((2 * pairs)) "pair $((i + 1)), policy $mode: $(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["placements_per_sec"]))' "$line" 2>/dev/null) placements/s"
   done
 done
 python3 - "$out" "$pairs" "$interval" <<'PY'
