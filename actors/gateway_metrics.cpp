@@ -1,6 +1,8 @@
 #include "actors/gateway_metrics.hpp"
 
 #include <memory>
+#include <string>
+#include <string_view>
 
 #include "core/metrics_text.hpp"
 
@@ -10,13 +12,26 @@ namespace {
 
 /// Bounds of the latency buckets, in seconds: a millisecond to a minute.
 const std::vector<double> kLatencyBounds{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60};
+/// A claim's round trip is one message each way: 50 microseconds to a second.
+const std::vector<double> kRoundTripBounds{0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                           0.01,    0.025,  0.05,    0.1,    0.25,  0.5,    1};
 
 }  // namespace
 
 void scheduler_metrics(core::MetricsText& m, const PartitionMetrics& metrics) {
   const SchedulerStatus& s = metrics.status;
   core::MetricLabels p{{"partition", std::to_string(s.partition.value)}};
-#define CLAIMSCHED_METRIC_COUNTER(name, what) m.counter("claimsched_" #name "_total", what, p, s.stats.name);
+  // The jobs_ended_<outcome> counters are one family with an outcome label, as a dashboard sums them.
+  auto counter = [&](std::string_view name, std::string_view what, uint64_t value) {
+    constexpr std::string_view kEnded = "jobs_ended_";
+    if (name.starts_with(kEnded)) {
+      m.counter("claimsched_jobs_ended_total", "jobs that reached a final state, by outcome",
+                {p.front(), {"outcome", std::string(name.substr(kEnded.size()))}}, value);
+      return;
+    }
+    m.counter("claimsched_" + std::string(name) + "_total", what, p, value);
+  };
+#define CLAIMSCHED_METRIC_COUNTER(name, what) counter(#name, what, s.stats.name);
   CLAIMSCHED_SCHEDULER_COUNTERS(CLAIMSCHED_METRIC_COUNTER)
 #undef CLAIMSCHED_METRIC_COUNTER
   auto gauge = [&](const char* name, const char* help, double v) { m.gauge(name, help, p, v); };
@@ -37,6 +52,8 @@ void scheduler_metrics(core::MetricsText& m, const PartitionMetrics& metrics) {
   gauge("claimsched_store_failed", "1 once the partition's store failed (it stopped)", s.store_error.empty() ? 0.0 : 1.0);
   m.histogram_seconds("claimsched_placement_latency_seconds", "submit (or placement start) to confirmed, per task", p,
                       s.stats.placement_latency, kLatencyBounds);
+  m.histogram_seconds("claimsched_claim_round_trip_seconds", "a claim sent to a node to the node's answer", p,
+                      s.stats.claim_round_trip, kRoundTripBounds);
   for (const auto& q : metrics.queues) {
     core::MetricLabels l{{"partition", p.front().second}, {"pool", q.pool}, {"class", q.job_class}};
     m.gauge("claimsched_queue_jobs", "jobs with tasks waiting for a node, by pool and class", l,

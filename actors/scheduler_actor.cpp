@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/clock.hpp"
+#include "actors/job_log.hpp"
 #include "core/policy/policy.hpp"
 #include "messages/json_views.hpp"
 #include "storage/journal.hpp"
@@ -216,6 +217,7 @@ void flush(self_ptr self, core::TimePoint t) {
   for (const auto& [id, op] : out.operations) carry_out(self, id, op);
   for (auto& ended : out.operations_ended) answer_operation(self, ended);
   st.jobs_finished += out.finished_jobs.size();
+  log_jobs_ended(st.log_name, *st.core, out.finished_jobs);
   if (st.log && st.store_error.empty()) {
     auto journal = st.core->take_journal();
     if (!journal.empty()) st.journals.push_back(std::move(journal));

@@ -64,6 +64,8 @@ std::string to_json(const SimOptions& o, const SimReport& r) {
   j["latency_p50_ms"] = ms(s.placement_latency.quantile(0.5));
   j["latency_p99_ms"] = ms(s.placement_latency.quantile(0.99));
   j["latency_max_ms"] = ms(s.placement_latency.max());
+  j["claim_round_trip_p50_us"] = s.claim_round_trip.quantile(0.5) / 1000.0;
+  j["claim_round_trip_p99_us"] = s.claim_round_trip.quantile(0.99) / 1000.0;
   j["utilization"] = (r.utilization_cpu + r.utilization_memory) / 2;
   j["utilization_cpu"] = r.utilization_cpu;
   j["utilization_memory"] = r.utilization_memory;
@@ -116,8 +118,9 @@ std::string to_text(const SimOptions& o, const SimReport& r) {
   out += format("  claims        %.4f per placement; conflicts %.4f per placement (%s conflict, %s insufficient)\n",
                 ratio(s.claims_sent, placements), ratio(r.conflicts(), placements),
                 thousands(s.rejected_conflict).c_str(), thousands(s.rejected_insufficient).c_str());
-  out += format("  latency       submit to confirmed p50 %.1f ms, p99 %.1f ms\n",
-                ms(s.placement_latency.quantile(0.5)), ms(s.placement_latency.quantile(0.99)));
+  out += format("  latency       submit to confirmed p50 %.1f ms, p99 %.1f ms; claim round trip p50 %.0f us, p99 %.0f us\n",
+                ms(s.placement_latency.quantile(0.5)), ms(s.placement_latency.quantile(0.99)),
+                s.claim_round_trip.quantile(0.5) / 1000.0, s.claim_round_trip.quantile(0.99) / 1000.0);
   out += format("  utilization   cpu %.3f, memory %.3f\n", r.utilization_cpu, r.utilization_memory);
   if (r.replicated)
     out += format("  replicas      lag p50 %llu ms, p99 %llu ms, max %llu ms (commit to apply); at most %s changes behind; %s bootstrap(s)\n",

@@ -130,6 +130,7 @@ void Scheduler::on_claim_reply(const ClaimReply& reply, TimePoint now, Outbox& o
     }
     return;
   }
+  stats_.claim_round_trip.record(static_cast<uint64_t>(std::max<int64_t>(0, (now - c->sent_at).count())));
   view_.remove_in_flight(c->node, c->request.total(), static_cast<uint32_t>(c->request.tasks.size()));
   observe_generation(c->node, reply.snapshot, accepted, out);
   JobRecord& j = table_.at(c->request.job);

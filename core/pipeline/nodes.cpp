@@ -188,7 +188,19 @@ void Scheduler::record_exit(const NodeEvent& ev) {
 
 void Scheduler::maybe_finished(JobRecord& j, TimePoint now, Outbox& out) {
   if (!j.finished()) return;
-  if (j.finished_at == kNever) j.finished_at = now;
+  if (j.finished_at == kNever) {
+    j.finished_at = now;
+    switch (job_state(j.by_state, j.spec.count, j.cancelled)) {
+      case JobState::succeeded:
+        ++stats_.jobs_ended_succeeded;
+        break;
+      case JobState::cancelled:
+        ++stats_.jobs_ended_cancelled;
+        break;
+      default:
+        ++stats_.jobs_ended_failed;
+    }
+  }
   // What the policy and the allotments kept about it.
   drop_hold(j.spec.id);
   // Its running slot and locks go to the next jobs of the lock queues.

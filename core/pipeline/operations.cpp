@@ -61,9 +61,7 @@ PoolUse Scheduler::pool_use(uint32_t p) const {
   for (NodeIndex n : view_.pool(p).nodes) {
     const NodeView& v = view_.node(n);
     if (v.state == NodeState::down) continue;
-    use.live_nodes.emplace_back(n < node_names_.size() && !node_names_[n].empty() ? node_names_[n]
-                                                                                    : std::to_string(v.id.value),
-                                v.state);
+    use.live_nodes.emplace_back(node_name(n), v.state);
   }
   std::sort(use.live_nodes.begin(), use.live_nodes.end());
   for (uint32_t sub : view_.pool(p).descendants)

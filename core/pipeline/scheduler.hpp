@@ -314,6 +314,10 @@ class Scheduler {
   // --- what others read --------------------------------------------------------
   const SchedulerStats& stats() const { return stats_; }
   const ClusterView& view() const { return view_; }
+  /// The node's name (its id in digits where names are not kept).
+  std::string node_name(NodeIndex n) const {
+    return n < node_names_.size() && !node_names_[n].empty() ? node_names_[n] : std::to_string(view_.node(n).id.value);
+  }
   const TaskTable& tasks() const { return table_; }
   const JobQueue& queue() const { return queue_; }
   const ClaimWindow& window() const { return window_; }

@@ -37,7 +37,10 @@ namespace claimsched::core {
   X(evictions, "allocations taken away because of their node or configuration")                \
   X(backoffs, "times a job's tasks exhausted their claim attempts and it backed off")         \
   X(tasks_lost, "tasks whose node no longer held them (recovery, node down)")                 \
-  X(reconcile_releases, "allocations or claims on nodes that the records do not back, released")
+  X(reconcile_releases, "allocations or claims on nodes that the records do not back, released")  \
+  X(jobs_ended_succeeded, "jobs whose every task succeeded")                                     \
+  X(jobs_ended_failed, "jobs that ended with a task that did not succeed")                       \
+  X(jobs_ended_cancelled, "jobs the user cancelled")
 
 struct SchedulerStats {
 #define CLAIMSCHED_DECLARE_COUNTER(name, what) uint64_t name = 0;
@@ -45,6 +48,8 @@ struct SchedulerStats {
 #undef CLAIMSCHED_DECLARE_COUNTER
   /// Submit (or placement start) to confirmed, per task, in nanoseconds.
   Histogram placement_latency;
+  /// A claim sent to its node's answer, in nanoseconds: the protocol's round trip.
+  Histogram claim_round_trip;
 
   uint64_t rejected() const {
     return rejected_conflict + rejected_insufficient + rejected_other + rejected_stale_epoch;
@@ -73,6 +78,7 @@ inline void SchedulerStats::merge(const SchedulerStats& o) {
   CLAIMSCHED_SCHEDULER_COUNTERS(CLAIMSCHED_MERGE_COUNTER)
 #undef CLAIMSCHED_MERGE_COUNTER
   placement_latency.merge(o.placement_latency);
+  claim_round_trip.merge(o.claim_round_trip);
 }
 
 }  // namespace claimsched::core

@@ -12,9 +12,9 @@
 namespace claimsched::core {
 namespace {
 
-// The struct is the counter list plus the histogram: a field added outside
+// The struct is the counter list plus the histograms: a field added outside
 // CLAIMSCHED_SCHEDULER_COUNTERS would be missed by merge() and by this test.
-static_assert(sizeof(SchedulerStats) == kSchedulerCounters * sizeof(uint64_t) + sizeof(Histogram),
+static_assert(sizeof(SchedulerStats) == kSchedulerCounters * sizeof(uint64_t) + 2 * sizeof(Histogram),
               "declare every SchedulerStats counter in CLAIMSCHED_SCHEDULER_COUNTERS");
 
 SchedulerStats numbered(uint64_t base) {
@@ -31,6 +31,7 @@ TEST(SchedulerStats, EveryCounterSurvivesMerge) {
   SchedulerStats b = numbered(1000);
   a.placement_latency.record(5);
   b.placement_latency.record(7, 2);
+  a.claim_round_trip.record(11);
   SchedulerStats sum;
   sum.merge(a);
   sum.merge(b);
@@ -42,6 +43,8 @@ TEST(SchedulerStats, EveryCounterSurvivesMerge) {
   EXPECT_EQ(i, kSchedulerCounters);
   EXPECT_EQ(sum.placement_latency.count(), 3u);
   EXPECT_EQ(sum.placement_latency.max(), 7u);
+  EXPECT_EQ(sum.claim_round_trip.count(), 1u);
+  EXPECT_EQ(sum.claim_round_trip.max(), 11u);
 }
 
 TEST(SchedulerStats, CountersHaveDistinctNames) {

@@ -42,6 +42,32 @@ TEST(LogFormat, JsonMakesEveryLogLineAParseableObject) {
   EXPECT_TRUE(recovered && stopping) << LocalCluster::read_file(log);
 }
 
+// What an operator greps for when a job fails: its partition, the job, its
+// user and pool, the task and the node it failed on, and how.
+TEST(LogFormat, AFailedJobIsLoggedWithItsPartitionTaskAndNode) {
+  LocalCluster cluster;
+  ASSERT_NO_FATAL_FAILURE(cluster.start_server());
+  cluster.start_agent("n7", "cpu=2,memory=1Gi");
+  ASSERT_TRUE(cluster.wait_for_alive_nodes(1));
+  std::string why;
+  uint64_t job = cluster.submit("", "/bin/sh -c 'exit 3'", &why);
+  ASSERT_NE(job, 0u) << why;
+  EXPECT_EQ(cluster.wait_for_job(job).value("state", ""), "failed");
+  // The user and class are the cluster's defaults: the line names them between these two parts.
+  std::string head = "scheduler-1: job " + std::to_string(job) + " (user ";
+  std::string tail = ", pool default, class ";
+  std::string end = ", 1 task) failed: task 0 on node n7 exited with code 3 (1 of 1 tasks did not succeed)";
+  auto logged = [&] {
+    std::string log = LocalCluster::read_file(cluster.server_log());
+    auto at = log.find(head);
+    if (at == std::string::npos) return false;
+    std::string line = log.substr(at, log.find('\n', at) - at);
+    return line.find(tail) != std::string::npos && line.ends_with(end);
+  };
+  EXPECT_TRUE(LocalCluster::wait_until(logged, std::chrono::seconds(5)))
+      << "expected: " << head << "..." << tail << "..." << end << "\n" << LocalCluster::read_file(cluster.server_log());
+}
+
 TEST(LogFormat, AnUnknownFormatIsAUsageError) {
   auto r = run_command(std::string(CLAIMSCHED_BINARY) + " --log-format xml nodes 2>&1");
   EXPECT_EQ(r.exit_code, 2) << r.out;

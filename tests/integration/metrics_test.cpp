@@ -85,6 +85,12 @@ TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   EXPECT_EQ(samples["claimsched_tasks_running{partition=\"1\"}"], "0");
   EXPECT_EQ(samples["claimsched_placement_latency_seconds_count{partition=\"1\"}"], "4");
   EXPECT_EQ(samples["claimsched_placement_latency_seconds_bucket{partition=\"1\",le=\"+Inf\"}"], "4");
+  EXPECT_EQ(samples["claimsched_jobs_ended_total{partition=\"1\",outcome=\"succeeded\"}"], "3");
+  EXPECT_EQ(samples["claimsched_jobs_ended_total{partition=\"1\",outcome=\"failed\"}"], "1");
+  EXPECT_EQ(samples["claimsched_jobs_ended_total{partition=\"1\",outcome=\"cancelled\"}"], "0");
+  // One claim per job: each was answered, and each answer timed.
+  EXPECT_EQ(samples["claimsched_claim_round_trip_seconds_count{partition=\"1\"}"], samples["claimsched_claims_sent_total{partition=\"1\"}"]);
+  EXPECT_EQ(samples["claimsched_claims_sent_total{partition=\"1\"}"], "4");
   EXPECT_EQ(samples["claimsched_nodes{state=\"up\"}"], "1");
   EXPECT_EQ(samples["claimsched_partition_owned_here{partition=\"1\"}"], "1");
   EXPECT_EQ(client.Get("/elsewhere")->status, 404);
