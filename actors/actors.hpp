@@ -9,6 +9,7 @@
 // code is correct whether the node is local or behind a network link (CAF
 // answers a request to a dead remote actor only when the request times out).
 
+#include <array>
 #include <caf/all.hpp>
 
 #include "core/protocol.hpp"
@@ -165,6 +166,8 @@ struct PartitionMetrics {
     double usage = 0;
   };
   std::vector<PoolShares> pools;
+  /// The partition's nodes by core::NodeState (up, draining, down), as its scheduler sees them.
+  std::array<uint64_t, 3> nodes_by_state{};
 };
 
 /// One partition's scheduler.

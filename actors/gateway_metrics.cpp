@@ -54,6 +54,10 @@ void scheduler_metrics(core::MetricsText& m, const PartitionMetrics& metrics) {
                       s.stats.placement_latency, kLatencyBounds);
   m.histogram_seconds("claimsched_claim_round_trip_seconds", "a claim sent to a node to the node's answer", p,
                       s.stats.claim_round_trip, kRoundTripBounds);
+  for (size_t state = 0; state < metrics.nodes_by_state.size(); ++state)
+    m.gauge("claimsched_partition_nodes", "the partition's nodes by state, as its scheduler sees them",
+            {p.front(), {"state", std::string(core::to_string(static_cast<core::NodeState>(state)))}},
+            static_cast<double>(metrics.nodes_by_state[state]));
   for (const auto& q : metrics.queues) {
     core::MetricLabels l{{"partition", p.front().second}, {"pool", q.pool}, {"class", q.job_class}};
     m.gauge("claimsched_queue_jobs", "jobs with tasks waiting for a node, by pool and class", l,

@@ -92,6 +92,9 @@ TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   EXPECT_EQ(samples["claimsched_claim_round_trip_seconds_count{partition=\"1\"}"], samples["claimsched_claims_sent_total{partition=\"1\"}"]);
   EXPECT_EQ(samples["claimsched_claims_sent_total{partition=\"1\"}"], "4");
   EXPECT_EQ(samples["claimsched_nodes{state=\"up\"}"], "1");
+  EXPECT_EQ(samples["claimsched_partition_nodes{partition=\"1\",state=\"up\"}"], "1");
+  EXPECT_EQ(samples["claimsched_partition_nodes{partition=\"1\",state=\"draining\"}"], "0");
+  EXPECT_EQ(samples["claimsched_partition_nodes{partition=\"1\",state=\"down\"}"], "0");
   EXPECT_EQ(samples["claimsched_partition_owned_here{partition=\"1\"}"], "1");
   EXPECT_EQ(client.Get("/elsewhere")->status, 404);
 
