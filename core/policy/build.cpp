@@ -333,11 +333,23 @@ Expected<Model> build_model(const Snapshot& snap) {
     }
   }
   m.np_user_usage.assign(m.users.size(), Resources{});
+  {
+    // Each node's allocations, in allocation order: a counting sort into one vector.
+    std::vector<uint32_t> start(m.nodes.size() + 1, 0);
+    for (const auto& a : m.allocs)
+      if (!a.lost) ++start[a.node + 1];
+    for (size_t n = 1; n < start.size(); ++n) start[n] += start[n - 1];
+    m.node_allocs.resize(start.back());
+    std::vector<uint32_t> next(start.begin(), start.end() - 1);
+    for (uint32_t a = 0; a < m.allocs.size(); ++a)
+      if (!m.allocs[a].lost) m.node_allocs[next[m.allocs[a].node]++] = a;
+    std::span<const uint32_t> all(m.node_allocs);
+    for (uint32_t n = 0; n < m.nodes.size(); ++n) m.nodes[n].allocs = all.subspan(start[n], start[n + 1] - start[n]);
+  }
   for (auto& a : m.allocs)
     if (!a.lost) {
       auto& node = m.nodes[a.node];
       const auto& job = m.jobs[a.job];
-      node.allocs.push_back(static_cast<uint32_t>(&a - m.allocs.data()));
       if (!node.reports_free) node.free -= a.res;
       if (!job.preemptible) node.has_non_preemptible = true;
       if (job.policy == ClassPolicy::reserve) node.reserved = true;
@@ -365,10 +377,11 @@ Expected<Model> build_model(const Snapshot& snap) {
       m.classes[j.cls].groups.push_back(static_cast<uint32_t>(m.groups.size() - 1));
     }
     j.group = static_cast<uint32_t>(m.groups.size() - 1);
-    m.groups.back().jobs.push_back(i);
     m.groups.back().packed_end = pos + 1;
   }
   m.packed_job = std::move(order);
+  for (auto& g : m.groups)
+    g.jobs = std::span<const uint32_t>(m.packed_job).subspan(g.packed_begin, g.packed_end - g.packed_begin);
 
   // Dimensions in use.
   Resources any;

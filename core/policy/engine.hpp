@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -88,8 +89,8 @@ struct ModelClass {
 struct ModelGroup {
   uint32_t cls = 0;
   uint32_t user = 0;
-  /// Job indices by id.
-  std::vector<uint32_t> jobs;
+  /// Job indices by id: its part of Model::packed_job.
+  std::span<const uint32_t> jobs;
   /// Its jobs' positions in the packed arrays (see Model).
   uint32_t packed_begin = 0;
   uint32_t packed_end = 0;
@@ -111,8 +112,8 @@ struct ModelNode {
   /// Capacity minus the accounted allocations on it, or what the node reported.
   Resources free;
   bool reports_free = false;
-  /// Allocations on it (alive nodes only).
-  std::vector<uint32_t> allocs;
+  /// Allocations on it (alive nodes only): its part of Model::node_allocs.
+  std::span<const uint32_t> allocs;
   /// Runs non-preemptible work / a reserve.
   bool has_non_preemptible = false;
   bool reserved = false;
@@ -179,7 +180,17 @@ struct ModelJob {
   TimePoint below_since = kNever;
 };
 
+/// Indexes into its own vectors (ModelGroup::jobs, ModelNode::allocs): it
+/// moves, it is not copied. One flat vector per kind rather than one per node
+/// or group: a policy cycle builds a model, and allocating hundreds of small
+/// vectors each time was a tenth of a replay's time.
 struct Model {
+  Model() = default;
+  Model(Model&&) = default;
+  Model& operator=(Model&&) = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
   const Snapshot* snapshot = nullptr;
   TimePoint now{0};
   std::vector<ModelPool> pools;
@@ -191,6 +202,8 @@ struct Model {
   std::vector<ModelUser> users;
   std::vector<ModelNode> nodes;
   std::vector<ModelAlloc> allocs;
+  /// Allocation indices by node (each node's ModelNode::allocs), in allocation order.
+  std::vector<uint32_t> node_allocs;
   /// By id.
   std::vector<ModelJob> jobs;
   /// Dimensions any node or job uses, ascending.

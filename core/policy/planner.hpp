@@ -196,7 +196,7 @@ class Planner {
 
 inline const std::vector<uint32_t>& Planner::victims_on(uint32_t n) {
   if (!node_sorted_[n]) {
-    node_order_[n] = m_.nodes[n].allocs;
+    node_order_[n].assign(m_.nodes[n].allocs.begin(), m_.nodes[n].allocs.end());
     std::sort(node_order_[n].begin(), node_order_[n].end(), [&](uint32_t x, uint32_t y) { return prefer(x, y); });
     node_sorted_[n] = 1;
   }
