@@ -128,7 +128,8 @@ caf::result<std::string> campaign_request(self_ptr self, std::string verb, std::
   caf::error refusal;
   const auto* who = principal(self, action, object, refusal);
   if (!who) return refusal;
-  auto promise = self->make_response_promise<std::string>();
+  // Refusals are returned before the promise is made: a promise takes the
+  // answer over, and an error returned after it would never reach the client.
   if (verb == "submit") {
     auto spec = nlohmann::json::parse(argument, nullptr, false);
     if (!spec.is_object())
@@ -136,9 +137,11 @@ caf::result<std::string> campaign_request(self_ptr self, std::string verb, std::
     std::string named = spec.contains("user") && spec["user"].is_string() ? spec["user"].get<std::string>() : "";
     if (auto s = check(self, action, "a campaign", named); !s) return messages::to_caf_error(s.error());
     spec["user"] = who->user;
+    auto promise = self->make_response_promise<std::string>();
     pass_on(self, promise, campaign_atom::value, verb, spec.dump());
     return promise;
   }
+  auto promise = self->make_response_promise<std::string>();
   bool operator_role = who->is_operator();
   std::string user = who->user;
   // A campaign's owner is in its status; the list is cut to one's own.

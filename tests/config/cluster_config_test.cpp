@@ -404,6 +404,21 @@ TEST(ClusterConfig, AnHaSectionMakesAMemberAndItsMistakesAreNamed) {
   EXPECT_NE(all(problems).find("ha.advertise"), std::string::npos);
 }
 
+TEST(ClusterConfig, AnAuthSectionNamesItsTokensFileAndItsMistakesAreNamed) {
+  EXPECT_FALSE(parse_cluster_config("", "t.toml")->auth.has_value()) << "no [auth]: authentication is off";
+  auto parsed = parse_cluster_config("[auth]\ntokens_file = \"/etc/claimsched/tokens\"\n", "t.toml");
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+  ASSERT_TRUE(parsed->auth.has_value());
+  EXPECT_EQ(parsed->auth->tokens_file, "/etc/claimsched/tokens");
+  EXPECT_EQ(parsed->auth->audit_log, "") << "default: audit.log in data_dir";
+
+  auto problems = check_cluster_config("[auth]\naudit_log = \"\"\ntoken = \"x\"\n");
+  ASSERT_EQ(problems.size(), 3u) << all(problems);
+  EXPECT_NE(all(problems).find("auth.tokens_file: is required"), std::string::npos) << all(problems);
+  EXPECT_NE(all(problems).find("auth.audit_log: must not be empty"), std::string::npos) << all(problems);
+  EXPECT_NE(all(problems).find("auth.token: unknown key"), std::string::npos) << all(problems);
+}
+
 TEST(ClusterConfig, ProblemsPrintAsFileLineFieldMessage) {
   EXPECT_EQ((ConfigProblem{12, "storage.sync", "bad"}).to_string("c.toml"), "c.toml:12: storage.sync: bad");
   EXPECT_EQ((ConfigProblem{0, "", "whole file"}).to_string("c.toml"), "c.toml: whole file");

@@ -180,6 +180,34 @@ TEST_F(AuthTest, TheHttpApiWantsABearerTokenAndAppliesTheSameRules) {
   EXPECT_EQ(metrics->status, 200);
 }
 
+TEST_F(AuthTest, ACampaignIsItsSubmittersToReadAndCancel) {
+  std::string path = cluster.dir() + "/sweep.toml";
+  std::ofstream(path) << "name = \"sweep\"\ncommand = [\"/bin/sh\", \"-c\", \"sleep 30\"]\nrange = \"1..2\"\n"
+                      << "resources = \"cpu=1,memory=100Mi\"\npools = [\"default\"]\n";
+  auto submitted = as("alice", "campaign submit " + path);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  std::string id = std::to_string(std::stoull(submitted.out));
+  auto mine = as("alice", "campaign status --json " + id);
+  ASSERT_EQ(mine.exit_code, 0) << mine.out;
+  EXPECT_EQ(json::parse(mine.out, nullptr, false).value("user", ""), "alice") << mine.out;
+  for (const auto& [verb, action] : {std::pair{"status", "read"}, {"explain", "read"}, {"cancel", "cancel"}}) {
+    auto r = as("bob", std::string("campaign ") + verb + " " + id);
+    EXPECT_EQ(r.exit_code, 1) << verb << ": " << r.out;
+    EXPECT_NE(r.out.find("it belongs to user alice"), std::string::npos) << verb << ": " << r.out;
+    EXPECT_TRUE(audited("bob", action, "campaign " + id, "refused")) << verb;
+  }
+  auto bobs = as("bob", "campaign list --json");
+  ASSERT_EQ(bobs.exit_code, 0) << bobs.out;
+  EXPECT_EQ(bobs.out.find("\"alice\""), std::string::npos) << bobs.out;
+  std::ofstream(path, std::ios::app) << "user = \"bob\"\n";
+  auto as_bob = as("alice", "campaign submit " + path);
+  EXPECT_EQ(as_bob.exit_code, 1) << as_bob.out;
+  EXPECT_NE(as_bob.out.find("it names user bob"), std::string::npos) << as_bob.out;
+  auto cancelled = as("ops", "campaign cancel " + id);
+  EXPECT_EQ(cancelled.exit_code, 0) << cancelled.out;
+  EXPECT_TRUE(audited("ops", "cancel", "campaign " + id, "allowed"));
+}
+
 TEST(AuthStartup, AGarbledTokensFileStopsTheServerNamingTheLine) {
   LocalCluster cluster("[auth]\ntokens_file = \"tokens\"\n");
   std::ofstream(cluster.dir() + "/tokens") << "# ok so far\n"
