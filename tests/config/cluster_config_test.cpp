@@ -3,6 +3,7 @@
 // is not TOML at all (never a crash).
 
 #include "apps/cluster_config.hpp"
+#include "apps/config_command.hpp"
 
 #include <gtest/gtest.h>
 
@@ -411,6 +412,10 @@ TEST(ClusterConfig, AnAuthSectionNamesItsTokensFileAndItsMistakesAreNamed) {
   ASSERT_TRUE(parsed->auth.has_value());
   EXPECT_EQ(parsed->auth->tokens_file, "/etc/claimsched/tokens");
   EXPECT_EQ(parsed->auth->audit_log, "") << "default: audit.log in data_dir";
+
+  std::string summary = summarize_cluster_config(*parsed, "t.toml");
+  std::replace(summary.begin(), summary.end(), '\n', ' ');
+  EXPECT_NE(summary.find("clients present a token from /etc/claimsched/tokens"), std::string::npos) << summary;
 
   auto problems = check_cluster_config("[auth]\naudit_log = \"\"\ntoken = \"x\"\n");
   ASSERT_EQ(problems.size(), 3u) << all(problems);
