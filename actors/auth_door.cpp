@@ -200,7 +200,10 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
     // The session ends with its client's connection.
     if (session->client) {
       self->monitor(session->client);
-      self->set_down_handler([=](const caf::down_msg&) { self->quit(); });
+      self->set_down_handler([=](const caf::down_msg&) {
+        spdlog::debug("auth: the session of {} ended with its client's connection", self->state.who->user);
+        self->quit();
+      });
     }
   }
   return {

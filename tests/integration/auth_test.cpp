@@ -147,6 +147,18 @@ TEST_F(AuthTest, OnlyAnAdminDrainsANode) {
   auto nodes = json::parse(as("root", "nodes --json").out, nullptr, false);
   ASSERT_TRUE(nodes.is_array() && nodes.size() == 1) << nodes;
   EXPECT_EQ(nodes[0].value("state", ""), "draining");
+
+  // A session lives as long as its client's connection: none piles up.
+  auto count = [&](const std::string& what) {
+    std::string log = LocalCluster::read_file(cluster.server_log());
+    size_t n = 0;
+    for (auto at = log.find(what); at != std::string::npos; at = log.find(what, at + 1)) ++n;
+    return n;
+  };
+  EXPECT_GE(count("logged in"), 6u);
+  EXPECT_TRUE(LocalCluster::wait_until(
+      [&] { return count("ended with its client's connection") == count("logged in"); }, std::chrono::seconds(10)))
+      << count("logged in") << " logins, " << count("ended with its client's connection") << " sessions ended";
 }
 
 TEST_F(AuthTest, TheHttpApiWantsABearerTokenAndAppliesTheSameRules) {
