@@ -91,6 +91,9 @@ TEST_F(AuthTest, AClientActsAsItsTokensUserAndOnlyOnItsOwnJobs) {
   EXPECT_NE(wrong.out.find("the token is not known to this server"), std::string::npos) << wrong.out;
   EXPECT_EQ(wrong.out.find("wrong-0123456789abcdef"), std::string::npos) << "a token is never echoed";
   EXPECT_TRUE(audited("", "login", "the cluster", "refused"));
+  auto unreadable = cluster.client("nodes --token-file " + cluster.dir() + "/none.token");
+  EXPECT_EQ(unreadable.exit_code, 2) << unreadable.out;
+  EXPECT_NE(unreadable.out.find("--token-file: cannot read the token file"), std::string::npos) << unreadable.out;
 
   // alice's job is alice's, whoever runs the client; naming bob is refused.
   uint64_t job = cluster.submit("--token-file " + token_file("alice"), "sleep 60");
