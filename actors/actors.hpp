@@ -59,6 +59,7 @@ using move_atom = caf::atom_constant<caf::atom("move")>;
 using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 using campaign_atom = caf::atom_constant<caf::atom("campaign")>;
+using login_atom = caf::atom_constant<caf::atom("login")>;
 
 /// A real task's process ended (local only: from the executor to its node
 /// actor; see task_executor.hpp).
@@ -367,6 +368,12 @@ using gateway_actor = caf::typed_actor<
     caf::replies_to<campaign_atom, std::string, std::string>::with<std::string>,
     /// Local only (the server): the campaign actor requests go to.
     caf::reacts_to<campaign_atom, campaign_actor>,
+    /// A client presents its token: answers the gateway_actor (as a plain
+    /// handle) it sends its requests to from then on, and the user it acts
+    /// as. With [auth] that is a session bound to the token's user
+    /// (actors/auth_door.hpp); without, the gateway itself and no user (the
+    /// token is not checked).
+    caf::replies_to<login_atom, std::string>::with<caf::actor, std::string>,
     /// Internal timer: nodes silent for the grace period are marked down.
     caf::reacts_to<tick_atom>>;
 

@@ -629,6 +629,10 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
                   [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
         return promise;
       },
+      [=](login_atom, const std::string&) -> caf::result<caf::actor, std::string> {
+        // Without [auth] this gateway is the door itself: a token is not checked.
+        return caf::result<caf::actor, std::string>(caf::actor_cast<caf::actor>(self), std::string());
+      },
       [=](campaign_atom, campaign_actor campaigns) {
         // Only this process may say where campaigns run.
         auto sender = self->current_sender();

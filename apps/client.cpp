@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 
 #include "apps/client_commands.hpp"
 #include "core/duration.hpp"
@@ -40,6 +41,41 @@ std::string account_name() {
   if (user && *user) return user;
   const passwd* account = ::getpwuid(::getuid());
   return account && account->pw_name ? account->pw_name : "unknown";
+}
+
+namespace {
+
+core::Expected<std::string> token_from_file(const std::string& path, const std::string& what) {
+  std::ifstream in(path);
+  if (!in) return core::make_error(core::Errc::io_error, what + ": cannot read the token file '" + path + "'");
+  std::string line;
+  while (std::getline(in, line)) {
+    auto first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos) continue;
+    auto last = line.find_last_not_of(" \t\r");
+    return line.substr(first, last - first + 1);
+  }
+  return core::make_error(core::Errc::invalid_argument, what + ": the token file '" + path + "' is empty");
+}
+
+}  // namespace
+
+core::Expected<std::string> client_token(const std::string& token_file) {
+  if (!token_file.empty()) return token_from_file(token_file, "--token-file");
+  if (const char* env = std::getenv("CLAIMSCHED_TOKEN"); env && *env) {
+    std::string token = env;
+    while (!token.empty() && (token.back() == '\n' || token.back() == '\r' || token.back() == ' ')) token.pop_back();
+    return token;
+  }
+  if (const char* env = std::getenv("CLAIMSCHED_TOKEN_FILE"); env && *env)
+    return token_from_file(env, "CLAIMSCHED_TOKEN_FILE");
+  return std::string();
+}
+
+void add_token_option(CLI::App* c, std::string& token_file) {
+  c->add_option("--token-file", token_file,
+                "A file whose first line is your token, for a server with [auth] (default: $CLAIMSCHED_TOKEN, or "
+                "the file $CLAIMSCHED_TOKEN_FILE names)");
 }
 
 int fail(int code, const std::string& message) {
@@ -93,13 +129,15 @@ void add_client_commands(CLI::App& app, ClientOptions& o) {
                   "or 127.0.0.1:7070)");
     c->add_flag("--json", o.json, "Print JSON (deploy/CLI.md has its keys)");
     add_timeout_option(c, o.timeout, "Give up after this long, retrying other members meanwhile (default 10s)");
+    add_token_option(c, o.token_file);
   };
   auto* submit = app.add_subcommand("submit", "Submit a job; prints its id");
   o.submit_command = submit;
   common(submit);
   submit->add_option("--file", o.file, "A job file (TOML or JSON, deploy/JOBS.md); flags override its fields");
   submit->add_option("--name", o.name, "Job name");
-  submit->add_option("--user", o.user, "Run as this user (default: yours)");
+  submit->add_option("--user", o.user,
+                     "Run as this user (default: yours; with [auth], your token's, and another is refused)");
   submit->add_option("--class", o.job_class, "Scheduling class (default: the cluster's)");
   submit->add_option("--pool", o.pool, "Pool (default: default)");
   submit->add_option("--count", o.count, "Tasks (default: 1)");
@@ -191,7 +229,9 @@ int run_client(const std::string& command, const ClientOptions& o) {
   if (command == "logs")
     if (auto ref = parse_task_ref(o.job); !ref) return fail(kExitUsage, ref.error().message);
 
-  auto session = ClientSession::connect(server_address(o.server), o.timeout);
+  auto token = client_token(o.token_file);
+  if (!token) return fail(kExitUsage, token.error().message);
+  auto session = ClientSession::connect(server_address(o.server), o.timeout, *token);
   if (!session) return fail(session.error());
   ClientSession& s = **session;
   if (command == "submit") return run_submit(s, o);

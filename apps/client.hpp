@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "core/error.hpp"
 #include "core/ids.hpp"
 
 namespace CLI {
@@ -30,6 +31,8 @@ inline constexpr int kExitUnreachable = 3;
 
 struct ClientOptions {
   std::string server;
+  /// A file holding the client's token ([auth]); see client_token.
+  std::string token_file;
   bool json = false;
   core::Duration timeout = std::chrono::seconds(10);
   /// JOB or JOB.TASK as typed (checked by the command).
@@ -107,5 +110,14 @@ bool is_client_command(const std::string& command);
 std::string server_address(const std::string& given);
 /// The account running the client ($USER, else the password database's).
 std::string account_name();
+
+/// The token to present to a server with [auth]: the first line of
+/// `token_file` if given, else $CLAIMSCHED_TOKEN, else the first line of
+/// the file $CLAIMSCHED_TOKEN_FILE names; empty if none. An unreadable or
+/// empty file is a usage error (2). The token is never printed.
+core::Expected<std::string> client_token(const std::string& token_file);
+
+/// Adds `--token-file FILE` to command `c`.
+void add_token_option(CLI::App* c, std::string& token_file);
 
 }  // namespace claimsched::apps

@@ -22,7 +22,7 @@ using nlohmann::json;
 /// The campaign a file describes, with its parameters read and its user
 /// filled in, as the JSON the server reads; exit 2 on a bad file (the error
 /// names the field). Pools are checked by the server, which knows them.
-ClientResult<std::string> campaign_request(const CampaignOptions& o) {
+ClientResult<std::string> campaign_request(const CampaignOptions& o, const std::string& user) {
   std::ifstream in(o.target);
   if (!in) return ClientError{kExitUsage, "cannot read campaign file " + o.target};
   std::stringstream text;
@@ -32,7 +32,7 @@ ClientResult<std::string> campaign_request(const CampaignOptions& o) {
   if (auto st = read_parameter_file(*draft, std::filesystem::path(o.target).parent_path()); !st)
     return ClientError{kExitUsage, st.error().message};
   auto& spec = draft->spec;
-  if (spec.user.empty()) spec.user = account_name();
+  if (spec.user.empty()) spec.user = user.empty() ? account_name() : user;
   if (o.test_first) spec.test_first = true;
   if (auto st = core::campaign::check_template(spec.command); !st) return ClientError{kExitUsage, st.error().message};
   return campaign_json(spec);
@@ -130,6 +130,7 @@ void add_campaign_commands(CLI::App& app, CampaignOptions& o) {
     c->add_option("--server", o.server, "HOST:PORT of the server (default: $CLAIMSCHED_SERVER or 127.0.0.1:7070)");
     c->add_flag("--json", o.json, "Print the server's JSON");
     add_timeout_option(c, o.timeout, "Give up after this long (default 10s)");
+    add_token_option(c, o.token_file);
     c->final_callback([&o, c] { o.action = c->get_name(); });
   };
   auto* submit = campaign->add_subcommand("submit", "Submit a campaign file (TOML or JSON); prints its id");
@@ -149,15 +150,23 @@ void add_campaign_commands(CLI::App& app, CampaignOptions& o) {
 int run_campaign(const CampaignOptions& o) {
   std::string argument = o.target;
   if (o.action == "submit") {
-    auto request = campaign_request(o);
+    auto request = campaign_request(o, "");
     if (!request) return fail(request.error());
     argument = std::move(*request);
   } else if (o.action != "list") {
     if (argument.empty() || argument.find_first_not_of("0123456789") != std::string::npos)
       return fail(kExitUsage, "'" + argument + "' is not a campaign id (a positive number)");
   }
-  auto session = ClientSession::connect(server_address(o.server), o.timeout);
+  auto token = client_token(o.token_file);
+  if (!token) return fail(kExitUsage, token.error().message);
+  auto session = ClientSession::connect(server_address(o.server), o.timeout, *token);
   if (!session) return fail(session.error());
+  if (o.action == "submit" && !(*session)->user().empty()) {
+    // [auth]: a campaign that names no user is the token's user's.
+    auto request = campaign_request(o, (*session)->user());
+    if (!request) return fail(request.error());
+    argument = std::move(*request);
+  }
   auto answer = (*session)->campaign(o.action, argument);
   if (!answer) return fail(answer.error());
   return print_answer(o, *answer);

@@ -23,6 +23,7 @@ struct CampaignOptions {
   bool test_first = false;
   bool json = false;
   std::string server;
+  std::string token_file;
   core::Duration timeout = std::chrono::seconds(10);
 };
 

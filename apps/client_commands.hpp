@@ -39,8 +39,9 @@ int run_pool(ClientSession& session, const ClientOptions& o);
 int run_partition(ClientSession& session, const ClientOptions& o);
 int run_explain(ClientSession& session, const ClientOptions& o);
 
-/// Builds the job `submit` sends from its file and flags (usage errors: 2).
-ClientResult<core::JobSpec> job_from_options(const ClientOptions& o);
+/// Builds the job `submit` sends from its file and flags (usage errors: 2);
+/// a job that names no user is `user`'s (default: the account's).
+ClientResult<core::JobSpec> job_from_options(const ClientOptions& o, const std::string& user = "");
 
 /// Watches a job until it ends, printing each change of its state and its
 /// tasks (`status --follow`, `submit --follow`); returns 0 if every task

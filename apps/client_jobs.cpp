@@ -218,7 +218,7 @@ void print_jobs(const std::vector<core::JobView>& jobs) {
 
 }  // namespace
 
-ClientResult<core::JobSpec> job_from_options(const ClientOptions& o) {
+ClientResult<core::JobSpec> job_from_options(const ClientOptions& o, const std::string& user) {
   JobDraft base;
   if (!o.file.empty()) {
     std::ifstream in(o.file);
@@ -231,13 +231,14 @@ ClientResult<core::JobSpec> job_from_options(const ClientOptions& o) {
   }
   auto flags = draft_from_flags(o);
   if (!flags) return flags.error();
-  auto job = finish_job(merge_jobs(std::move(base), *flags), account_name());
+  auto job = finish_job(merge_jobs(std::move(base), *flags), user.empty() ? account_name() : user);
   if (!job) return usage(job.error().message);
   return std::move(*job);
 }
 
 int run_submit(ClientSession& s, const ClientOptions& o) {
-  auto job = job_from_options(o);
+  // With [auth], a job is its token's user's unless it names one.
+  auto job = job_from_options(o, s.user());
   if (!job) return fail(job.error());
   if (o.repeat > 1) {
     auto ids = s.submit_many(*job, o.repeat);

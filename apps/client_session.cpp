@@ -21,6 +21,8 @@ struct ClientSession::Impl {
   size_t current = 0;
   actors::gateway_actor gateway;
   std::string address;
+  std::string token;
+  std::string user;
   core::Duration timeout = std::chrono::seconds(10);
   std::chrono::steady_clock::time_point deadline;
 
@@ -42,9 +44,24 @@ struct ClientSession::Impl {
       const auto& [host, port] = members[current];
       address = host + ":" + std::to_string(port);
       auto remote = actors::connect_gateway(sys, host, port, attempt_timeout());
-      if (remote) {
+      if (remote && token.empty()) {
         gateway = *remote;
         return std::nullopt;
+      }
+      if (remote) {
+        // [auth]: requests go to the session the token opens (the member's
+        // own gateway when it does not check tokens).
+        std::optional<ClientError> refused;
+        self->request(*remote, attempt_timeout(), actors::login_atom::value, token)
+            .receive(
+                [&](caf::actor& session, std::string& name) {
+                  gateway = caf::actor_cast<actors::gateway_actor>(session);
+                  user = std::move(name);
+                },
+                [&](caf::error& err) { refused = error_of(err); });
+        if (!refused) return std::nullopt;
+        if (refused->exit_code != 3) return refused;
+        remote = caf::error(caf::sec::request_timeout);
       }
       ClientError e{3, "cannot reach the server at " + address + ": " + sys.render(remote.error())};
       // One server: nobody else to ask (a refused connection says so at once).
@@ -117,8 +134,9 @@ ClientSession::ClientSession(std::unique_ptr<Impl> impl) : impl_(std::move(impl)
 ClientSession::~ClientSession() = default;
 
 ClientResult<std::unique_ptr<ClientSession>> ClientSession::connect(const std::string& addresses,
-                                                                   core::Duration timeout) {
+                                                                   core::Duration timeout, const std::string& token) {
   auto impl = std::make_unique<Impl>(client_config());
+  impl->token = token;
   std::stringstream items(addresses);
   for (std::string item; std::getline(items, item, ',');) {
     auto hp = actors::split_address(item);
@@ -133,6 +151,8 @@ ClientResult<std::unique_ptr<ClientSession>> ClientSession::connect(const std::s
 }
 
 const std::string& ClientSession::address() const { return impl_->address; }
+
+const std::string& ClientSession::user() const { return impl_->user; }
 
 ClientResult<core::JobId> ClientSession::submit(const core::JobSpec& job) {
   if (job.id.value != 0 || impl_->members.size() == 1) return impl_->ask_with<core::JobId>(job.id.value != 0, job);

@@ -32,10 +32,16 @@ class ClientSession {
   /// partition between owners, is tried again on the next member until
   /// `timeout` has passed; a submit carries its job id from the client on,
   /// so a retry is the same job, never a second one.
-  static ClientResult<std::unique_ptr<ClientSession>> connect(const std::string& addresses, core::Duration timeout);
+  /// With a `token`, every member reached is asked to log in with it first
+  /// (1 if it refuses the token).
+  static ClientResult<std::unique_ptr<ClientSession>> connect(const std::string& addresses, core::Duration timeout,
+                                                              const std::string& token = "");
   ~ClientSession();
 
   const std::string& address() const;
+  /// The user the server's [auth] knows this client as (its token's);
+  /// empty without a token or when the server does not check tokens.
+  const std::string& user() const;
   ClientResult<core::JobId> submit(const core::JobSpec& job);
   /// Submits `n` copies with a window of requests in flight; ids in order.
   ClientResult<std::vector<core::JobId>> submit_many(const core::JobSpec& job, uint32_t n);

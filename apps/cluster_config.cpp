@@ -36,6 +36,7 @@ constexpr std::string_view kTopKeys[] = {"cluster_id",
                                          "policy",
                                          "agent",
                                          "ha",
+                                         "auth",
                                          "default_class"};
 
 constexpr std::string_view kScorers[] = {"fill_first", "spread"};
@@ -107,6 +108,7 @@ class ConfigReader {
     partitions();
     agent();
     ha();
+    auth();
   }
 
  private:
@@ -595,6 +597,19 @@ class ConfigReader {
       if (r_.duration(*t, key, "ha", *target) && t->get(key) && target->count() <= 0)
         r_.problem(*t->get(key), "ha." + std::string(key), "must be longer than 0s");
     c_.ha = std::move(h);
+  }
+
+  void auth() {
+    const toml::table* t = r_.table(root_, "auth", "");
+    if (!t) return;
+    AuthConfig a;
+    r_.keys(*t, "auth", {"tokens_file", "audit_log"});
+    // Required: an [auth] table without tokens would lock everyone out.
+    if (r_.string(*t, "tokens_file", "auth", a.tokens_file, true) && t->get("tokens_file") && a.tokens_file.empty())
+      r_.problem(*t->get("tokens_file"), "auth.tokens_file", "must not be empty");
+    if (r_.string(*t, "audit_log", "auth", a.audit_log) && t->get("audit_log") && a.audit_log.empty())
+      r_.problem(*t->get("audit_log"), "auth.audit_log", "must not be empty (leave it out: audit.log in data_dir)");
+    c_.auth = std::move(a);
   }
 
   std::vector<std::string> pool_names() const {

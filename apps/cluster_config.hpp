@@ -137,6 +137,17 @@ struct HaConfig {
 /// fair_share class "batch" bound to it, which is also the default class.
 core::policy::PolicyConfig default_policy_config();
 
+/// [auth]: clients authenticate with a token and may do what its roles
+/// allow (core/auth.hpp has the tokens file's format and the rules).
+/// Absent: nothing is checked (a loopback or development setup).
+struct AuthConfig {
+  /// The tokens file (required); relative: to the config file's directory.
+  std::string tokens_file;
+  /// The audit log (JSON lines); relative: to the config file's directory.
+  /// Default: audit.log in [storage] data_dir.
+  std::string audit_log;
+};
+
 struct ClusterConfig {
   /// Names the cluster; every store refuses another cluster's data.
   std::string cluster_id = "claimsched";
@@ -164,6 +175,8 @@ struct ClusterConfig {
   AgentConfig agent;
   /// Several members with elected owners ([ha]); none: a single server.
   std::optional<HaConfig> ha;
+  /// Who may do what ([auth]); none: authentication is off.
+  std::optional<AuthConfig> auth;
   /// Claims in flight per partition.
   uint32_t max_claims_in_flight = 512;
   /// Retries of a task whose node was lost, unless the job says otherwise.

@@ -117,6 +117,10 @@ std::string summarize_cluster_config(const ClusterConfig& c, std::string_view so
          (c.ha->ack == "owner" ? std::string("the owner") : c.ha->ack == "one" ? "the owner and one standby"
                                                                                 : "the owner and every standby") +
          ").";
+  if (c.auth)
+    s += " Auth: clients present a token from " + c.auth->tokens_file +
+         " and may do what its roles allow; refusals and privileged actions go to " +
+         (c.auth->audit_log.empty() ? c.storage.data_dir + "/audit.log" : c.auth->audit_log) + ".";
   return wrap(s);
 }
 
@@ -199,6 +203,7 @@ std::string cluster_config_json(const ConfigReport& report, std::string_view sou
                  {"prefix", c.ha->prefix},
                  {"poll_interval", format_duration(c.ha->poll_interval)},
                  {"etcd_timeout", format_duration(c.ha->etcd_timeout)}};
+  if (c.auth) cfg["auth"] = {{"tokens_file", c.auth->tokens_file}, {"audit_log", c.auth->audit_log}};
   out["config"] = std::move(cfg);
   return out.dump(2) + "\n";
 }

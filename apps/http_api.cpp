@@ -36,6 +36,10 @@ ApiAnswer cluster_error(const core::Error& e) {
       return error_answer(409, core::to_string(e.code), e.message);
     case core::Errc::unavailable:
       return error_answer(503, core::to_string(e.code), e.message);
+    case core::Errc::unauthenticated:
+      return error_answer(401, core::to_string(e.code), e.message);
+    case core::Errc::permission_denied:
+      return error_answer(403, core::to_string(e.code), e.message);
     default:
       return error_answer(500, core::to_string(e.code), e.message);
   }

@@ -16,6 +16,7 @@
 #include "actors/registration.hpp"
 #include "apps/campaign_file.hpp"
 #include "apps/cluster_config.hpp"
+#include "apps/server_auth.hpp"
 #include "apps/server_http.hpp"
 #include "apps/partition_setup.hpp"
 #include "apps/signals.hpp"
@@ -30,14 +31,18 @@ int fail(const std::string& what) {
   return 1;
 }
 
-/// Spawns the gateway and publishes it on [listen]; the port it listens on,
-/// or why not (the gateway is stopped again then).
+/// Spawns the gateway and publishes it on [listen] (with [auth], the door
+/// in front of it); the port it listens on, or why not (the gateway is
+/// stopped again then).
 core::Expected<std::pair<actors::gateway_actor, uint16_t>> serve_gateway(caf::actor_system& sys,
                                                                          const ClusterConfig& config,
-                                                                         actors::GatewayConfig gc) {
+                                                                         actors::GatewayConfig gc,
+                                                                         const ServerAuth& auth) {
+  bool ha = gc.member != nullptr;
   auto gateway = actors::spawn_gateway(sys, std::move(gc));
   if (!gateway) return gateway.error();
-  auto port = sys.middleman().publish(*gateway, config.listen.port, config.listen.host.c_str(), true);
+  auto door = front_door(sys, *gateway, auth, ha);
+  auto port = sys.middleman().publish(door, config.listen.port, config.listen.host.c_str(), true);
   if (!port) {
     caf::anon_send_exit(*gateway, caf::exit_reason::user_shutdown);
     return core::make_error(core::Errc::io_error, "cannot listen on " + config.listen.host + ":" +
@@ -81,7 +86,7 @@ core::Expected<actors::campaign_actor> serve_campaigns(caf::actor_system& sys, c
 
 /// One member of an HA cluster ([ha]): the gateway, and the member
 /// coordinator that owns or follows each partition.
-int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_system& sys) {
+int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_system& sys, const ServerAuth& auth) {
   const HaConfig& ha = *config.ha;
   actors::MemberConfig mc;
   mc.name = !opt.name.empty() ? opt.name : !ha.name.empty() ? ha.name : agent::host_name();
@@ -124,7 +129,7 @@ int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_syste
     self->send_exit(*member, caf::exit_reason::user_shutdown);
     self->wait_for(*member);
   };
-  auto served = serve_gateway(sys, config, gc);
+  auto served = serve_gateway(sys, config, gc, auth);
   if (!served) {
     stop_member();
     return fail(served.error().message);
@@ -141,7 +146,7 @@ int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_syste
               config.listen.host.c_str(), static_cast<unsigned>(port), config.cluster_id.c_str(), mc.name.c_str(),
               address.c_str(), config.partitions.size(), mc.etcd.front().c_str(), config.storage.data_dir.c_str());
   std::fflush(stdout);
-  auto http = serve_http(sys, config, gateway);
+  auto http = serve_http(sys, config, gateway, auth);
   if (!http) {
     sys.middleman().unpublish(gateway, port);
     stop_member();
@@ -210,8 +215,13 @@ int run_server(const ServerOptions& opt) {
   link.timeout = config.timeouts.link_timeout;
   link.shared_queue = true;
   actors::configure(cfg, link);
+  auto auth = load_server_auth(config, opt.config);
+  if (!auth) {
+    std::fprintf(stderr, "claimsched server: %s\n", auth.error().message.c_str());
+    return 2;
+  }
   caf::actor_system sys{cfg};
-  if (config.ha) return run_member(config, opt, sys);
+  if (config.ha) return run_member(config, opt, sys, *auth);
 
   // A single server owns every partition (static ownership, no etcd).
   std::vector<actors::AssembledPartition> partitions;
@@ -239,7 +249,7 @@ int run_server(const ServerOptions& opt) {
     partitions.push_back(std::move(*assembled));
   }
   if (config.listen.port != 0) gc.address = config.listen.host + ":" + std::to_string(config.listen.port);
-  auto served = serve_gateway(sys, config, gc);
+  auto served = serve_gateway(sys, config, gc, *auth);
   if (!served) {
     stop_partitions();
     return fail(served.error().message);
@@ -257,7 +267,7 @@ int run_server(const ServerOptions& opt) {
               config.listen.host.c_str(), static_cast<unsigned>(port), config.cluster_id.c_str(),
               config.partitions.size(), config.storage.data_dir.c_str());
   std::fflush(stdout);
-  auto http = serve_http(sys, config, gateway);
+  auto http = serve_http(sys, config, gateway, *auth);
   if (!http) {
     sys.middleman().unpublish(gateway, port);
     caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);

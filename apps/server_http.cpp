@@ -5,8 +5,10 @@
 #include <caf/all.hpp>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <variant>
 
 #include "apps/http_api.hpp"
+#include "apps/http_auth.hpp"
 #include "apps/web_assets.hpp"
 #include "messages/errors.hpp"
 
@@ -42,10 +44,41 @@ ClusterReader gateway_reader(caf::actor_system& sys, actors::gateway_actor gw) {
   return r;
 }
 
-void add_api(httplib::Server& server, ClusterReader reader) {
-  server.Get(R"(/api(/.*)?)", [reader = std::move(reader)](const httplib::Request& req, httplib::Response& res) {
+/// The reader this request may use: all of it without auth; with auth,
+/// what the bearer token's user may read, or the 401 that refuses it.
+std::variant<ClusterReader, ApiAnswer> reader_for(const ClusterReader& reader, const ServerAuth& auth,
+                                                  const httplib::Request& req) {
+  if (!auth.on()) return reader;
+  auto who = core::auth::resolve(*auth.tokens, {bearer_token(req.get_header_value("Authorization")), ""});
+  if (who) return authorized_reader(reader, *who, auth.audit, req.remote_addr);
+  if (auth.audit) {
+    core::auth::AuditRecord r;
+    r.time = std::chrono::duration_cast<core::TimePoint>(std::chrono::system_clock::now().time_since_epoch());
+    r.action = core::auth::Action::login;
+    r.object = "GET " + req.path;
+    r.reason = who.error().message;
+    r.door = "http";
+    r.peer = req.remote_addr;
+    auth.audit->write(r);
+  }
+  ApiAnswer refused{401,
+                    nlohmann::json{{"error",
+                                    {{"status", 401},
+                                     {"code", core::to_string(who.error().code)},
+                                     {"message", "this API wants `Authorization: Bearer TOKEN`: " +
+                                                     who.error().message}}}}
+                        .dump(),
+                    {{"WWW-Authenticate", "Bearer realm=\"claimsched\""}}};
+  return refused;
+}
+
+void add_api(httplib::Server& server, ClusterReader base, ServerAuth auth) {
+  server.Get(R"(/api(/.*)?)", [base = std::move(base), auth](const httplib::Request& req, httplib::Response& res) {
     ApiRequest request{req.path, {req.params.begin(), req.params.end()}, req.get_header_value("If-None-Match")};
-    ApiAnswer answer = answer_api(reader, request);
+    auto reader = reader_for(base, auth, req);
+    ApiAnswer answer = std::holds_alternative<ApiAnswer>(reader)
+                           ? std::get<ApiAnswer>(std::move(reader))
+                           : answer_api(std::get<ClusterReader>(reader), request);
     res.status = answer.status;
     for (auto& [name, value] : answer.headers) res.set_header(name, value);
     // Always revalidate: the ETag makes that cheap.
@@ -99,11 +132,11 @@ void add_refusals(httplib::Server& server) {
 }  // namespace
 
 core::Expected<std::unique_ptr<HttpEndpoint>> serve_http(caf::actor_system& sys, const ClusterConfig& config,
-                                                         actors::gateway_actor gateway) {
+                                                         actors::gateway_actor gateway, const ServerAuth& auth) {
   if (!config.http.enabled) return std::unique_ptr<HttpEndpoint>();
   auto metrics = [&sys, gateway] { return ask<std::string>(sys, gateway, actors::metrics_atom::value); };
   auto endpoint = HttpEndpoint::start(config.http.host, config.http.port, metrics, [&](httplib::Server& server) {
-    add_api(server, gateway_reader(sys, gateway));
+    add_api(server, gateway_reader(sys, gateway), auth);
     add_dashboard(server);
     add_refusals(server);
   });

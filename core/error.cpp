@@ -22,6 +22,10 @@ std::string_view to_string(Errc code) {
       return "corrupt data";
     case Errc::unavailable:
       return "unavailable";
+    case Errc::unauthenticated:
+      return "unauthenticated";
+    case Errc::permission_denied:
+      return "permission denied";
   }
   return "unknown error";
 }

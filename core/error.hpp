@@ -32,6 +32,12 @@ enum class Errc : uint8_t {
   /// Not possible right now, possible soon: a partition is changing owner,
   /// or waits for a quorum. Retrying (with the same ids) is safe.
   unavailable,
+  /// The request carries no credentials, or ones the server does not know
+  /// (no token, an unknown token).
+  unauthenticated,
+  /// The authenticated user may not do this (another user's job, a command
+  /// that needs the operator or admin role).
+  permission_denied,
 };
 
 std::string_view to_string(Errc code);

@@ -12,8 +12,25 @@ function esc(v) {
   return String(v ?? "").replace(/[&<>"']/g, c => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;"}[c]));
 }
 
+/// With [auth] on, the API wants a token: asked once, kept for this tab
+/// (sessionStorage) and sent as a bearer token; a refused one is asked again.
+async function fetchApi(path) {
+  const headers = {Accept: "application/json"};
+  const token = sessionStorage.getItem("claimsched-token");
+  if (token) headers.Authorization = `Bearer ${token}`;
+  const res = await fetch(path, {headers});
+  if (res.status !== 401 || busyAsking) return res;
+  busyAsking = true;
+  const given = window.prompt("This cluster asks for a token (the one your claimsched client uses):");
+  busyAsking = false;
+  if (!given) return res;
+  sessionStorage.setItem("claimsched-token", given.trim());
+  return fetchApi(path);
+}
+let busyAsking = false;
+
 async function api(path) {
-  const res = await fetch(path, {headers: {Accept: "application/json"}});
+  const res = await fetchApi(path);
   const text = await res.text();
   let body = null;
   try { body = JSON.parse(text); } catch (e) { /* not JSON: said below */ }

@@ -3,6 +3,7 @@
 // is not TOML at all (never a crash).
 
 #include "apps/cluster_config.hpp"
+#include "apps/config_command.hpp"
 
 #include <gtest/gtest.h>
 
@@ -402,6 +403,25 @@ TEST(ClusterConfig, AnHaSectionMakesAMemberAndItsMistakesAreNamed) {
   EXPECT_NE(all(problems).find("ha.ack: must be one of owner, one, all, got 'two'"), std::string::npos)
       << all(problems);
   EXPECT_NE(all(problems).find("ha.advertise"), std::string::npos);
+}
+
+TEST(ClusterConfig, AnAuthSectionNamesItsTokensFileAndItsMistakesAreNamed) {
+  EXPECT_FALSE(parse_cluster_config("", "t.toml")->auth.has_value()) << "no [auth]: authentication is off";
+  auto parsed = parse_cluster_config("[auth]\ntokens_file = \"/etc/claimsched/tokens\"\n", "t.toml");
+  ASSERT_TRUE(parsed.has_value()) << parsed.error().message;
+  ASSERT_TRUE(parsed->auth.has_value());
+  EXPECT_EQ(parsed->auth->tokens_file, "/etc/claimsched/tokens");
+  EXPECT_EQ(parsed->auth->audit_log, "") << "default: audit.log in data_dir";
+
+  std::string summary = summarize_cluster_config(*parsed, "t.toml");
+  std::replace(summary.begin(), summary.end(), '\n', ' ');
+  EXPECT_NE(summary.find("clients present a token from /etc/claimsched/tokens"), std::string::npos) << summary;
+
+  auto problems = check_cluster_config("[auth]\naudit_log = \"\"\ntoken = \"x\"\n");
+  ASSERT_EQ(problems.size(), 3u) << all(problems);
+  EXPECT_NE(all(problems).find("auth.tokens_file: is required"), std::string::npos) << all(problems);
+  EXPECT_NE(all(problems).find("auth.audit_log: must not be empty"), std::string::npos) << all(problems);
+  EXPECT_NE(all(problems).find("auth.token: unknown key"), std::string::npos) << all(problems);
 }
 
 TEST(ClusterConfig, ProblemsPrintAsFileLineFieldMessage) {

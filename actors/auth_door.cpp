@@ -1,0 +1,324 @@
+#include "actors/auth_door.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <nlohmann/json.hpp>
+
+#include "actors/clock.hpp"
+
+namespace claimsched::actors {
+
+namespace {
+
+using self_ptr = gateway_actor::stateful_pointer<auth_door_state>;
+using core::auth::Action;
+
+std::chrono::milliseconds timeout_of(self_ptr self) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(self->state.config.request_timeout);
+}
+
+std::string job_object(core::JobId id) { return "job " + std::to_string(id.value); }
+
+void audit(self_ptr self, Action action, const std::string& object, bool allowed, const std::string& reason) {
+  auto& st = self->state;
+  if (!st.config.audit) return;
+  core::auth::AuditRecord r;
+  r.time = wall_now();
+  if (st.who) {
+    r.user = st.who->user;
+    r.roles = st.who->roles();
+  }
+  r.action = action;
+  r.object = object;
+  r.allowed = allowed;
+  r.reason = reason;
+  r.door = "cli";
+  st.config.audit->write(r);
+}
+
+/// Audits a refusal and turns it into the client's error.
+caf::error refuse(self_ptr self, Action action, const std::string& object, const core::Error& why) {
+  audit(self, action, object, false, why.message);
+  spdlog::info("auth: refused {} {} for {}: {}", core::auth::to_string(action), object,
+               self->state.who ? self->state.who->user : "an unauthenticated client", why.message);
+  return messages::to_caf_error(why);
+}
+
+/// The principal this actor serves, or the refusal of an unauthenticated
+/// request (the door itself).
+const core::auth::Principal* principal(self_ptr self, Action action, const std::string& object, caf::error& refusal) {
+  if (self->state.who) return &*self->state.who;
+  refusal = refuse(self, action, object,
+                   core::make_error(core::Errc::unauthenticated,
+                                    "this server requires authentication: give a token (--token-file FILE, or "
+                                    "CLAIMSCHED_TOKEN)"));
+  return nullptr;
+}
+
+/// Checks `who` may do `action` on `object` of `owner`; audits a refusal,
+/// and an allowed action on another user's object.
+core::Status check(self_ptr self, Action action, const std::string& object, const std::string& owner) {
+  const auto& who = *self->state.who;
+  auto s = core::auth::authorize(who, action, object, owner);
+  if (!s) {
+    refuse(self, action, object, s.error());
+    return s;
+  }
+  if (action == Action::cancel_job && !owner.empty() && owner != who.user)
+    audit(self, action, object, true, "another user's (" + owner + "); allowed by the operator role");
+  return s;
+}
+
+/// Asks the gateway for job `id`'s view, checks `action` against its owner,
+/// then runs `then(promise, view)`; every error goes to the promise.
+template <class T, class Then>
+caf::result<T> with_owner_check(self_ptr self, core::JobId id, Action action, Then then) {
+  caf::error refusal;
+  if (!principal(self, action, job_object(id), refusal)) return refusal;
+  auto promise = self->make_response_promise<T>();
+  self->request(self->state.gateway, timeout_of(self), status_atom::value, id)
+      .then(
+          [=](core::JobView& view) mutable {
+            if (auto s = check(self, action, job_object(id), view.spec.user); !s) {
+              promise.deliver(messages::to_caf_error(s.error()));
+              return;
+            }
+            then(promise, view);
+          },
+          [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+  return promise;
+}
+
+/// Forwards `xs...` to the gateway and the answer (or error) to `promise`.
+template <class T, class... Ts>
+void pass_on(self_ptr self, caf::typed_response_promise<T> promise, Ts... xs) {
+  self->request(self->state.gateway, timeout_of(self), std::move(xs)...)
+      .then([=](T& answer) mutable { promise.deliver(std::move(answer)); },
+            [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+}
+
+/// An admin's operation (drain, pool removal, partition move): checked,
+/// audited whichever way it goes, then forwarded.
+template <class... Ts>
+caf::result<std::string> admin_operation(self_ptr self, Action action, const std::string& object, Ts... xs) {
+  caf::error refusal;
+  if (!principal(self, action, object, refusal)) return refusal;
+  if (auto s = check(self, action, object, ""); !s) return messages::to_caf_error(s.error());
+  auto promise = self->make_response_promise<std::string>();
+  self->request(self->state.gateway, timeout_of(self), std::move(xs)...)
+      .then(
+          [=](std::string& words) mutable {
+            audit(self, action, object, true, words);
+            promise.deliver(std::move(words));
+          },
+          [=](caf::error& err) mutable {
+            audit(self, action, object, true,
+                  "allowed, then failed: " + messages::from_caf_error(err, &self->system()).message);
+            promise.deliver(std::move(err));
+          });
+  return promise;
+}
+
+caf::result<std::string> campaign_request(self_ptr self, std::string verb, std::string argument) {
+  std::string object = verb == "submit" || verb == "list" ? "campaigns" : "campaign " + argument;
+  Action action = verb == "submit"   ? Action::submit
+                  : verb == "list"   ? Action::list_jobs
+                  : verb == "cancel" ? Action::cancel_job
+                                     : Action::read_job;
+  caf::error refusal;
+  const auto* who = principal(self, action, object, refusal);
+  if (!who) return refusal;
+  // Refusals are returned before the promise is made: a promise takes the
+  // answer over, and an error returned after it would never reach the client.
+  if (verb == "submit") {
+    auto spec = nlohmann::json::parse(argument, nullptr, false);
+    if (!spec.is_object())
+      return messages::to_caf_error(core::make_error(core::Errc::parse_error, "campaign: not a JSON object"));
+    std::string named = spec.contains("user") && spec["user"].is_string() ? spec["user"].get<std::string>() : "";
+    if (auto s = check(self, action, "a campaign", named); !s) return messages::to_caf_error(s.error());
+    spec["user"] = who->user;
+    auto promise = self->make_response_promise<std::string>();
+    pass_on(self, promise, campaign_atom::value, verb, spec.dump());
+    return promise;
+  }
+  auto promise = self->make_response_promise<std::string>();
+  bool operator_role = who->is_operator();
+  std::string user = who->user;
+  // A campaign's owner is in its status; the list is cut to one's own.
+  std::string ask = verb == "list" ? "list" : "status";
+  self->request(self->state.gateway, timeout_of(self), campaign_atom::value, ask, argument)
+      .then(
+          [=](std::string& answer) mutable {
+            auto doc = nlohmann::json::parse(answer, nullptr, false);
+            if (verb == "list") {
+              if (!operator_role && doc.is_object() && doc["campaigns"].is_array()) {
+                auto mine = nlohmann::json::array();
+                for (auto& c : doc["campaigns"])
+                  if (c.value("user", "") == user) mine.push_back(std::move(c));
+                doc["campaigns"] = std::move(mine);
+                answer = doc.dump();
+              }
+              promise.deliver(std::move(answer));
+              return;
+            }
+            std::string owner = doc.is_object() ? doc.value("user", "") : "";
+            if (auto s = check(self, action, object, owner); !s) {
+              promise.deliver(messages::to_caf_error(s.error()));
+              return;
+            }
+            if (verb == "status")
+              promise.deliver(std::move(answer));
+            else
+              pass_on(self, promise, campaign_atom::value, verb, argument);
+          },
+          [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+  return promise;
+}
+
+caf::error local_only(const std::string& what) {
+  return messages::to_caf_error(core::make_error(core::Errc::invalid_argument, what + " is not served on this port"));
+}
+
+}  // namespace
+
+gateway_actor spawn_auth_door(caf::actor_system& sys, gateway_actor gateway, AuthDoorConfig config) {
+  return sys.spawn(auth_door, std::move(gateway), std::move(config), std::shared_ptr<AuthSession>());
+}
+
+gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, AuthDoorConfig config,
+                                       std::shared_ptr<AuthSession> session) {
+  auto& st = self->state;
+  st.gateway = std::move(gateway);
+  st.config = std::move(config);
+  self->set_default_handler(messages::reject_unexpected);
+  if (!session) {
+    // The door goes with its gateway, and its sessions (linked) with it.
+    self->monitor(st.gateway);
+    self->set_down_handler([=](const caf::down_msg&) { self->quit(caf::exit_reason::user_shutdown); });
+  } else {
+    st.who = session->who;
+    // The session ends with its client's connection.
+    if (session->client) {
+      self->monitor(session->client);
+      self->set_down_handler([=](const caf::down_msg&) {
+        spdlog::debug("auth: the session of {} ended with its client's connection", self->state.who->user);
+        self->quit();
+      });
+    }
+  }
+  return {
+      // Agents: passed through as they came (the gateway checks them).
+      [=](register_atom a, core::NodeSpec& spec, node_actor node) {
+        return self->delegate(self->state.gateway, a, std::move(spec), std::move(node));
+      },
+      [=](heartbeat_atom a, core::NodeId id) { self->send(self->state.gateway, a, id); },
+      [=](leave_atom a, core::NodeId id) { self->send(self->state.gateway, a, id); },
+      [=](login_atom, const std::string& token) -> caf::result<caf::actor, std::string> {
+        auto who = core::auth::resolve(*self->state.config.tokens, core::auth::Credentials{token, ""});
+        if (!who) return refuse(self, Action::login, "the cluster", who.error());
+        auto client = self->current_sender();
+        auto bound = std::make_shared<AuthSession>(AuthSession{*who, client});
+        spdlog::debug("auth: {} logged in ({})", who->user, who->roles().empty() ? "user" : who->roles());
+        auto s = self->spawn<caf::linked>(auth_door, self->state.gateway, self->state.config, std::move(bound));
+        return caf::result<caf::actor, std::string>(caf::actor_cast<caf::actor>(s), who->user);
+      },
+      [=](core::JobSpec& job) -> caf::result<core::JobId> {
+        caf::error refusal;
+        const auto* who = principal(self, Action::submit, "a job", refusal);
+        if (!who) return refusal;
+        if (auto s = check(self, Action::submit, "a job", job.user); !s) return messages::to_caf_error(s.error());
+        job.user = who->user;
+        return self->delegate(self->state.gateway, std::move(job));
+      },
+      [=](status_atom, core::JobId id) {
+        return with_owner_check<core::JobView>(
+            self, id, Action::read_job,
+            [](caf::typed_response_promise<core::JobView>& p, core::JobView& v) { p.deliver(std::move(v)); });
+      },
+      [=](cancel_atom, core::JobId id) {
+        return with_owner_check<core::JobView>(self, id, Action::cancel_job,
+                                               [=](caf::typed_response_promise<core::JobView>& p, core::JobView&) {
+                                                 pass_on(self, p, cancel_atom::value, id);
+                                               });
+      },
+      [=](explain_atom, core::JobId id) {
+        return with_owner_check<std::string>(self, id, Action::read_job,
+                                             [=](caf::typed_response_promise<std::string>& p, core::JobView&) {
+                                               pass_on(self, p, explain_atom::value, id);
+                                             });
+      },
+      [=](logs_atom, core::LogRequest& request) {
+        return with_owner_check<core::LogChunk>(self, request.task.job, Action::read_job,
+                                                [=](caf::typed_response_promise<core::LogChunk>& p, core::JobView&) {
+                                                  pass_on(self, p, logs_atom::value, request);
+                                                });
+      },
+      [=](queue_atom q) -> caf::result<std::vector<core::JobView>> {
+        caf::error refusal;
+        const auto* who = principal(self, Action::list_jobs, "the queue", refusal);
+        if (!who) return refusal;
+        if (who->is_operator()) return self->delegate(self->state.gateway, q);
+        auto promise = self->make_response_promise<std::vector<core::JobView>>();
+        std::string user = who->user;
+        self->request(self->state.gateway, timeout_of(self), q)
+            .then(
+                [=](std::vector<core::JobView>& all) mutable {
+                  std::erase_if(all, [&](const core::JobView& v) { return v.spec.user != user; });
+                  promise.deliver(std::move(all));
+                },
+                [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+        return promise;
+      },
+      [=](history_atom h, core::JobFilter& filter) -> caf::result<std::vector<core::JobView>> {
+        std::string object = filter.user.empty() ? "jobs" : "jobs of user " + filter.user;
+        caf::error refusal;
+        const auto* who = principal(self, Action::list_jobs, object, refusal);
+        if (!who) return refusal;
+        if (auto s = check(self, Action::list_jobs, object, filter.user); !s) return messages::to_caf_error(s.error());
+        // A plain user's list is their own jobs.
+        if (!who->is_operator()) filter.user = who->user;
+        return self->delegate(self->state.gateway, h, std::move(filter));
+      },
+      [=](nodes_atom a) -> caf::result<std::vector<core::NodeStatus>> {
+        caf::error refusal;
+        if (!principal(self, Action::read_cluster, "nodes", refusal)) return refusal;
+        return self->delegate(self->state.gateway, a);
+      },
+      [=](pools_atom a) -> caf::result<std::vector<std::string>> {
+        caf::error refusal;
+        if (!principal(self, Action::read_cluster, "pools", refusal)) return refusal;
+        return self->delegate(self->state.gateway, a);
+      },
+      [=](members_atom a) -> caf::result<std::string> {
+        caf::error refusal;
+        if (!principal(self, Action::read_cluster, "members", refusal)) return refusal;
+        return self->delegate(self->state.gateway, a);
+      },
+      [=](drain_atom a, std::string& node, bool drain) {
+        return admin_operation(self, Action::drain_node, (drain ? "node " : "node (undrain) ") + node, a, node, drain);
+      },
+      [=](remove_pool_atom a, std::string& pool, bool wait) {
+        return admin_operation(self, Action::remove_pool, "pool " + pool, a, pool, wait);
+      },
+      [=](move_atom a, uint32_t id, std::string& member, bool wait) {
+        return admin_operation(self, Action::move_partition, "partition " + std::to_string(id) + " to " + member, a, id,
+                               member, wait);
+      },
+      [=](campaign_atom, std::string& verb, std::string& argument) {
+        return campaign_request(self, std::move(verb), std::move(argument));
+      },
+      [=](partition_atom a, uint32_t id) -> caf::result<scheduler_actor, change_feed_actor, uint64_t> {
+        if (!self->state.config.ha_peers) return local_only("a partition's scheduler");
+        return self->delegate(self->state.gateway, a, id);
+      },
+      // Local-only messages never pass: forwarded, they would seem to come
+      // from this process.
+      [=](campaign_atom, campaign_actor) {},
+      [=](route_atom, uint32_t, scheduler_actor, change_feed_actor, uint64_t, bool) {},
+      [=](metrics_atom) -> caf::result<std::string> { return local_only("metrics"); },
+      [=](changes_atom) -> caf::result<uint64_t> { return local_only("the change counter"); },
+      [=](tick_atom) {},
+  };
+}
+
+}  // namespace claimsched::actors

@@ -1,0 +1,55 @@
+#pragma once
+
+// The front door with [auth] on (issue 19, "who may do what"). The server
+// publishes this actor instead of its gateway: it has the gateway's
+// interface, passes agent traffic through, and refuses every client request
+// until the client logs in with a token. A login spawns a session: the same
+// behaviour bound to the token's principal, which checks each request
+// against core::auth's rules and forwards what is allowed to the gateway.
+// The session lives as long as the client's connection. Every refusal, and
+// every privileged action let through, is a line in the audit log.
+
+#include <memory>
+#include <optional>
+
+#include "actors/actors.hpp"
+#include "actors/audit_log.hpp"
+#include "core/auth.hpp"
+
+namespace claimsched::actors {
+
+struct AuthDoorConfig {
+  std::shared_ptr<const core::auth::TokenTable> tokens;
+  std::shared_ptr<AuditLog> audit;
+  /// HA: other members ask for a partition's scheduler (partition_atom).
+  /// A single server refuses that: the scheduler's handle would let a
+  /// client around the door.
+  bool ha_peers = false;
+  /// How long a session waits for the gateway.
+  core::Duration request_timeout = std::chrono::seconds(15);
+};
+
+struct auth_door_state {
+  explicit auth_door_state(caf::local_actor*) {}
+
+  gateway_actor gateway;
+  AuthDoorConfig config;
+  /// None: the door itself (only login and agent traffic get through).
+  std::optional<core::auth::Principal> who;
+
+  static inline const char* name = "auth-door";
+};
+
+/// Who a session serves, and the client it ends with.
+struct AuthSession {
+  core::auth::Principal who;
+  caf::strong_actor_ptr client;
+};
+
+gateway_actor::behavior_type auth_door(gateway_actor::stateful_pointer<auth_door_state> self, gateway_actor gateway,
+                                       AuthDoorConfig config, std::shared_ptr<AuthSession> session);
+
+/// The door in front of `gateway` (config.tokens and config.audit set).
+gateway_actor spawn_auth_door(caf::actor_system& sys, gateway_actor gateway, AuthDoorConfig config);
+
+}  // namespace claimsched::actors

@@ -1,0 +1,168 @@
+#include "core/auth.hpp"
+
+#include <algorithm>
+#include <vector>
+
+namespace claimsched::core::auth {
+
+namespace {
+
+constexpr size_t kMinToken = 16;
+constexpr size_t kMaxToken = 256;
+constexpr size_t kMaxUser = 64;
+
+bool token_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+         c == '~' || c == '+' || c == '/' || c == '=' || c == '-';
+}
+
+bool user_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+}
+
+std::vector<std::string_view> fields_of(std::string_view line) {
+  std::vector<std::string_view> out;
+  size_t i = 0;
+  while (i < line.size()) {
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    size_t start = i;
+    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
+    if (i > start) out.push_back(line.substr(start, i - start));
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string Principal::roles() const {
+  if (admin_role) return operator_role ? "admin,operator" : "admin";
+  return operator_role ? "operator" : "";
+}
+
+Expected<TokenTable> TokenTable::parse(std::string_view text, std::string_view source) {
+  TokenTable table;
+  std::map<std::string, size_t, std::less<>> line_of;
+  size_t number = 0;
+  while (!text.empty()) {
+    auto end = text.find('\n');
+    std::string_view line = text.substr(0, end);
+    text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+    ++number;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    auto bad = [&](const std::string& why) {
+      return make_error(Errc::parse_error,
+                        "tokens file " + std::string(source) + " line " + std::to_string(number) + ": " + why);
+    };
+    auto fields = fields_of(line);
+    if (fields.empty() || fields[0].front() == '#') continue;
+    // The token is never echoed: an error message may end up in a log.
+    if (fields.size() < 2) return bad("expected TOKEN USER [ROLES], got only one field");
+    if (fields.size() > 3)
+      return bad("expected TOKEN USER [ROLES], got " + std::to_string(fields.size()) +
+                 " fields (roles are comma-separated, without spaces)");
+    std::string_view token = fields[0];
+    if (token.size() < kMinToken || token.size() > kMaxToken)
+      return bad("the token has " + std::to_string(token.size()) + " characters; a token has " +
+                 std::to_string(kMinToken) + " to " + std::to_string(kMaxToken) + " (e.g. `openssl rand -hex 16`)");
+    if (!std::all_of(token.begin(), token.end(), token_char))
+      return bad("the token has a character outside [A-Za-z0-9._~+/=-]");
+    std::string_view user = fields[1];
+    if (user.size() > kMaxUser || !std::all_of(user.begin(), user.end(), user_char) || user.front() == '-')
+      return bad("user '" + std::string(user.substr(0, kMaxUser)) + "' is not 1 to 64 characters of [A-Za-z0-9._-]");
+    Principal p;
+    p.user = std::string(user);
+    if (fields.size() == 3) {
+      std::string_view roles = fields[2];
+      while (true) {
+        auto comma = roles.find(',');
+        std::string_view role = roles.substr(0, comma);
+        bool* slot = role == "operator" ? &p.operator_role : role == "admin" ? &p.admin_role : nullptr;
+        if (!slot) return bad("unknown role '" + std::string(role) + "' (roles: operator, admin; comma-separated)");
+        if (*slot) return bad("role '" + std::string(role) + "' is given twice");
+        *slot = true;
+        if (comma == std::string_view::npos) break;
+        roles = roles.substr(comma + 1);
+      }
+    }
+    if (auto seen = line_of.find(token); seen != line_of.end())
+      return bad("the same token as line " + std::to_string(seen->second) + " (each token names one user)");
+    line_of.emplace(std::string(token), number);
+    table.by_token_.emplace(std::string(token), std::move(p));
+  }
+  if (table.by_token_.empty())
+    return make_error(Errc::parse_error, "tokens file " + std::string(source) +
+                                             " has no tokens: nobody could use the cluster (lines: TOKEN USER "
+                                             "[ROLES])");
+  return table;
+}
+
+const Principal* TokenTable::find(std::string_view token) const {
+  auto it = by_token_.find(token);
+  return it == by_token_.end() ? nullptr : &it->second;
+}
+
+Expected<Principal> resolve(const TokenTable& tokens, const Credentials& credentials) {
+  if (!credentials.token.empty()) {
+    if (const Principal* p = tokens.find(credentials.token)) return *p;
+    return make_error(Errc::unauthenticated, "the token is not known to this server");
+  }
+  // A verified certificate's CN becomes a principal here (mutual TLS).
+  if (!credentials.certificate_cn.empty())
+    return make_error(Errc::unauthenticated,
+                      "this server does not map certificates to users yet: present a token as well");
+  return make_error(Errc::unauthenticated,
+                    "this server requires authentication: give a token (--token-file FILE, or CLAIMSCHED_TOKEN)");
+}
+
+std::string_view to_string(Action action) {
+  switch (action) {
+    case Action::submit:
+      return "submit";
+    case Action::read_job:
+      return "read";
+    case Action::cancel_job:
+      return "cancel";
+    case Action::list_jobs:
+      return "list";
+    case Action::read_cluster:
+      return "read_cluster";
+    case Action::drain_node:
+      return "drain";
+    case Action::remove_pool:
+      return "remove_pool";
+    case Action::move_partition:
+      return "move_partition";
+    case Action::login:
+      return "login";
+  }
+  return "unknown";
+}
+
+Status authorize(const Principal& who, Action action, std::string_view object, std::string_view owner) {
+  auto refuse = [&](const std::string& why) {
+    return make_error(Errc::permission_denied, "user " + who.user + " may not " + std::string(to_string(action)) + " " +
+                                                   std::string(object) + ": " + why);
+  };
+  switch (action) {
+    case Action::login:
+    case Action::read_cluster:
+      return Status::ok();
+    case Action::submit:
+      if (owner.empty() || owner == who.user) return Status::ok();
+      return refuse("it names user " + std::string(owner) + "; a job runs as the user its token names (" + who.user +
+                    ")");
+    case Action::read_job:
+    case Action::cancel_job:
+    case Action::list_jobs:
+      if (owner.empty() || owner == who.user || who.is_operator()) return Status::ok();
+      return refuse("it belongs to user " + std::string(owner) + "; another user's jobs need the operator role");
+    case Action::drain_node:
+    case Action::remove_pool:
+    case Action::move_partition:
+      if (who.is_admin()) return Status::ok();
+      return refuse("this needs the admin role");
+  }
+  return refuse("unknown action");
+}
+
+}  // namespace claimsched::core::auth

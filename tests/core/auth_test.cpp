@@ -1,0 +1,116 @@
+// The tokens file and the rules of who may do what (core/auth.hpp).
+
+#include "core/auth.hpp"
+
+#include <gtest/gtest.h>
+
+namespace claimsched::core::auth {
+namespace {
+
+constexpr const char* kAlice = "alice-token-0123456789";
+constexpr const char* kBob = "bob-token-0123456789ab";
+constexpr const char* kOps = "ops-token-0123456789ab";
+constexpr const char* kRoot = "root-token-0123456789a";
+
+TokenTable table() {
+  std::string text = std::string("# who may do what\n\n") + kAlice + "  alice\n" + kBob + "\tbob\r\n" + kOps +
+                     " ops operator\n" + kRoot + " root admin,operator\n";
+  auto t = TokenTable::parse(text, "tokens");
+  EXPECT_TRUE(t.has_value()) << (t ? "" : t.error().message);
+  return *t;
+}
+
+Principal who(const char* token) { return *resolve(table(), Credentials{token, ""}); }
+
+TEST(TokenTable, ResolvesEachTokenToItsUserAndRoles) {
+  auto t = table();
+  EXPECT_EQ(t.size(), 4u);
+  EXPECT_EQ(who(kAlice).user, "alice");
+  EXPECT_FALSE(who(kAlice).is_operator());
+  EXPECT_EQ(who(kBob).user, "bob");
+  EXPECT_TRUE(who(kOps).is_operator());
+  EXPECT_FALSE(who(kOps).is_admin());
+  EXPECT_TRUE(who(kRoot).is_admin());
+  EXPECT_EQ(who(kRoot).roles(), "admin,operator");
+}
+
+TEST(TokenTable, AnUnknownOrMissingTokenIsUnauthenticatedAndNeverEchoed) {
+  auto t = table();
+  auto unknown = resolve(t, Credentials{"not-a-token-of-this-server", ""});
+  ASSERT_FALSE(unknown.has_value());
+  EXPECT_EQ(unknown.error().code, Errc::unauthenticated);
+  EXPECT_EQ(unknown.error().message.find("not-a-token"), std::string::npos);
+  auto none = resolve(t, Credentials{});
+  ASSERT_FALSE(none.has_value());
+  EXPECT_NE(none.error().message.find("--token-file"), std::string::npos);
+}
+
+/// The error of parsing `text`, which must fail.
+std::string parse_error(const std::string& text) {
+  auto t = TokenTable::parse(text, "/etc/claimsched/tokens");
+  EXPECT_FALSE(t.has_value()) << text;
+  return t ? "" : t.error().message;
+}
+
+TEST(TokenTable, EachMistakeIsNamedWithItsLineAndNeverShowsTheToken) {
+  std::string ok = std::string(kAlice) + " alice\n";
+  EXPECT_EQ(parse_error(ok + "short bob\n"),
+            "tokens file /etc/claimsched/tokens line 2: the token has 5 characters; a token has 16 to 256 (e.g. "
+            "`openssl rand -hex 16`)");
+  EXPECT_EQ(parse_error(ok + "# c\n" + kBob + "\n"),
+            "tokens file /etc/claimsched/tokens line 3: expected TOKEN USER [ROLES], got only one field");
+  EXPECT_NE(parse_error(ok + kBob + " bob operator, admin\n").find("line 2: expected TOKEN USER [ROLES], got 4"),
+            std::string::npos);
+  EXPECT_NE(parse_error(ok + kBob + " bob superuser\n").find("line 2: unknown role 'superuser'"), std::string::npos);
+  EXPECT_NE(parse_error(ok + kBob + " bob admin,admin\n").find("line 2: role 'admin' is given twice"),
+            std::string::npos);
+  EXPECT_NE(parse_error(ok + kBob + " b@b\n").find("line 2: user 'b@b' is not"), std::string::npos);
+  EXPECT_NE(parse_error(ok + "bob-token-01234567\xc3\xa9 bob\n").find("line 2: the token has a character outside"),
+            std::string::npos);
+  std::string twice = parse_error(ok + "\n" + kAlice + " mallory\n");
+  EXPECT_NE(twice.find("line 3: the same token as line 1"), std::string::npos);
+  EXPECT_EQ(twice.find(kAlice), std::string::npos);
+  EXPECT_NE(parse_error("# nothing\n\n").find("has no tokens"), std::string::npos);
+}
+
+TEST(Authorize, APlainUserSubmitsAndReadsOnlyAsThemselves) {
+  auto alice = who(kAlice);
+  EXPECT_TRUE(authorize(alice, Action::submit, "a job", "").is_ok());
+  EXPECT_TRUE(authorize(alice, Action::submit, "a job", "alice").is_ok());
+  auto as_bob = authorize(alice, Action::submit, "a job", "bob");
+  ASSERT_FALSE(as_bob.is_ok());
+  EXPECT_EQ(as_bob.error().code, Errc::permission_denied);
+  EXPECT_NE(as_bob.error().message.find("it names user bob"), std::string::npos);
+  EXPECT_TRUE(authorize(alice, Action::read_job, "job 1", "alice").is_ok());
+  EXPECT_TRUE(authorize(alice, Action::cancel_job, "job 1", "alice").is_ok());
+  auto cancel = authorize(alice, Action::cancel_job, "job 2", "bob");
+  ASSERT_FALSE(cancel.is_ok());
+  EXPECT_EQ(cancel.error().message,
+            "user alice may not cancel job 2: it belongs to user bob; another user's jobs need the operator role");
+  EXPECT_FALSE(authorize(alice, Action::read_job, "job 2", "bob").is_ok());
+  EXPECT_FALSE(authorize(alice, Action::list_jobs, "jobs of user bob", "bob").is_ok());
+  EXPECT_TRUE(authorize(alice, Action::read_cluster, "nodes", "").is_ok());
+}
+
+TEST(Authorize, AnOperatorReadsAndCancelsAnyonesButOnlyAnAdminChangesTheCluster) {
+  auto ops = who(kOps);
+  EXPECT_TRUE(authorize(ops, Action::cancel_job, "job 2", "bob").is_ok());
+  EXPECT_TRUE(authorize(ops, Action::read_job, "job 2", "bob").is_ok());
+  // Even an operator submits only as themselves.
+  EXPECT_FALSE(authorize(ops, Action::submit, "a job", "bob").is_ok());
+  for (auto action : {Action::drain_node, Action::remove_pool, Action::move_partition}) {
+    auto s = authorize(ops, action, "node n1", "");
+    ASSERT_FALSE(s.is_ok());
+    EXPECT_NE(s.error().message.find("needs the admin role"), std::string::npos);
+    EXPECT_FALSE(authorize(who(kAlice), action, "node n1", "").is_ok());
+    EXPECT_TRUE(authorize(who(kRoot), action, "node n1", "").is_ok());
+  }
+  // admin includes operator.
+  auto admin_only = TokenTable::parse(std::string(kRoot) + " root admin\n", "t");
+  ASSERT_TRUE(admin_only.has_value());
+  auto root = *resolve(*admin_only, Credentials{kRoot, ""});
+  EXPECT_TRUE(authorize(root, Action::cancel_job, "job 2", "bob").is_ok());
+}
+
+}  // namespace
+}  // namespace claimsched::core::auth
