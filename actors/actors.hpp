@@ -11,6 +11,9 @@
 
 #include <caf/all.hpp>
 
+#include <optional>
+
+#include "core/atomic_histogram.hpp"
 #include "core/protocol.hpp"
 #include "core/policy/driver.hpp"
 #include "core/scheduler.hpp"
@@ -165,6 +168,10 @@ struct PartitionMetrics {
     double usage = 0;
   };
   std::vector<PoolShares> pools;
+  /// The partition store's group commits (absent without a store): seconds
+  /// per write including its fsync, and records per write.
+  std::optional<core::HistogramCounts> commit_seconds;
+  std::optional<core::HistogramCounts> commit_records;
 };
 
 /// One partition's scheduler.

@@ -37,6 +37,16 @@ void scheduler_metrics(core::MetricsText& m, const PartitionMetrics& metrics) {
   gauge("claimsched_store_failed", "1 once the partition's store failed (it stopped)", s.store_error.empty() ? 0.0 : 1.0);
   m.histogram_seconds("claimsched_placement_latency_seconds", "submit (or placement start) to confirmed, per task", p,
                       s.stats.placement_latency, kLatencyBounds);
+  if (metrics.commit_seconds)
+    m.histogram("claimsched_group_commit_seconds",
+                "time of one group commit of the partition's store (one RocksDB write and its fsync)", p,
+                metrics.commit_seconds->bounds, metrics.commit_seconds->at_most, metrics.commit_seconds->sum,
+                metrics.commit_seconds->count);
+  if (metrics.commit_records)
+    m.histogram("claimsched_group_commit_batch_records",
+                "records (key changes) in one group commit of the partition's store", p,
+                metrics.commit_records->bounds, metrics.commit_records->at_most, metrics.commit_records->sum,
+                metrics.commit_records->count);
   for (const auto& q : metrics.queues) {
     core::MetricLabels l{{"partition", p.front().second}, {"pool", q.pool}, {"class", q.job_class}};
     m.gauge("claimsched_queue_jobs", "jobs with tasks waiting for a node, by pool and class", l,

@@ -82,7 +82,8 @@ const Database::Layout& NodeStore::layout() {
   static const Database::Layout kLayout{
       messages::StoreKind::nodes,
       {keys::cf::kNodeHeaders, keys::cf::kNodeClaims, keys::cf::kNodeAllocations, keys::cf::kMeta,
-       keys::cf::kNodeFinished}};
+       keys::cf::kNodeFinished},
+      /*unsorted_memtable=*/true};
   return kLayout;
 }
 
@@ -116,7 +117,11 @@ void NodeStore::Batch::put_header(const StoredNodeHeader& header) {
 }
 
 void NodeStore::Batch::put_claim(core::NodeId node, const core::LiveClaim& claim) {
-  put(kClaims, keys::node_claim(node, claim.id), messages::encode(claim));
+  pb::LiveClaim p;
+  messages::to_proto(claim, p);
+  scratch_.clear();
+  p.SerializeToString(&scratch_);
+  put(kClaims, keys::node_claim(node, claim.id), scratch_);
 }
 
 void NodeStore::Batch::erase_claim(core::NodeId node, core::ClaimId claim) {
@@ -124,7 +129,12 @@ void NodeStore::Batch::erase_claim(core::NodeId node, core::ClaimId claim) {
 }
 
 void NodeStore::Batch::put_allocation(core::NodeId node, const core::Allocation& allocation) {
-  put(kAllocations, keys::node_allocation(node, allocation.task), messages::encode(allocation));
+  // Into the batch's buffer: a confirm writes one record per task.
+  pb::Allocation p;
+  messages::to_proto(allocation, p);
+  scratch_.clear();
+  p.SerializeToString(&scratch_);
+  put(kAllocations, keys::node_allocation(node, allocation.task), scratch_);
 }
 
 void NodeStore::Batch::erase_allocation(core::NodeId node, core::TaskRef task) {
