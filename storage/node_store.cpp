@@ -117,7 +117,9 @@ void NodeStore::Batch::put_header(const StoredNodeHeader& header) {
 }
 
 void NodeStore::Batch::put_claim(core::NodeId node, const core::LiveClaim& claim) {
-  pb::LiveClaim p;
+  // One message per thread, cleared by to_proto: a node actor's claim writes
+  // allocate nothing once it has run.
+  thread_local pb::LiveClaim p;
   messages::to_proto(claim, p);
   scratch_.clear();
   p.SerializeToString(&scratch_);
@@ -129,8 +131,9 @@ void NodeStore::Batch::erase_claim(core::NodeId node, core::ClaimId claim) {
 }
 
 void NodeStore::Batch::put_allocation(core::NodeId node, const core::Allocation& allocation) {
-  // Into the batch's buffer: a confirm writes one record per task.
-  pb::Allocation p;
+  // A confirm writes one record per task: into the batch's buffer, through a
+  // message per thread (to_proto clears it and protobuf keeps its parts).
+  thread_local pb::Allocation p;
   messages::to_proto(allocation, p);
   scratch_.clear();
   p.SerializeToString(&scratch_);
