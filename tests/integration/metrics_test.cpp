@@ -111,6 +111,13 @@ TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   EXPECT_EQ(agent["claimsched_agent_task_exits_total{outcome=\"failed\"}"], "1");
   EXPECT_EQ(agent["claimsched_agent_tasks_running"], "0");
   EXPECT_EQ(agent["claimsched_agent_task_start_seconds_count"], "4");
+  // Each confirm and each end of the four tasks changed the node's ledger:
+  // records of the agent's node store, written in group commits.
+  ASSERT_TRUE(agent.contains("claimsched_agent_group_commit_seconds_count")) << agent_res->body;
+  EXPECT_GT(std::stoull(agent["claimsched_agent_group_commit_seconds_count"]), 0u);
+  EXPECT_EQ(agent["claimsched_agent_group_commit_batch_records_count"],
+            agent["claimsched_agent_group_commit_seconds_count"]);
+  EXPECT_GE(std::stod(agent["claimsched_agent_group_commit_batch_records_sum"]), 8.0);
 }
 
 // What waits, per pool and class, and each pool's shares from the last
