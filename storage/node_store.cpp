@@ -1,6 +1,9 @@
 #include "storage/node_store.hpp"
 
+#include <google/protobuf/arena.h>
 #include <rocksdb/db.h>
+
+#include <cstddef>
 
 #include "messages/codec.hpp"
 #include "storage/crash_point.hpp"
@@ -69,6 +72,30 @@ Status decode_finished(const Database& db, std::string_view key, std::string_vie
   return Status::ok();
 }
 
+/// Encodes `in` into `out` through a protobuf message on this thread's arena,
+/// reset after each record: the arena keeps its first block (a buffer of its
+/// own), so a record that fits in it allocates nothing. A message on the heap
+/// allocates its parts every time (Clear() deletes its sub-messages).
+template <class Proto, class Value>
+void encode_on_arena(const Value& in, std::string& out) {
+  struct ThreadArena {
+    alignas(std::max_align_t) char block[8192];
+    google::protobuf::Arena arena{options(block)};
+    static google::protobuf::ArenaOptions options(char* block) {
+      google::protobuf::ArenaOptions o;
+      o.initial_block = block;
+      o.initial_block_size = sizeof ThreadArena::block;
+      return o;
+    }
+  };
+  thread_local ThreadArena t;
+  auto* p = google::protobuf::Arena::CreateMessage<Proto>(&t.arena);
+  messages::to_proto(in, *p);
+  out.clear();
+  p->SerializeToString(&out);
+  t.arena.Reset();
+}
+
 /// The node id a claim/allocation key starts with, or nullopt if malformed.
 std::optional<core::NodeId> node_of(std::string_view key) {
   if (key.size() < keys::kNodeKeySize) return std::nullopt;
@@ -117,12 +144,7 @@ void NodeStore::Batch::put_header(const StoredNodeHeader& header) {
 }
 
 void NodeStore::Batch::put_claim(core::NodeId node, const core::LiveClaim& claim) {
-  // One message per thread, cleared by to_proto: a node actor's claim writes
-  // allocate nothing once it has run.
-  thread_local pb::LiveClaim p;
-  messages::to_proto(claim, p);
-  scratch_.clear();
-  p.SerializeToString(&scratch_);
+  encode_on_arena<pb::LiveClaim>(claim, scratch_);
   put(kClaims, keys::node_claim(node, claim.id), scratch_);
 }
 
@@ -131,12 +153,8 @@ void NodeStore::Batch::erase_claim(core::NodeId node, core::ClaimId claim) {
 }
 
 void NodeStore::Batch::put_allocation(core::NodeId node, const core::Allocation& allocation) {
-  // A confirm writes one record per task: into the batch's buffer, through a
-  // message per thread (to_proto clears it and protobuf keeps its parts).
-  thread_local pb::Allocation p;
-  messages::to_proto(allocation, p);
-  scratch_.clear();
-  p.SerializeToString(&scratch_);
+  // A confirm writes one record per task.
+  encode_on_arena<pb::Allocation>(allocation, scratch_);
   put(kAllocations, keys::node_allocation(node, allocation.task), scratch_);
 }
 
