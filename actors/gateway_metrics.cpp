@@ -44,9 +44,8 @@ void scheduler_metrics(core::MetricsText& m, const PartitionMetrics& metrics) {
                 metrics.commit_seconds->count);
   if (metrics.commit_records)
     m.histogram("claimsched_group_commit_batch_records",
-                "records (key changes) in one group commit of the partition's store", p,
-                metrics.commit_records->bounds, metrics.commit_records->at_most, metrics.commit_records->sum,
-                metrics.commit_records->count);
+                "records (key changes) in one group commit of the partition's store", p, metrics.commit_records->bounds,
+                metrics.commit_records->at_most, metrics.commit_records->sum, metrics.commit_records->count);
   for (const auto& q : metrics.queues) {
     core::MetricLabels l{{"partition", p.front().second}, {"pool", q.pool}, {"class", q.job_class}};
     m.gauge("claimsched_queue_jobs", "jobs with tasks waiting for a node, by pool and class", l,

@@ -2,8 +2,8 @@
 
 #include <rocksdb/db.h>
 #include <rocksdb/env.h>
-#include <rocksdb/options.h>
 #include <rocksdb/memtablerep.h>
+#include <rocksdb/options.h>
 #include <rocksdb/utilities/checkpoint.h>
 
 #include <algorithm>
