@@ -9,9 +9,12 @@
 // code is correct whether the node is local or behind a network link (CAF
 // answers a request to a dead remote actor only when the request times out).
 
-#include <array>
 #include <caf/all.hpp>
 
+#include <array>
+#include <optional>
+
+#include "core/atomic_histogram.hpp"
 #include "core/protocol.hpp"
 #include "core/policy/driver.hpp"
 #include "core/scheduler.hpp"
@@ -169,6 +172,10 @@ struct PartitionMetrics {
   std::vector<PoolShares> pools;
   /// The partition's nodes by core::NodeState (up, draining, down), as its scheduler sees them.
   std::array<uint64_t, 3> nodes_by_state{};
+  /// The partition store's group commits (absent without a store): seconds
+  /// per write including its fsync, and records per write.
+  std::optional<core::HistogramCounts> commit_seconds;
+  std::optional<core::HistogramCounts> commit_records;
 };
 
 /// One partition's scheduler.

@@ -58,6 +58,15 @@ void scheduler_metrics(core::MetricsText& m, const PartitionMetrics& metrics) {
     m.gauge("claimsched_partition_nodes", "the partition's nodes by state, as its scheduler sees them",
             {p.front(), {"state", std::string(core::to_string(static_cast<core::NodeState>(state)))}},
             static_cast<double>(metrics.nodes_by_state[state]));
+  if (metrics.commit_seconds)
+    m.histogram("claimsched_group_commit_seconds",
+                "time of one group commit of the partition's store (one RocksDB write and its fsync)", p,
+                metrics.commit_seconds->bounds, metrics.commit_seconds->at_most, metrics.commit_seconds->sum,
+                metrics.commit_seconds->count);
+  if (metrics.commit_records)
+    m.histogram("claimsched_group_commit_batch_records",
+                "records (key changes) in one group commit of the partition's store", p, metrics.commit_records->bounds,
+                metrics.commit_records->at_most, metrics.commit_records->sum, metrics.commit_records->count);
   for (const auto& q : metrics.queues) {
     core::MetricLabels l{{"partition", p.front().second}, {"pool", q.pool}, {"class", q.job_class}};
     m.gauge("claimsched_queue_jobs", "jobs with tasks waiting for a node, by pool and class", l,

@@ -725,6 +725,10 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
             m.pools.push_back(PartitionMetrics::PoolShares{row.name, core::policy::share_to_double(row.fair_share_share),
                                                            core::policy::share_to_double(row.demand_share),
                                                            core::policy::share_to_double(row.usage_share)});
+        if (const auto* commits = self->state.log ? self->state.log->commit_metrics() : nullptr) {
+          m.commit_seconds = commits->seconds.snapshot();
+          m.commit_records = commits->records.snapshot();
+        }
         return m;
       },
       [=](jobs_atom) -> std::vector<core::JobId> {

@@ -281,11 +281,23 @@ int run_agent(const AgentOptions& opt) {
   if (!opt.http.empty()) {
     auto where = parse_http_listen(opt.http);
     if (!where) return fail(2, "--http: " + where.error().message);
-    auto endpoint = HttpEndpoint::start(where->host, where->port, [executor]() -> core::Expected<std::string> {
-      core::MetricsText m;
-      if (executor) executor->metrics().render(m, executor->busy());
-      return m.text();
-    });
+    auto endpoint =
+        HttpEndpoint::start(where->host, where->port, [executor, node_store]() -> core::Expected<std::string> {
+          core::MetricsText m;
+          if (executor) executor->metrics().render(m, executor->busy());
+          // The node store's group commits: every ledger change of the
+          // agent's nodes is a record of one.
+          const auto& commits = node_store->database().commit_metrics();
+          auto seconds = commits.seconds.snapshot();
+          auto records = commits.records.snapshot();
+          m.histogram("claimsched_agent_group_commit_seconds",
+                      "time of one group commit of the agent's node store (one RocksDB write and its fsync)", {},
+                      seconds.bounds, seconds.at_most, seconds.sum, seconds.count);
+          m.histogram("claimsched_agent_group_commit_batch_records",
+                      "records (key changes) in one group commit of the agent's node store", {}, records.bounds,
+                      records.at_most, records.sum, records.count);
+          return m.text();
+        });
     if (!endpoint) return fail(1, endpoint.error().message);
     http = std::move(*endpoint);
     std::printf("claimsched agent http on %s:%u (GET /metrics)\n", where->host.c_str(),

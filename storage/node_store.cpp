@@ -1,6 +1,9 @@
 #include "storage/node_store.hpp"
 
+#include <google/protobuf/arena.h>
 #include <rocksdb/db.h>
+
+#include <cstddef>
 
 #include "messages/codec.hpp"
 #include "storage/crash_point.hpp"
@@ -69,6 +72,30 @@ Status decode_finished(const Database& db, std::string_view key, std::string_vie
   return Status::ok();
 }
 
+/// Encodes `in` into `out` through a protobuf message on this thread's arena,
+/// reset after each record: the arena keeps its first block (a buffer of its
+/// own), so a record that fits in it allocates nothing. A message on the heap
+/// allocates its parts every time (Clear() deletes its sub-messages).
+template <class Proto, class Value>
+void encode_on_arena(const Value& in, std::string& out) {
+  struct ThreadArena {
+    alignas(std::max_align_t) char block[8192];
+    google::protobuf::Arena arena{options(block)};
+    static google::protobuf::ArenaOptions options(char* block) {
+      google::protobuf::ArenaOptions o;
+      o.initial_block = block;
+      o.initial_block_size = sizeof ThreadArena::block;
+      return o;
+    }
+  };
+  thread_local ThreadArena t;
+  auto* p = google::protobuf::Arena::CreateMessage<Proto>(&t.arena);
+  messages::to_proto(in, *p);
+  out.clear();
+  p->SerializeToString(&out);
+  t.arena.Reset();
+}
+
 /// The node id a claim/allocation key starts with, or nullopt if malformed.
 std::optional<core::NodeId> node_of(std::string_view key) {
   if (key.size() < keys::kNodeKeySize) return std::nullopt;
@@ -82,7 +109,8 @@ const Database::Layout& NodeStore::layout() {
   static const Database::Layout kLayout{
       messages::StoreKind::nodes,
       {keys::cf::kNodeHeaders, keys::cf::kNodeClaims, keys::cf::kNodeAllocations, keys::cf::kMeta,
-       keys::cf::kNodeFinished}};
+       keys::cf::kNodeFinished},
+      /*unsorted_memtable=*/true};
   return kLayout;
 }
 
@@ -116,7 +144,8 @@ void NodeStore::Batch::put_header(const StoredNodeHeader& header) {
 }
 
 void NodeStore::Batch::put_claim(core::NodeId node, const core::LiveClaim& claim) {
-  put(kClaims, keys::node_claim(node, claim.id), messages::encode(claim));
+  encode_on_arena<pb::LiveClaim>(claim, scratch_);
+  put(kClaims, keys::node_claim(node, claim.id), scratch_);
 }
 
 void NodeStore::Batch::erase_claim(core::NodeId node, core::ClaimId claim) {
@@ -124,7 +153,9 @@ void NodeStore::Batch::erase_claim(core::NodeId node, core::ClaimId claim) {
 }
 
 void NodeStore::Batch::put_allocation(core::NodeId node, const core::Allocation& allocation) {
-  put(kAllocations, keys::node_allocation(node, allocation.task), messages::encode(allocation));
+  // A confirm writes one record per task.
+  encode_on_arena<pb::Allocation>(allocation, scratch_);
+  put(kAllocations, keys::node_allocation(node, allocation.task), scratch_);
 }
 
 void NodeStore::Batch::erase_allocation(core::NodeId node, core::TaskRef task) {

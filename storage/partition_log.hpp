@@ -47,6 +47,9 @@ class PartitionLog {
 
   /// Names the log in messages (its directory, or "memory").
   virtual const std::string& name() const = 0;
+
+  /// The store's group-commit metrics; null for a log without a store.
+  virtual const CommitMetrics* commit_metrics() const { return nullptr; }
 };
 
 /// The production log: a PartitionStore's group-commit writer.
@@ -57,6 +60,7 @@ class RocksPartitionLog final : public PartitionLog {
   void submit(std::vector<core::Journal> journals, core::Epoch epoch, core::TimePoint wall_now,
               WriteCallback on_durable) override;
   const std::string& name() const override { return store_->path(); }
+  const CommitMetrics* commit_metrics() const override { return &store_->database().commit_metrics(); }
 
   const std::shared_ptr<PartitionStore>& store() const { return store_; }
 

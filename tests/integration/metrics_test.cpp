@@ -96,6 +96,16 @@ TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   EXPECT_EQ(samples["claimsched_partition_nodes{partition=\"1\",state=\"draining\"}"], "0");
   EXPECT_EQ(samples["claimsched_partition_nodes{partition=\"1\",state=\"down\"}"], "0");
   EXPECT_EQ(samples["claimsched_partition_owned_here{partition=\"1\"}"], "1");
+  // The partition store's group commits: each job's record and each task's
+  // placement and end went through them (at least 3 records per job), one
+  // latency and one size observation per write.
+  const std::string commits = "claimsched_group_commit_seconds_count{partition=\"1\"}";
+  ASSERT_TRUE(samples.contains(commits)) << res->body;
+  EXPECT_GT(std::stoull(samples[commits]), 0u);
+  EXPECT_EQ(samples["claimsched_group_commit_batch_records_count{partition=\"1\"}"], samples[commits]);
+  EXPECT_EQ(samples["claimsched_group_commit_seconds_bucket{partition=\"1\",le=\"+Inf\"}"], samples[commits]);
+  EXPECT_GE(std::stod(samples["claimsched_group_commit_batch_records_sum{partition=\"1\"}"]), 12.0);
+  EXPECT_GT(std::stod(samples["claimsched_group_commit_seconds_sum{partition=\"1\"}"]), 0.0);
   EXPECT_EQ(client.Get("/elsewhere")->status, 404);
 
   std::string agent_log = LocalCluster::read_file(cluster.dir() + "/a1.log");
@@ -110,6 +120,13 @@ TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   EXPECT_EQ(agent["claimsched_agent_task_exits_total{outcome=\"failed\"}"], "1");
   EXPECT_EQ(agent["claimsched_agent_tasks_running"], "0");
   EXPECT_EQ(agent["claimsched_agent_task_start_seconds_count"], "4");
+  // Each confirm and each end of the four tasks changed the node's ledger:
+  // records of the agent's node store, written in group commits.
+  ASSERT_TRUE(agent.contains("claimsched_agent_group_commit_seconds_count")) << agent_res->body;
+  EXPECT_GT(std::stoull(agent["claimsched_agent_group_commit_seconds_count"]), 0u);
+  EXPECT_EQ(agent["claimsched_agent_group_commit_batch_records_count"],
+            agent["claimsched_agent_group_commit_seconds_count"]);
+  EXPECT_GE(std::stod(agent["claimsched_agent_group_commit_batch_records_sum"]), 8.0);
 }
 
 // What waits, per pool and class, and each pool's shares from the last
@@ -203,9 +220,60 @@ TEST(Metrics, SimServesTheCountersItReports) {
                 sum_over_partitions(samples, "claimsched_rejected_insufficient_total"),
             report["conflicts"].get<uint64_t>());
   EXPECT_GT(report["conflicts"].get<uint64_t>(), 0u) << "schedulers on one fill order must collide";
+  EXPECT_FALSE(samples.contains("claimsched_group_commit_seconds_count{partition=\"1\"}"))
+      << "an in-memory partition has no group commits";
   for (int p = 1; p <= 4; ++p)
     EXPECT_TRUE(samples.contains("claimsched_placement_latency_seconds_count{partition=\"" + std::to_string(p) + "\"}"))
         << "partition " << p << " missing:\n" << res->body;
+  sim.kill(SIGTERM);
+}
+
+/// The sum over partitions of a family's samples, as numbers.
+double sum_over_partitions_d(const std::map<std::string, std::string>& samples, const std::string& name) {
+  double sum = 0;
+  for (const auto& [key, value] : samples)
+    if (key.starts_with(name + "{partition=")) sum += std::stod(value);
+  return sum;
+}
+
+// A durable sim's group commits: every acknowledged job and every placement
+// is a record of some partition's group commit, so the records counted are at
+// least jobs + placements; an in-memory partition shows none.
+TEST(Metrics, DurableSimCountsItsGroupCommits) {
+  LocalCluster scratch;  // for its directory only
+  std::string log = scratch.dir() + "/sim.log";
+  BackgroundProcess sim({CLAIMSCHED_BINARY, "sim", "--json", "--quiet", "--nodes", "100", "--partitions", "2",
+                         "--tasks", "5000", "--seed", "3", "--data-dir", scratch.dir() + "/data", "--sync", "batch",
+                         "--http", "127.0.0.1:0", "--http-linger", "60s"},
+                        log);
+  ASSERT_TRUE(sim.started());
+  nlohmann::json report;
+  ASSERT_TRUE(LocalCluster::wait_until(
+      [&] {
+        std::istringstream lines(LocalCluster::read_file(log));
+        for (std::string line; std::getline(lines, line);)
+          if (line.starts_with("{")) report = nlohmann::json::parse(line, nullptr, false);
+        return report.is_object();
+      },
+      std::chrono::seconds(120)))
+      << LocalCluster::read_file(log);
+  std::string http = address_after(LocalCluster::read_file(log), "claimsched sim http on ");
+  ASSERT_NE(http, "") << LocalCluster::read_file(log);
+  auto res = httplib::Client("http://" + http).Get("/metrics");
+  ASSERT_TRUE(res) << "no answer from " << http;
+  std::map<std::string, std::string> samples;
+  EXPECT_EQ(check_exposition(res->body, samples), "") << res->body;
+  EXPECT_TRUE(report["invariants_ok"].get<bool>()) << report.dump(2);
+  EXPECT_GE(sum_over_partitions_d(samples, "claimsched_group_commit_batch_records_sum"),
+            static_cast<double>(report["jobs"].get<uint64_t>() + report["placements"].get<uint64_t>()))
+      << res->body;
+  auto commits = sum_over_partitions(samples, "claimsched_group_commit_seconds_count");
+  EXPECT_GT(commits, 0u);
+  EXPECT_EQ(sum_over_partitions(samples, "claimsched_group_commit_batch_records_count"), commits);
+  for (int p = 1; p <= 2; ++p)
+    EXPECT_TRUE(samples.contains("claimsched_group_commit_seconds_bucket{partition=\"" + std::to_string(p) +
+                                 "\",le=\"0.001\"}"))
+        << res->body;
   sim.kill(SIGTERM);
 }
 

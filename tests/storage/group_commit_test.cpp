@@ -7,6 +7,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <mutex>
@@ -25,6 +26,7 @@ struct Outcome {
   uint64_t batches = 0;
   uint64_t syncs = 0;
   WriterStats stats;
+  core::HistogramCounts commit_records;
 };
 
 /// `submitters` threads each submit `per_thread` batches of `records` task
@@ -106,6 +108,15 @@ Outcome run(SyncMode mode, int submitters, int per_thread, int records, int wind
   EXPECT_EQ(out.stats.records, out.batches * static_cast<uint64_t>(records));
   EXPECT_EQ(commits.load(), out.stats.writes);
   EXPECT_EQ(out.stats.queued_batches, 0u);
+  // What /metrics shows: one observation per RocksDB write, and every record
+  // submitted counted once.
+  const auto& metrics = store.database().commit_metrics();
+  auto seconds = metrics.seconds.snapshot();
+  out.commit_records = metrics.records.snapshot();
+  EXPECT_EQ(seconds.count, out.stats.writes);
+  EXPECT_NEAR(seconds.sum, std::chrono::duration<double>(out.stats.write_time).count(), 1e-6);
+  EXPECT_EQ(out.commit_records.count, out.stats.writes);
+  EXPECT_EQ(out.commit_records.sum, static_cast<double>(out.batches * static_cast<uint64_t>(records)));
   opened->reset();
 
   // Everything acknowledged is there after a reopen.
@@ -128,11 +139,26 @@ TEST(GroupCommit, BatchModeMergesBurstsAndAcknowledgesAfterTheFsync) {
   EXPECT_EQ(o.stats.syncs, o.stats.writes);
   EXPECT_GE(o.syncs, o.stats.writes);  // the log was really synced (at least) that often
   EXPECT_LT(o.syncs, o.batches);
+  // A merged burst holds more than one batch's 20 records: the histogram
+  // has writes above its bucket of 20.
+  auto at_20 = std::find(o.commit_records.bounds.begin(), o.commit_records.bounds.end(), 20.0);
+  ASSERT_NE(at_20, o.commit_records.bounds.end());
+  EXPECT_LT(o.commit_records.at_most[static_cast<size_t>(at_20 - o.commit_records.bounds.begin())],
+            o.commit_records.count);
 }
 
 TEST(GroupCommit, AlwaysModeFsyncsEveryBatch) {
   auto o = run(SyncMode::always, 8, 40, 10, 2);
   EXPECT_EQ(o.stats.writes, o.batches);
+  // Every write holds one batch of 10 records: all in the bucket of 10, none
+  // at 5 or below.
+  const auto& h = o.commit_records;
+  auto at = [&](double bound) {
+    auto it = std::find(h.bounds.begin(), h.bounds.end(), bound);
+    return it == h.bounds.end() ? UINT64_MAX : h.at_most[static_cast<size_t>(it - h.bounds.begin())];
+  };
+  EXPECT_EQ(at(5), 0u);
+  EXPECT_EQ(at(10), o.batches);
   EXPECT_EQ(o.stats.syncs, o.batches);
   EXPECT_GE(o.syncs, o.batches);
 }
