@@ -24,6 +24,7 @@
 #include "agent/task_output.hpp"
 #include "core/duration.hpp"
 #include "apps/cluster_config.hpp"
+#include "apps/tls_setup.hpp"
 #include "apps/http_endpoint.hpp"
 #include "apps/signals.hpp"
 #include "core/metrics_text.hpp"
@@ -249,6 +250,9 @@ int run_agent(const AgentOptions& opt) {
   std::error_code ec;
   std::filesystem::create_directories(a.state_dir, ec);
   if (ec) return fail(2, "cannot create the state directory " + a.state_dir + ": " + ec.message());
+
+  if (auto bad = setup_tls(resolve_tls_files(config.tls, {opt.tls_ca, opt.tls_cert, opt.tls_key}), TlsRole::agent))
+    return fail(2, *bad);
 
   caf::actor_system_config cfg;
   actors::LinkOptions link;
