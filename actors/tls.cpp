@@ -9,12 +9,12 @@
 #include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
+#include <caf/detail/socket_guard.hpp>
 #include <caf/io/doorman.hpp>
 #include <caf/io/network/default_multiplexer.hpp>
 #include <caf/io/network/doorman_impl.hpp>
 #include <caf/io/network/stream_impl.hpp>
 #include <caf/io/scribe.hpp>
-#include <caf/detail/socket_guard.hpp>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -59,9 +59,9 @@ core::Expected<PeerIdentity> identity_of(X509* cert) {
   auto role = parse_peer_role(ou);
   auto cn = subject_field(cert, NID_commonName);
   if (!role)
-    return core::make_error(core::Errc::invalid_argument,
-                            "certificate '" + cn + "' names no role (its subject's OU is '" + ou +
-                                "', not server, agent or client)");
+    return core::make_error(
+        core::Errc::invalid_argument,
+        "certificate '" + cn + "' names no role (its subject's OU is '" + ou + "', not server, agent or client)");
   return PeerIdentity{*role, cn};
 }
 
@@ -414,7 +414,9 @@ bool readable(const std::string& path, std::string& why) {
   return true;
 }
 
-core::Error tls_error(const std::string& what) { return core::make_error(core::Errc::invalid_argument, "[tls] " + what); }
+core::Error tls_error(const std::string& what) {
+  return core::make_error(core::Errc::invalid_argument, "[tls] " + what);
+}
 
 struct X509Free {
   void operator()(X509* x) const { X509_free(x); }
@@ -460,10 +462,17 @@ core::Expected<PeerIdentity> check_tls_config(const TlsConfig& config, std::opti
     return tls_error("ca: '" + config.ca + "' holds no CA certificate in PEM: " + ssl_errors());
   if (SSL_CTX_use_certificate_chain_file(ctx, config.cert.c_str()) != 1)
     return tls_error("cert: '" + config.cert + "' holds no certificate in PEM: " + ssl_errors());
-  if (SSL_CTX_use_PrivateKey_file(ctx, config.key.c_str(), SSL_FILETYPE_PEM) != 1)
-    return tls_error("key: '" + config.key + "' holds no private key in PEM (or it has a passphrase): " +
-                     ssl_errors());
-  if (SSL_CTX_check_private_key(ctx) != 1)
+  EVP_PKEY* pkey = nullptr;
+  if (FILE* f = std::fopen(config.key.c_str(), "r")) {
+    pkey = PEM_read_PrivateKey(f, nullptr, nullptr, const_cast<char*>(""));
+    std::fclose(f);
+  }
+  if (!pkey)
+    return tls_error("key: '" + config.key + "' holds no private key in PEM (or it has a passphrase): " + ssl_errors());
+  int used = SSL_CTX_use_PrivateKey(ctx, pkey);
+  EVP_PKEY_free(pkey);
+  ERR_clear_error();
+  if (used != 1 || SSL_CTX_check_private_key(ctx) != 1)
     return tls_error("key: '" + config.key + "' is not the key of the certificate in '" + config.cert + "'");
   X509* cert = SSL_CTX_get0_certificate(ctx);
   X509_STORE* store = SSL_CTX_get_cert_store(ctx);
@@ -473,13 +482,13 @@ core::Expected<PeerIdentity> check_tls_config(const TlsConfig& config, std::opti
   int err = X509_STORE_CTX_get_error(vctx);
   X509_STORE_CTX_free(vctx);
   if (ok != 1)
-    return tls_error("cert: '" + config.cert + "' is not signed by the CA in '" + config.ca +
-                     "' (" + X509_verify_cert_error_string(err) + ")");
+    return tls_error("cert: '" + config.cert + "' is not signed by the CA in '" + config.ca + "' (" +
+                     X509_verify_cert_error_string(err) + ")");
   auto id = identity_of(cert);
   if (!id) return tls_error("cert: " + id.error().message);
   if (expected && id->role != *expected)
-    return tls_error("cert: '" + config.cert + "' is a " + to_string(id->role) + " certificate ('" + id->cn +
-                     "'); this process needs a " + to_string(*expected) + " certificate");
+    return tls_error("cert: '" + config.cert + "' is a certificate of role " + to_string(id->role) + " ('" + id->cn +
+                     "'); this process needs one of role " + to_string(*expected));
   return *id;
 }
 
