@@ -25,7 +25,7 @@ std::optional<std::string> setup_tls(const TlsFiles& files, TlsRole role) {
                                       : actors::PeerRole::client;
   auto status = actors::enable_tls({files.ca, files.cert, files.key}, own);
   if (!status) return status.error().message;
-  spdlog::info("tls: on, as {} (certificate {}, CA {})", actors::to_string(own), files.cert, files.ca);
+  spdlog::debug("tls: on, as {} (certificate {}, CA {})", actors::to_string(own), files.cert, files.ca);
   return std::nullopt;
 }
 
