@@ -26,7 +26,9 @@ caf::expected<gateway_actor> connect_gateway(caf::actor_system& sys, const std::
   // connect racing the server's restart) would block every retry for good.
   auto& mm = sys.middleman();
   std::function<std::string()> tls_problem;
-  auto scribe = tls_enabled() ? tls_connect(sys, host, port, tls_problem) : mm.backend().new_tcp_scribe(host, port);
+  std::function<std::optional<PeerIdentity>()> tls_peer;
+  auto scribe =
+      tls_enabled() ? tls_connect(sys, host, port, tls_problem, tls_peer) : mm.backend().new_tcp_scribe(host, port);
   if (!scribe) return std::move(scribe.error());
   auto basp = mm.named_broker<caf::io::basp_broker>(caf::atom("BASP"));
   caf::expected<gateway_actor> result = caf::make_error(caf::sec::request_timeout);
@@ -49,6 +51,7 @@ caf::expected<gateway_actor> connect_gateway(caf::actor_system& sys, const std::
   // A refused TLS handshake looks like a dropped connection to CAF: say what
   // TLS refused instead (this side's verdict, or the server's alert).
   auto at = host + ":" + std::to_string(port);
+  if (result && tls_peer) tls_peer();  // remembers the server's verified identity (server_identity_at)
   if (!result && tls_problem) {
     auto why = tls_problem();
     if (!why.empty())

@@ -85,6 +85,11 @@ struct TlsContext {
   int expect_index = -1;
   std::mutex peers_mutex;
   std::map<std::string, PeerIdentity> peers;
+  /// Servers this process reached, by "host:port".
+  std::map<std::string, PeerIdentity> servers;
+  std::string cert_pem;
+  EVP_PKEY* key = nullptr;
+  X509_STORE* ca = nullptr;
 };
 
 TlsContext* g_tls = nullptr;
@@ -512,6 +517,10 @@ core::Status enable_tls(const TlsConfig& config, PeerRole own) {
   SSL_CTX_set_cipher_list(tls->ctx, "HIGH:!aNULL:!MD5");
   tls->outcome_index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
   tls->expect_index = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, nullptr);
+  std::ifstream cert_in(config.cert);
+  tls->cert_pem.assign(std::istreambuf_iterator<char>(cert_in), std::istreambuf_iterator<char>());
+  tls->key = SSL_CTX_get0_privatekey(tls->ctx);
+  tls->ca = SSL_CTX_get_cert_store(tls->ctx);
   g_tls = tls.release();  // lives as long as the process: sessions may outlive any owner
   return core::Status::ok();
 }
@@ -519,7 +528,8 @@ core::Status enable_tls(const TlsConfig& config, PeerRole own) {
 bool tls_enabled() { return g_tls != nullptr; }
 
 caf::expected<caf::io::scribe_ptr> tls_connect(caf::actor_system& sys, const std::string& host, uint16_t port,
-                                               std::function<std::string()>& problem) {
+                                               std::function<std::string()>& problem,
+                                               std::function<std::optional<PeerIdentity>()>& peer) {
   auto fd = caf::io::network::new_tcp_connection(host, port);
   if (!fd) return std::move(fd.error());
   caf::io::network::nonblocking(*fd, true);
@@ -534,6 +544,18 @@ caf::expected<caf::io::scribe_ptr> tls_connect(caf::actor_system& sys, const std
   problem = [outcome] {
     std::lock_guard<std::mutex> guard(outcome->mutex);
     return outcome->problem;
+  };
+  peer = [outcome, at = host + ":" + std::to_string(port)] {
+    std::optional<PeerIdentity> id;
+    {
+      std::lock_guard<std::mutex> guard(outcome->mutex);
+      id = outcome->peer;
+    }
+    if (id) {
+      std::lock_guard<std::mutex> guard(g_tls->peers_mutex);
+      g_tls->servers[at] = *id;
+    }
+    return id;
   };
   auto& mpx = static_cast<default_mpx&>(sys.middleman().backend());
   return caf::io::scribe_ptr{caf::make_counted<TlsScribe>(mpx, *fd, std::move(session))};
@@ -550,6 +572,72 @@ std::map<std::string, PeerIdentity> tls_peer_identities() {
   if (!g_tls) return {};
   std::lock_guard<std::mutex> guard(g_tls->peers_mutex);
   return g_tls->peers;
+}
+
+std::string own_certificate_pem() { return g_tls ? g_tls->cert_pem : std::string(); }
+
+std::optional<PeerIdentity> own_identity() {
+  if (!g_tls) return std::nullopt;
+  return g_tls->own;
+}
+
+core::Expected<std::string> sign_with_own_key(const std::string& message) {
+  if (!g_tls) return core::make_error(core::Errc::wrong_state, "TLS is off: nothing to sign with");
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+  std::string signature;
+  size_t len = 0;
+  bool ok =
+      EVP_DigestSignInit(md, nullptr, EVP_sha256(), nullptr, g_tls->key) == 1 &&
+      EVP_DigestSign(md, nullptr, &len, reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
+  if (ok) {
+    signature.resize(len);
+    ok = EVP_DigestSign(md, reinterpret_cast<unsigned char*>(signature.data()), &len,
+                        reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
+    signature.resize(len);
+  }
+  EVP_MD_CTX_free(md);
+  if (!ok) return core::make_error(core::Errc::io_error, "cannot sign: " + ssl_errors());
+  return signature;
+}
+
+core::Expected<PeerIdentity> verify_signed(const std::string& cert_pem, const std::string& message,
+                                           const std::string& signature, PeerRole role) {
+  auto refused = [](std::string why) { return core::make_error(core::Errc::invalid_argument, std::move(why)); };
+  if (!g_tls) return core::make_error(core::Errc::wrong_state, "TLS is off: nothing to verify against");
+  if (cert_pem.size() > 64 * 1024) return refused("the certificate is larger than 64 KiB");
+  BIO* in = BIO_new_mem_buf(cert_pem.data(), static_cast<int>(cert_pem.size()));
+  std::unique_ptr<X509, X509Free> cert{PEM_read_bio_X509(in, nullptr, nullptr, nullptr)};
+  BIO_free(in);
+  ERR_clear_error();
+  if (!cert) return refused("no certificate in PEM");
+  X509_STORE_CTX* vctx = X509_STORE_CTX_new();
+  X509_STORE_CTX_init(vctx, g_tls->ca, cert.get(), nullptr);
+  int ok = X509_verify_cert(vctx);
+  int err = X509_STORE_CTX_get_error(vctx);
+  X509_STORE_CTX_free(vctx);
+  std::string cn = subject_field(cert.get(), NID_commonName);
+  if (ok != 1)
+    return refused("certificate '" + cn + "' is not from the cluster CA (" + X509_verify_cert_error_string(err) + ")");
+  auto id = identity_of(cert.get());
+  if (!id) return refused(id.error().message);
+  if (id->role != role)
+    return refused("certificate '" + cn + "' is of role " + to_string(id->role) + ", not " + to_string(role));
+  EVP_MD_CTX* md = EVP_MD_CTX_new();
+  bool good = EVP_DigestVerifyInit(md, nullptr, EVP_sha256(), nullptr, X509_get0_pubkey(cert.get())) == 1 &&
+              EVP_DigestVerify(md, reinterpret_cast<const unsigned char*>(signature.data()), signature.size(),
+                               reinterpret_cast<const unsigned char*>(message.data()), message.size()) == 1;
+  EVP_MD_CTX_free(md);
+  ERR_clear_error();
+  if (!good) return refused("the signature is not by the key of certificate '" + cn + "'");
+  return *id;
+}
+
+std::optional<PeerIdentity> server_identity_at(const std::string& host, uint16_t port) {
+  if (!g_tls) return std::nullopt;
+  std::lock_guard<std::mutex> guard(g_tls->peers_mutex);
+  auto it = g_tls->servers.find(host + ":" + std::to_string(port));
+  if (it == g_tls->servers.end()) return std::nullopt;
+  return it->second;
 }
 
 bool is_loopback_host(const std::string& host) {

@@ -70,14 +70,34 @@ bool tls_enabled();
 
 /// The TLS variants of connect_gateway's and publish_gateway's transport
 /// (see connect.hpp). Errors name what TLS refused, on which side.
+/// `problem` answers what TLS refused (empty: nothing yet); once the
+/// connection is up, `peer` answers the server's verified identity.
 caf::expected<caf::io::scribe_ptr> tls_connect(caf::actor_system& sys, const std::string& host, uint16_t port,
-                                               std::function<std::string()>& problem);
+                                               std::function<std::string()>& problem,
+                                               std::function<std::optional<PeerIdentity>()>& peer);
 caf::expected<caf::io::doorman_ptr> tls_listen(caf::actor_system& sys, uint16_t port, const char* host);
 
 /// Verified peers of this process's accepted TLS connections now open, by
 /// the peer's "address:port" (what the gateway would ask to bind a request to
 /// its certificate).
 std::map<std::string, PeerIdentity> tls_peer_identities();
+
+/// Proofs at the application level (actors/peer_proof.hpp): where a peer
+/// kind first identifies itself, it shows its certificate and signs a
+/// message naming a nonce the server chose.
+/// This process's certificate (PEM; empty without TLS).
+std::string own_certificate_pem();
+/// This process's identity from its certificate (nullopt without TLS).
+std::optional<PeerIdentity> own_identity();
+/// A signature (SHA-256) of `message` by this process's key.
+core::Expected<std::string> sign_with_own_key(const std::string& message);
+/// Checks that `cert_pem` chains to the cluster CA and names `role`, and
+/// that its key made `signature` over `message`; the signer's identity.
+core::Expected<PeerIdentity> verify_signed(const std::string& cert_pem, const std::string& message,
+                                           const std::string& signature, PeerRole role);
+/// The verified identity of the server this process last reached at
+/// host:port over TLS (nullopt: none yet, or no TLS).
+std::optional<PeerIdentity> server_identity_at(const std::string& host, uint16_t port);
 
 /// True if `host` is a loopback address or name (plain TCP is fine there).
 bool is_loopback_host(const std::string& host);
