@@ -63,6 +63,8 @@ using metrics_atom = caf::atom_constant<caf::atom("metrics")>;
 using leave_atom = caf::atom_constant<caf::atom("leave")>;
 using campaign_atom = caf::atom_constant<caf::atom("campaign")>;
 using login_atom = caf::atom_constant<caf::atom("login")>;
+using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
+using prove_atom = caf::atom_constant<caf::atom("prove")>;
 
 /// A real task's process ended (local only: from the executor to its node
 /// actor; see task_executor.hpp).
@@ -320,6 +322,13 @@ using gateway_actor = caf::typed_actor<
     /// An agent's node joins (or comes back): answers the heartbeat interval
     /// in milliseconds.
     caf::replies_to<register_atom, core::NodeSpec, node_actor>::with<uint64_t>,
+    /// With TLS (actors/peer_proof.hpp): a nonce for an agent's proof, and
+    /// this server's certificate CN.
+    caf::replies_to<challenge_atom>::with<std::string, std::string>,
+    /// With TLS: an agent's proof that it holds an agent certificate (PEM,
+    /// the message signed, the signature); answers the certificate's CN.
+    /// Registering a node then needs one that named it.
+    caf::replies_to<prove_atom, std::string, std::string, std::string>::with<std::string>,
     /// An agent's node is alive.
     caf::reacts_to<heartbeat_atom, core::NodeId>,
     /// An agent stops on purpose and leaves its node's tasks running for its

@@ -11,6 +11,10 @@
 #include <caf/io/basp_broker.hpp>
 #include <caf/io/middleman.hpp>
 #include <caf/scoped_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/tls.hpp"
+#include "messages/errors.hpp"
 
 namespace claimsched::actors {
 
@@ -21,7 +25,10 @@ caf::expected<gateway_actor> connect_gateway(caf::actor_system& sys, const std::
   // behind a pending one, so a single handshake that never completes (a
   // connect racing the server's restart) would block every retry for good.
   auto& mm = sys.middleman();
-  auto scribe = mm.backend().new_tcp_scribe(host, port);
+  std::function<std::string()> tls_problem;
+  std::function<std::optional<PeerIdentity>()> tls_peer;
+  auto scribe =
+      tls_enabled() ? tls_connect(sys, host, port, tls_problem, tls_peer) : mm.backend().new_tcp_scribe(host, port);
   if (!scribe) return std::move(scribe.error());
   auto basp = mm.named_broker<caf::io::basp_broker>(caf::atom("BASP"));
   caf::expected<gateway_actor> result = caf::make_error(caf::sec::request_timeout);
@@ -41,7 +48,40 @@ caf::expected<gateway_actor> connect_gateway(caf::actor_system& sys, const std::
             result = caf::actor_cast<gateway_actor>(std::move(ptr));
           },
           [&](caf::error& err) { result = std::move(err); });
+  // A refused TLS handshake looks like a dropped connection to CAF: say what
+  // TLS refused instead (this side's verdict, or the server's alert).
+  auto at = host + ":" + std::to_string(port);
+  if (result && tls_peer) tls_peer();  // remembers the server's verified identity (server_identity_at)
+  if (!result && tls_problem) {
+    auto why = tls_problem();
+    if (!why.empty())
+      result = messages::to_caf_error(core::make_error(core::Errc::io_error, "TLS with " + at + " failed: " + why));
+  } else if (!result && result.error() == caf::sec::disconnect_during_handshake) {
+    result = messages::to_caf_error(core::make_error(
+        core::Errc::io_error, at + " closed the connection during the handshake (a restart, or it requires TLS: "
+                                   "give this member [tls] ca, cert and key, or $CLAIMSCHED_TLS_CA/_CERT/_KEY)"));
+  }
   return result;
+}
+
+caf::expected<uint16_t> publish_gateway(caf::actor_system& sys, const gateway_actor& gateway, uint16_t port,
+                                        const std::string& host) {
+  if (!tls_enabled()) {
+    if (!is_loopback_host(host))
+      spdlog::warn(
+          "PLAIN TCP on {}:{}, a non-loopback address, without [tls]: anyone who reaches this port can act as "
+          "any agent or client. Configure [tls] ca, cert and key (deploy/tls-certs.sh makes them).",
+          host, port);
+    return sys.middleman().publish(gateway, port, host.c_str(), true);
+  }
+  // What middleman_actor::publish does, with a TLS doorman.
+  auto doorman = tls_listen(sys, port, host.empty() ? nullptr : host.c_str());
+  if (!doorman) return std::move(doorman.error());
+  auto actual = (*doorman)->port();
+  auto basp = sys.middleman().named_broker<caf::io::basp_broker>(caf::atom("BASP"));
+  caf::anon_send(basp, caf::publish_atom::value, std::move(*doorman), actual,
+                 caf::actor_cast<caf::strong_actor_ptr>(gateway), sys.message_types(gateway));
+  return actual;
 }
 
 std::optional<std::pair<std::string, uint16_t>> split_address(const std::string& address) {

@@ -421,6 +421,12 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
           return messages::to_caf_error(s.error());
         }
         if (!node) return error_of(core::Errc::invalid_argument, "node " + spec.name + ": no actor");
+        // With TLS, a remote node needs an agent's proof (actors/peer_proof.hpp).
+        if (tls_enabled() && node->node() != self->node())
+          if (auto ok = st.proofs.admit(spec.name, caf::to_string(node.address()), now(self)); !ok) {
+            spdlog::warn("gateway: refusing node {}: {}", spec.name, ok.error().message);
+            return messages::to_caf_error(ok.error());
+          }
         if (auto it = st.nodes.find(spec.id); it != st.nodes.end() && it->second.handle &&
                                               it->second.handle != node && it->second.connected && !it->second.down &&
                                               now(self) - it->second.last_heartbeat < 2 * st.config.heartbeat_interval) {
@@ -458,6 +464,21 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         spdlog::info("gateway: node {} stops and leaves its tasks running; down if not back within {} s",
                      it->second.name,
                      std::chrono::duration_cast<std::chrono::seconds>(st.config.agent_restart_grace).count());
+      },
+      [=](challenge_atom) -> caf::result<std::string, std::string> {
+        auto own = own_identity();
+        if (!own) return error_of(core::Errc::wrong_state, "TLS is off here: nothing to prove");
+        return {self->state.proofs.challenge(now(self)), own->cn};
+      },
+      [=](prove_atom, const std::string& cert, const std::string& message,
+          const std::string& signature) -> caf::result<std::string> {
+        auto id = self->state.proofs.prove(cert, message, signature, now(self));
+        if (!id) {
+          spdlog::warn("gateway: refusing an agent's proof: {}", id.error().message);
+          return messages::to_caf_error(id.error());
+        }
+        spdlog::info("gateway: agent '{}' proved its certificate for its nodes", id->cn);
+        return id->cn;
       },
       [=](heartbeat_atom, core::NodeId id) {
         auto& st = self->state;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actors/actors.hpp"
+#include "actors/peer_proof.hpp"
 
 namespace claimsched::actors {
 
@@ -56,6 +57,9 @@ struct GatewayConfig {
 
 struct gateway_state {
   explicit gateway_state(caf::local_actor*) {}
+
+  /// With TLS: agents' proofs at registration (actors/peer_proof.hpp).
+  RegistrationProofs proofs;
 
   struct Node {
     std::string name;

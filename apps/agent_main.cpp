@@ -16,6 +16,7 @@
 
 #include "actors/clock.hpp"
 #include "actors/connect.hpp"
+#include "actors/peer_proof.hpp"
 #include "actors/node_actor.hpp"
 #include "actors/node_persistence.hpp"
 #include "actors/process_executor.hpp"
@@ -24,6 +25,7 @@
 #include "agent/task_output.hpp"
 #include "core/duration.hpp"
 #include "apps/cluster_config.hpp"
+#include "apps/tls_setup.hpp"
 #include "apps/http_endpoint.hpp"
 #include "apps/signals.hpp"
 #include "core/metrics_text.hpp"
@@ -119,6 +121,46 @@ struct Uplink {
     }
   }
 
+  /// With TLS: proves to `gw` that this agent holds an agent certificate,
+  /// for its nodes (actors/peer_proof.hpp); false if that failed (logged).
+  bool prove_nodes(caf::blocking_actor& self, const actors::gateway_actor& gw, const std::string& server) {
+    auto refused = [&](const std::string& why) {
+      spdlog::error("claimsched agent {}: cannot prove this agent's certificate to the server at {}: {}", name,
+                    server, why);
+      return false;
+    };
+    auto hp = actors::split_address(server);
+    auto verified = hp ? actors::server_identity_at(hp->first, hp->second) : std::nullopt;
+    if (!verified) return refused("its TLS identity is unknown");
+    std::string nonce, cn, failure;
+    bool answered = false;
+    self.send(gw, actors::challenge_atom::value);
+    self.receive(
+        [&](std::string& n, std::string& c) {
+          nonce = std::move(n);
+          cn = std::move(c);
+          answered = true;
+        },
+        [&](caf::error& err) { failure = messages::from_caf_error(err, &sys).message; },
+        caf::after(kRegisterTimeout) >> [&] { failure = "no challenge came"; });
+    if (!answered) return refused(failure);
+    // Sign only for the server our own handshake verified: a proof is never
+    // handed to anyone else to replay.
+    if (cn != verified->cn)
+      return refused("it names itself '" + cn + "' but its certificate says '" + verified->cn + "'");
+    std::vector<std::pair<std::string, std::string>> named;
+    for (size_t i = 0; i < nodes.size(); ++i) named.emplace_back(caf::to_string(nodes[i].address()), specs[i].name);
+    auto message = actors::registration_message(nonce, cn, named);
+    auto signature = actors::sign_with_own_key(message);
+    if (!signature) return refused(signature.error().message);
+    answered = false;
+    self.send(gw, actors::prove_atom::value, actors::own_certificate_pem(), message, *signature);
+    self.receive([&](std::string&) { answered = true; },
+                 [&](caf::error& err) { failure = messages::from_caf_error(err, &sys).message; },
+                 caf::after(kRegisterTimeout) >> [&] { failure = "no answer to the proof"; });
+    return answered || refused(failure);
+  }
+
   /// Registers every node with `gw`; false when one was refused or its
   /// answer did not come. A refusal that a retry cannot mend (a bad spec, a
   /// name another connected agent holds) stops the agent with exit code 1.
@@ -128,6 +170,7 @@ struct Uplink {
     bool drained = false;
     while (!drained)
       self.receive([](uint64_t) {}, [](caf::error&) {}, caf::after(std::chrono::seconds(0)) >> [&] { drained = true; });
+    if (actors::tls_enabled() && !prove_nodes(self, gw, server)) return false;
     for (size_t i = 0; i < nodes.size(); ++i) {
       // A plain send, not a request with a timeout: CAF 0.17 keeps such a
       // timeout pending after the answer, and it held this actor alive past
@@ -249,6 +292,9 @@ int run_agent(const AgentOptions& opt) {
   std::error_code ec;
   std::filesystem::create_directories(a.state_dir, ec);
   if (ec) return fail(2, "cannot create the state directory " + a.state_dir + ": " + ec.message());
+
+  if (auto bad = setup_tls(resolve_tls_files(config.tls, {opt.tls_ca, opt.tls_cert, opt.tls_key}), TlsRole::agent))
+    return fail(2, *bad);
 
   caf::actor_system_config cfg;
   actors::LinkOptions link;

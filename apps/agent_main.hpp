@@ -38,6 +38,8 @@ struct AgentOptions {
   std::string keep_outputs;
   /// Serve GET /metrics on HOST:PORT (empty: no HTTP).
   std::string http;
+  /// Override [tls] ca, cert and key (each on its own).
+  std::string tls_ca, tls_cert, tls_key;
 };
 
 int run_agent(const AgentOptions& options);

@@ -9,6 +9,7 @@
 #include "actors/connect.hpp"
 #include "actors/gateway_actor.hpp"
 #include "actors/registration.hpp"
+#include "apps/tls_setup.hpp"
 
 namespace claimsched::apps {
 
@@ -135,6 +136,9 @@ ClientSession::~ClientSession() = default;
 
 ClientResult<std::unique_ptr<ClientSession>> ClientSession::connect(const std::string& addresses,
                                                                    core::Duration timeout, const std::string& token) {
+  // A client has no config file: its TLS files come from
+  // $CLAIMSCHED_TLS_CA/_CERT/_KEY (apps/tls_setup.hpp).
+  if (auto bad = setup_tls(resolve_tls_files({}, {}), TlsRole::client)) return ClientError{2, *bad};
   auto impl = std::make_unique<Impl>(client_config());
   impl->token = token;
   std::stringstream items(addresses);

@@ -37,6 +37,7 @@ constexpr std::string_view kTopKeys[] = {"cluster_id",
                                          "agent",
                                          "ha",
                                          "auth",
+                                         "tls",
                                          "default_class"};
 
 constexpr std::string_view kScorers[] = {"fill_first", "spread"};
@@ -109,6 +110,7 @@ class ConfigReader {
     agent();
     ha();
     auth();
+    tls();
   }
 
  private:
@@ -148,6 +150,22 @@ class ConfigReader {
       r_.problem(*t->get("host"), "listen.host", "must not be empty (0.0.0.0: every interface)");
     int64_t port = c_.listen.port;
     if (r_.integer(*t, "port", "listen", port, 0, 65535)) c_.listen.port = static_cast<uint16_t>(port);
+  }
+
+  /// [tls]: the files are checked when a process starts (they may live only
+  /// on the machines that use them); here only that all three are given.
+  void tls() {
+    const toml::table* t = r_.table(root_, "tls", "");
+    if (!t) return;
+    r_.keys(*t, "tls", {"ca", "cert", "key"});
+    r_.string(*t, "ca", "tls", c_.tls.ca);
+    r_.string(*t, "cert", "tls", c_.tls.cert);
+    r_.string(*t, "key", "tls", c_.tls.key);
+    const std::pair<const char*, const std::string*> files[] = {
+        {"ca", &c_.tls.ca}, {"cert", &c_.tls.cert}, {"key", &c_.tls.key}};
+    for (const auto& [name, value] : files)
+      if (value->empty())
+        r_.problem(*t, std::string("tls.") + name, "missing: [tls] needs ca, cert and key (PEM files)");
   }
 
   void http() {

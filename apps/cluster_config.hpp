@@ -46,6 +46,20 @@ struct HttpConfig {
   uint16_t port = 0;
 };
 
+/// [tls]: mutual TLS between members (actors/tls.hpp): PEM files, paths as
+/// given (relative ones from the process's working directory). Absent: plain
+/// TCP.
+struct TlsFiles {
+  /// The cluster CA's certificate.
+  std::string ca;
+  /// This member's certificate (its subject's OU names its role: server,
+  /// agent or client) and its private key.
+  std::string cert;
+  std::string key;
+
+  bool enabled() const { return !ca.empty() || !cert.empty() || !key.empty(); }
+};
+
 struct StorageConfig {
   /// Root of all state: one directory per partition under it.
   std::string data_dir = "/var/lib/claimsched";
@@ -156,6 +170,7 @@ struct ClusterConfig {
   std::vector<std::string> resources;
   ListenConfig listen;
   HttpConfig http;
+  TlsFiles tls;
   StorageConfig storage;
   TimeoutsConfig timeouts;
   /// Which partition owns which leaf pools.

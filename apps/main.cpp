@@ -113,6 +113,9 @@ int main(int argc, char** argv) {
   srv->add_option("--http", server.http,
                   "Serve /metrics, the JSON API (/api/v1/) and the dashboard (/) on HOST:PORT (overrides [http] "
                   "listen; port 0: any)");
+  srv->add_option("--tls-ca", server.tls_ca, "Override [tls] ca: the cluster CA's certificate (PEM)");
+  srv->add_option("--tls-cert", server.tls_cert, "Override [tls] cert: this server's certificate (PEM, OU=server)");
+  srv->add_option("--tls-key", server.tls_key, "Override [tls] key: its private key (PEM)");
 
   claimsched::apps::AgentOptions agent;
   auto* agt = app.add_subcommand("agent", "Host this machine's node (or --simulate N) and run its tasks");
@@ -129,6 +132,9 @@ int main(int argc, char** argv) {
                   "On SIGTERM: leave running tasks for the next start to adopt (leave, the default) or wait for "
                   "them to end (wait)");
   agt->add_option("--http", agent.http, "Serve GET /metrics on HOST:PORT (port 0: any free one, printed)");
+  agt->add_option("--tls-ca", agent.tls_ca, "Override [tls] ca: the cluster CA's certificate (PEM)");
+  agt->add_option("--tls-cert", agent.tls_cert, "Override [tls] cert: this agent's certificate (PEM, OU=agent)");
+  agt->add_option("--tls-key", agent.tls_key, "Override [tls] key: its private key (PEM)");
   agt->add_option("--keep-outputs", agent.keep_outputs, "Keep task outputs this long after their job ends here (default 7d)");
 
   claimsched::apps::ReplayOptions replay;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "actors/campaign_actor.hpp"
+#include "actors/connect.hpp"
 #include "actors/gateway_actor.hpp"
 #include "actors/member.hpp"
 #include "actors/partition.hpp"
@@ -20,6 +21,7 @@
 #include "apps/server_http.hpp"
 #include "apps/partition_setup.hpp"
 #include "apps/signals.hpp"
+#include "apps/tls_setup.hpp"
 #include "agent/machine.hpp"
 
 namespace claimsched::apps {
@@ -42,7 +44,7 @@ core::Expected<std::pair<actors::gateway_actor, uint16_t>> serve_gateway(caf::ac
   auto gateway = actors::spawn_gateway(sys, std::move(gc));
   if (!gateway) return gateway.error();
   auto door = front_door(sys, *gateway, auth, ha);
-  auto port = sys.middleman().publish(door, config.listen.port, config.listen.host.c_str(), true);
+  auto port = actors::publish_gateway(sys, door, config.listen.port, config.listen.host);
   if (!port) {
     caf::anon_send_exit(*gateway, caf::exit_reason::user_shutdown);
     return core::make_error(core::Errc::io_error, "cannot listen on " + config.listen.host + ":" +
@@ -206,6 +208,11 @@ int run_server(const ServerOptions& opt) {
   }
   if (!config.ha && (!opt.name.empty() || !opt.etcd.empty())) {
     std::fprintf(stderr, "claimsched server: --name and --etcd need an [ha] section in %s\n", opt.config.c_str());
+    return 2;
+  }
+
+  if (auto bad = setup_tls(resolve_tls_files(config.tls, {opt.tls_ca, opt.tls_cert, opt.tls_key}), TlsRole::server)) {
+    std::fprintf(stderr, "claimsched server: %s\n", bad->c_str());
     return 2;
   }
 

@@ -23,6 +23,8 @@ struct ServerOptions {
   std::string etcd;
   /// Overrides [http] listen (HOST:PORT; port 0: a free one, printed).
   std::string http;
+  /// Override [tls] ca, cert and key (each on its own).
+  std::string tls_ca, tls_cert, tls_key;
 };
 
 int run_server(const ServerOptions& options);

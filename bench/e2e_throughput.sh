@@ -17,7 +17,14 @@
 # the measured jobs, per job: the server's, the agents' (summed), and what the
 # agents' children used (each task's keeper and the task itself).
 #
-#   bench/e2e_throughput.sh [--jobs N] [--layouts "1x32 4x8"] [--warmup N] [--rate R]
+#   bench/e2e_throughput.sh [--jobs N] [--layouts "1x32 4x8"] [--warmup N] [--rate R] [--tls]
+#
+# --tls runs each layout twice, with plain TCP and then with mutual TLS
+# between every member (local-cluster.sh start --tls), and prints after the
+# two lines (each with "tls": false/true) one more per layout:
+#   {"agents":4,"slots":16,"complete_per_sec_plain":...,"complete_per_sec_tls":...,
+#    "submit_per_sec_plain":...,"submit_per_sec_tls":...,"tls_ratio":...}
+# tls_ratio is complete_per_sec with TLS over without.
 #
 # --rate R offers R jobs per second (open loop) instead of submitting as fast
 # as jobs are acknowledged: placement_p50/p99 are then submit -> running at
@@ -51,12 +58,14 @@ jobs=20000
 warmup=200
 layouts="1x32 4x8"
 rate=()
+tls_modes=(plain)
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --jobs) jobs="$2"; shift 2 ;;
     --layouts) layouts="$2"; shift 2 ;;
     --warmup) warmup="$2"; shift 2 ;;
     --rate) rate=(--rate "$2"); shift 2 ;;
+    --tls) tls_modes=(plain tls); shift ;;
     *) echo "e2e_throughput: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -64,10 +73,19 @@ done
 for layout in $layouts; do
   agents="${layout%x*}"
   slots="${layout#*x}"
+  lines=()
+  for mode in "${tls_modes[@]}"; do
   dir="$(mktemp -d /tmp/claimsched-e2e-XXXXXX)"
   export CLAIMSCHED_LOCAL_DIR="$dir"
   trap '"$here/deploy/local-cluster.sh" stop >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-  "$here/deploy/local-cluster.sh" start --agents "$agents" --slots "$slots" >/dev/null
+  start_flags=()
+  unset CLAIMSCHED_TLS_CA CLAIMSCHED_TLS_CERT CLAIMSCHED_TLS_KEY
+  if [[ "$mode" == tls ]]; then start_flags=(--tls); fi
+  "$here/deploy/local-cluster.sh" start --agents "$agents" --slots "$slots" "${start_flags[@]}" >/dev/null
+  if [[ "$mode" == tls ]]; then
+    export CLAIMSCHED_TLS_CA="$dir/tls/ca.pem" CLAIMSCHED_TLS_CERT="$dir/tls/client.pem" \
+      CLAIMSCHED_TLS_KEY="$dir/tls/client.key"
+  fi
   server="$(cat "$dir/address")"
   # Warm up (first connections, RocksDB's first files), then measure.
   "$submit" --server "$server" --jobs "$warmup" -- /bin/true >/dev/null
@@ -78,17 +96,20 @@ for layout in $layouts; do
   read -r server_after _ <<<"$(cpu_ticks "$dir/server.pid")"
   read -r agents_after children_after <<<"$(cpu_ticks "$dir"/agent-*.pid)"
   ceiling_after="$("$ceiling")"
-  python3 - "$agents" "$slots" "$jobs" "$ticks_per_sec" "$result" "$ceiling_before" "$ceiling_after" \
+  line="$(python3 - "$agents" "$slots" "$jobs" "$ticks_per_sec" "$result" "$ceiling_before" "$ceiling_after" \
     "$((server_after - server_before))" "$((agents_after - agents_before))" \
-    "$((children_after - children_before))" <<'PY'
+    "$((children_after - children_before))" "$mode" "${#tls_modes[@]}" <<'PY'
 import json, sys
 agents, slots, jobs, hz = (int(x) for x in sys.argv[1:5])
+mode, modes = sys.argv[11], int(sys.argv[12])
 result = json.loads(sys.argv[5])
 ceilings = [json.loads(sys.argv[6])["spawn_ceiling_per_sec"], json.loads(sys.argv[7])["spawn_ceiling_per_sec"]]
 server, agent, children = (int(x) for x in sys.argv[8:11])
 ceiling = sum(ceilings) / 2
 us_per_job = lambda ticks: round(ticks * 1e6 / hz / jobs, 1)
 out = {"agents": agents, "slots": slots}
+if modes > 1:
+    out["tls"] = mode == "tls"
 out.update(result)
 out.update({"spawn_ceiling_per_sec": round(ceiling, 1),
             "spawn_ceiling_before_after": ceilings,
@@ -98,7 +119,22 @@ out.update({"spawn_ceiling_per_sec": round(ceiling, 1),
             "agent_children_cpu_us_per_job": us_per_job(children)})
 print(json.dumps(out))
 PY
+)"
+  echo "$line"
+  lines+=("$line")
   "$here/deploy/local-cluster.sh" stop >/dev/null
   rm -rf "$dir"
   trap - EXIT
+  done
+  if [[ "${#tls_modes[@]}" -gt 1 ]]; then
+    python3 - "${lines[@]}" <<'PY'
+import json, sys
+plain, tls = (json.loads(x) for x in sys.argv[1:3])
+print(json.dumps({"agents": plain["agents"], "slots": plain["slots"],
+                  "complete_per_sec_plain": plain["complete_per_sec"], "complete_per_sec_tls": tls["complete_per_sec"],
+                  "submit_per_sec_plain": plain["submit_per_sec"], "submit_per_sec_tls": tls["submit_per_sec"],
+                  "tls_ratio": round(tls["complete_per_sec"] / plain["complete_per_sec"], 3)
+                  if plain["complete_per_sec"] else None}))
+PY
+  fi
 done

@@ -3,7 +3,7 @@
 # each a separate process with its state and log under one directory.
 #
 #   deploy/local-cluster.sh start [--agents N] [--slots S] [--dir DIR] [--port P] [--config FILE]
-#                                 [--members M] [--http]
+#                                 [--members M] [--http] [--tls]
 #   deploy/local-cluster.sh status
 #   deploy/local-cluster.sh stop
 #
@@ -17,6 +17,11 @@
 # its JSON API under /api/v1/ too; written to DIR/http_address (a
 # member's to DIR/member-I.http_address, member-1's also to
 # DIR/http_address; agent I's to DIR/agent-I.http_address).
+#
+# --tls: mutual TLS between every member (deploy/tls-certs.sh makes a CA and
+# the certificates under DIR/tls, kept across restarts): the server(s) with
+# DIR/tls/server.pem, agent I with DIR/tls/agent-I.pem. start then prints the
+# CLAIMSCHED_TLS_CA/_CERT/_KEY exports the client needs (DIR/tls/client.pem).
 #
 # start prints the address; point the client at it with
 #   export CLAIMSCHED_SERVER=127.0.0.1:PORT
@@ -50,6 +55,7 @@ port=0
 config=""
 members=0
 http=0
+tls=0
 
 die() { echo "local-cluster: $*" >&2; exit 1; }
 
@@ -65,6 +71,7 @@ while [[ $# -gt 0 ]]; do
     --config) config="$2"; shift 2 ;;
     --members) members="$2"; shift 2 ;;
     --http) http=1; shift ;;
+    --tls) tls=1; shift ;;
     *) die "unknown option $1" ;;
   esac
 done
@@ -74,6 +81,18 @@ done
 [[ "$members" =~ ^[0-9]+$ && "$members" -le 9 ]] || die "--members must be 0-9, got '$members'"
 
 alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+# --tls: the flags for member NAME (server, agent-I), and the client's
+# environment for this script's own client calls.
+tls_args() {
+  if [[ "$tls" == 1 ]]; then echo "--tls-ca $dir/tls/ca.pem --tls-cert $dir/tls/$1.pem --tls-key $dir/tls/$1.key"; fi
+}
+client_env() {
+  if [[ "$tls" == 1 ]]; then
+    export CLAIMSCHED_TLS_CA="$dir/tls/ca.pem" CLAIMSCHED_TLS_CERT="$dir/tls/client.pem" \
+      CLAIMSCHED_TLS_KEY="$dir/tls/client.key"
+  fi
+}
 
 # --http: the server flag, and where a server's log says it listens for HTTP.
 http_args() { if [[ "$http" == 1 ]]; then echo "--http 127.0.0.1:0"; fi; }
@@ -125,7 +144,8 @@ start_members() {
     local from=$(($(stat -c %s "$dir/member-$i.log" 2>/dev/null || echo 0) + 1))
     # shellcheck disable=SC2046
     nohup "$bin" --log-level "$log_level" server --config "$config" --name "member-$i" --port "$p" \
-      --data-dir "$dir/member-$i" --etcd "http://127.0.0.1:$client" $(http_args) >>"$dir/member-$i.log" 2>&1 &
+      --data-dir "$dir/member-$i" --etcd "http://127.0.0.1:$client" $(http_args) $(tls_args server) \
+      >>"$dir/member-$i.log" 2>&1 &
     echo $! >"$dir/member-$i.pid"
     address="${address:+$address,}127.0.0.1:$p"
     record_http_address "$dir/member-$i.log" "$from" "$dir/member-$i.http_address"
@@ -172,6 +192,10 @@ EOF
     agent_config=(--config "$config")
   fi
   "$bin" config check "$config" >/dev/null || die "$config has problems (see above)"
+  if [[ "$tls" == 1 ]]; then
+    "$here/deploy/tls-certs.sh" local "$dir/tls" "$agents" || die "cannot make the TLS certificates in $dir/tls"
+    client_env
+  fi
   # A start that fails half way ends what it started: no stray server keeps
   # the port (or a core) busy.
   trap 'echo "local-cluster: start failed; stopping what was started" >&2; stop >/dev/null' EXIT
@@ -184,6 +208,8 @@ EOF
     # it; a first one picks a free port unless --port says otherwise.
     local args=(server --config "$config" --data-dir "$dir/server")
     if [[ "$http" == 1 ]]; then args+=(--http 127.0.0.1:0); fi
+    # shellcheck disable=SC2207
+    if [[ "$tls" == 1 ]]; then args+=($(tls_args server)); fi
     if [[ "$port" == 0 && -f "$dir/address" ]]; then
       local previous
       previous="$(cat "$dir/address")"
@@ -220,7 +246,7 @@ EOF
     echo "--- local-cluster start $(date -u +%FT%T.%3NZ)" >>"$dir/agent-$i.log"
     # shellcheck disable=SC2046
     nohup "$bin" --log-level "$log_level" agent "${agent_config[@]}" --server "$address" --name "local-$i" \
-      --resources "cpu=$slots,memory=${slots}Gi" --state-dir "$dir/agent-$i" $(http_args) \
+      --resources "cpu=$slots,memory=${slots}Gi" --state-dir "$dir/agent-$i" $(http_args) $(tls_args "agent-$i") \
       >>"$dir/agent-$i.log" 2>&1 &
     echo $! >"$dir/agent-$i.pid"
     started+=("$i")
@@ -246,6 +272,9 @@ EOF
         echo "dashboard: http://$(cat "$dir/http_address")/ (JSON API: http://$(cat "$dir/http_address")/api/v1)"
       fi
       echo "export CLAIMSCHED_SERVER=$address"
+      if [[ "$tls" == 1 ]]; then
+        echo "export CLAIMSCHED_TLS_CA=$dir/tls/ca.pem CLAIMSCHED_TLS_CERT=$dir/tls/client.pem CLAIMSCHED_TLS_KEY=$dir/tls/client.key"
+      fi
       return 0
     fi
     sleep 0.1
@@ -257,6 +286,8 @@ EOF
 }
 
 status() {
+  # A TLS cluster (certificates left by start --tls): the client needs them.
+  if [[ -f "$dir/tls/client.pem" ]]; then tls=1; client_env; fi
   local any=0
   for pidfile in "$dir"/server.pid "$dir"/member-*.pid "$dir"/etcd.pid "$dir"/agent-*.pid; do
     [[ -f "$pidfile" ]] || continue

@@ -254,6 +254,9 @@ std::vector<Case> cases() {
       {"agent server", "[agent]\nserver = \"10.0.0.1\"\n", 2, "agent.server", "expected host:port"},
       {"agent server port", "[agent]\nserver = \"h:99999\"\n", 2, "agent.server", "in [1, 65535]"},
       {"agent max_starting", "[agent]\nmax_starting = 1.5\n", 2, "agent.max_starting", "expected an integer"},
+      {"tls without a key", "[tls]\nca = \"ca.pem\"\ncert = \"s.pem\"\n", 1, "tls.key", "needs ca, cert and key"},
+      {"tls unknown key", "[tls]\nca = \"a\"\ncert = \"b\"\nkey = \"c\"\ncafile = \"d\"\n", 5, "tls.cafile",
+       "unknown"},
   };
 }
 
@@ -290,6 +293,7 @@ TEST(ClusterConfig, ValidVariantsPass) {
   for (std::string text : {
            "[agent]\nserver = \"[::1]:7070\"\n",
            "[listen]\nport = 0\n",
+           "[tls]\nca = \"ca.pem\"\ncert = \"server.pem\"\nkey = \"server.key\"\n",
            "[storage]\nsync = \"always\"\n",
            "[[pools]]\nname = \"a\"\n[[pools]]\nname = \"b\"\n[[partitions]]\nid = 7\npools = [\"b\", "
            "\"a\"]\n",

@@ -1,6 +1,6 @@
 // deploy/local-cluster.sh as an operator uses it: stop and start with work
 // running across them, a server that died alone, a cluster config of one's
-// own, and an agent that cannot start.
+// own, an agent that cannot start, and --tls.
 
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -145,6 +145,22 @@ TEST_F(LocalClusterScript, AConfigsAgentSectionAppliesAndAnAgentThatCannotStartS
   EXPECT_NE(r.out.find("cannot create the state directory"), std::string::npos) << r.out;
   EXPECT_LT(std::chrono::steady_clock::now() - started, 8s) << "not the 10 s wait for nodes";
   fs::remove(dir_ + "/agent-2");
+}
+
+TEST_F(LocalClusterScript, StartWithTlsRunsEveryLinkOverTlsAndPrintsTheClientsCertificates) {
+  auto r = script("start --tls --agents 1 --slots 1");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  ASSERT_NE(r.out.find("export CLAIMSCHED_TLS_CA=" + dir_ + "/tls/ca.pem"), std::string::npos) << r.out;
+  // Without the certificates the client is refused; with the printed ones it
+  // runs a job; status finds them by itself.
+  EXPECT_EQ(client("nodes").exit_code, 3);
+  const std::string env = "CLAIMSCHED_TLS_CA=" + dir_ + "/tls/ca.pem CLAIMSCHED_TLS_CERT=" + dir_ +
+                          "/tls/client.pem CLAIMSCHED_TLS_KEY=" + dir_ + "/tls/client.key ";
+  auto submitted = run_command(env + CLAIMSCHED_BINARY + " submit --json --wait --server " + address() +
+                               " -- /bin/echo tls 2>&1");
+  EXPECT_EQ(submitted.exit_code, 0) << submitted.out;
+  EXPECT_NE(read(dir_ + "/agent-1.log").find("registered with"), std::string::npos);
+  EXPECT_NE(script("status").out.find("local-1"), std::string::npos);
 }
 
 }  // namespace
