@@ -211,6 +211,10 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
       [=](register_atom a, core::NodeSpec& spec, node_actor node) {
         return self->delegate(self->state.gateway, a, std::move(spec), std::move(node));
       },
+      [=](challenge_atom a) { return self->delegate(self->state.gateway, a); },
+      [=](prove_atom a, std::string& pem, std::string& message, std::string& signature) {
+        return self->delegate(self->state.gateway, a, std::move(pem), std::move(message), std::move(signature));
+      },
       [=](heartbeat_atom a, core::NodeId id) { self->send(self->state.gateway, a, id); },
       [=](leave_atom a, core::NodeId id) { self->send(self->state.gateway, a, id); },
       [=](login_atom, const std::string& token) -> caf::result<caf::actor, std::string> {
