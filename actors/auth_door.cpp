@@ -182,20 +182,24 @@ caf::result<std::string> campaign_request(self_ptr self, std::string verb, std::
 core::Status admit_login(self_ptr self, const std::string& client) {
   auto& st = self->state;
   auto t = now(self);
-  if (t - st.window_start >= st.config.failed_login_window) {
-    st.window_start = t;
-    st.failed_logins.clear();
-  }
+  auto window = st.config.failed_login_window;
+  // Closed windows are forgotten: lazily for this client, all at once when
+  // many clients have failed (the map stays bounded by recent failures).
+  if (st.failed_logins.size() > 4096)
+    std::erase_if(st.failed_logins, [&](const auto& kv) { return t - kv.second.since >= window; });
+  if (auto f = st.failed_logins.find(client); f != st.failed_logins.end() && t - f->second.since >= window)
+    st.failed_logins.erase(f);
   auto refused = [&](core::Errc code, std::string why) {
     ++st.refused_logins;
     spdlog::warn("auth: login refused ({} refused so far): {}", st.refused_logins, why);
     return core::Status(core::make_error(code, std::move(why)));
   };
-  if (auto f = st.failed_logins.find(client); f != st.failed_logins.end() && f->second >= st.config.max_failed_logins)
-    return refused(core::Errc::unavailable,
-                   std::to_string(f->second) + " failed logins from this client in the last " +
-                       core::format_duration(st.config.failed_login_window) + ": its logins are paused for " +
-                       core::format_duration(st.window_start + st.config.failed_login_window - t));
+  if (auto f = st.failed_logins.find(client);
+      f != st.failed_logins.end() && f->second.count >= st.config.max_failed_logins)
+    return refused(core::Errc::unavailable, std::to_string(f->second.count) +
+                                                " failed logins from this client within " +
+                                                core::format_duration(window) + ": its logins are paused for " +
+                                                core::format_duration(f->second.since + window - t));
   if (auto n = st.sessions_of_client.find(client);
       n != st.sessions_of_client.end() && n->second >= st.config.max_sessions_per_client)
     return refused(core::Errc::capacity_exceeded,
@@ -265,7 +269,8 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
         if (auto s = admit_login(self, client_key); !s) return refuse(self, Action::login, "the cluster", s.error());
         auto who = core::auth::resolve(*self->state.config.tokens, core::auth::Credentials{token, ""});
         if (!who) {
-          ++self->state.failed_logins[client_key];
+          auto& f = self->state.failed_logins[client_key];
+          if (f.count++ == 0) f.since = now(self);
           return refuse(self, Action::login, "the cluster", who.error());
         }
         auto bound = std::make_shared<AuthSession>(AuthSession{*who, client});

@@ -56,8 +56,13 @@ struct auth_door_state {
   size_t sessions = 0;
   std::unordered_map<std::string, size_t> sessions_of_client;
   std::unordered_map<caf::actor_addr, std::string> client_of_session;
-  std::unordered_map<std::string, size_t> failed_logins;  // in the current window
-  core::TimePoint window_start{0};
+  /// A client's failed logins in its window, which opens at its first
+  /// failure after the last window closed.
+  struct Failures {
+    size_t count = 0;
+    core::TimePoint since{0};
+  };
+  std::unordered_map<std::string, Failures> failed_logins;
   uint64_t refused_logins = 0;  // throttled or over a session cap, ever
 
   static inline const char* name = "auth-door";
