@@ -101,6 +101,20 @@ long rss_kib(pid_t pid) {
   return -1;
 }
 
+/// A process's soft and hard limits on open files (/proc/PID/limits).
+std::pair<uint64_t, uint64_t> open_file_limits(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/limits");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("Max open files", 0) != 0) continue;
+    std::stringstream words(line.substr(14));
+    std::string soft, hard;
+    words >> soft >> hard;
+    auto value = [](const std::string& w) { return w == "unlimited" ? UINT64_MAX : std::stoull(w); };
+    return {value(soft), value(hard)};
+  }
+  return {0, 0};
+}
+
 // -- CAF ----------------------------------------------------------------------
 
 /// An in-process CAF client of the server's gateway, sending what the real
@@ -265,7 +279,11 @@ TEST_F(HostileTest, RawFramesAndAConnectionFloodAreDroppedWhileOthersAreServed) 
     ::close(fd);
   }
 
-  // The flood: 400 connections, each holding half a header, open while the
+  // The flood: the server raised its limit on open files (a descriptor per
+  // connection) as far as allowed, up to 65536.
+  auto [soft, hard] = open_file_limits(server);
+  EXPECT_EQ(soft, std::min<uint64_t>(hard, 65536));
+  // 400 connections, each holding half a header, open while the
   // well-behaved client works.
   std::vector<int> flood;
   for (int i = 0; i < 400; ++i) {
