@@ -7,6 +7,16 @@
 // node under a live node's name, and guesses tokens. Each gets an error or a
 // dropped connection; meanwhile a well-behaved client submits and completes
 // jobs, no acknowledged job is lost, and the server's memory comes back.
+//
+// Not covered, because CAF 0.17.6's BASP layer (below our code) allows it
+// and only [tls] (issue 19, item 1) keeps strangers away from it: a header
+// may announce a payload of up to 4 GiB, which the server allocates and
+// zero-fills before reading a byte of it (a 32-byte header announcing
+// 256 MiB raised a Release server's RSS from 32 to 294 MB until the
+// connection was dropped); a connection that never completes its handshake
+// is never timed out; a routed_message is forwarded to any node the server
+// is connected to, agents included, so claims with forged epochs could reach
+// an agent's node actor without passing the gateway.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
