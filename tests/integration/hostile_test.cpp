@@ -14,8 +14,8 @@
 // zero-fills before reading a byte of it (a 32-byte header announcing
 // 256 MiB raised a Release server's RSS from 32 to 294 MB until the
 // connection was dropped); a connection that never completes its handshake
-// is never timed out; a routed_message is forwarded to any node the server
-// is connected to, agents included, so claims with forged epochs could reach
+// is not timed out (idle 8 s, still open); a routed_message is forwarded to
+// any node the server is connected to, agents included (basp/instance.cpp), so claims with forged epochs could reach
 // an agent's node actor without passing the gateway.
 
 #include <arpa/inet.h>
