@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/clock.hpp"
+#include "core/duration.hpp"
 
 namespace claimsched::actors {
 
@@ -175,6 +176,42 @@ caf::result<std::string> campaign_request(self_ptr self, std::string verb, std::
   return promise;
 }
 
+/// Whether the door takes another login from `client` now: failed logins
+/// are bounded per client and window, live sessions per client and in all.
+/// A refusal is counted and logged here (and audited by the caller).
+core::Status admit_login(self_ptr self, const std::string& client) {
+  auto& st = self->state;
+  auto t = now(self);
+  auto window = st.config.failed_login_window;
+  // Closed windows are forgotten: lazily for this client, all at once when
+  // many clients have failed (the map stays bounded by recent failures).
+  if (st.failed_logins.size() > 4096)
+    std::erase_if(st.failed_logins, [&](const auto& kv) { return t - kv.second.since >= window; });
+  if (auto f = st.failed_logins.find(client); f != st.failed_logins.end() && t - f->second.since >= window)
+    st.failed_logins.erase(f);
+  auto refused = [&](core::Errc code, std::string why) {
+    ++st.refused_logins;
+    spdlog::warn("auth: login refused ({} refused so far): {}", st.refused_logins, why);
+    return core::Status(core::make_error(code, std::move(why)));
+  };
+  if (auto f = st.failed_logins.find(client);
+      f != st.failed_logins.end() && f->second.count >= st.config.max_failed_logins)
+    return refused(core::Errc::unavailable, std::to_string(f->second.count) +
+                                                " failed logins from this client within " +
+                                                core::format_duration(window) + ": its logins are paused for " +
+                                                core::format_duration(f->second.since + window - t));
+  if (auto n = st.sessions_of_client.find(client);
+      n != st.sessions_of_client.end() && n->second >= st.config.max_sessions_per_client)
+    return refused(core::Errc::capacity_exceeded,
+                   "this client already holds " + std::to_string(n->second) +
+                       " sessions, the limit per client: log in again once one of its connections closes");
+  if (st.sessions >= st.config.max_sessions)
+    return refused(core::Errc::capacity_exceeded,
+                   "the server already serves " + std::to_string(st.sessions) +
+                       " client sessions, its limit: log in again once a client disconnects");
+  return {};
+}
+
 caf::error local_only(const std::string& what) {
   return messages::to_caf_error(core::make_error(core::Errc::invalid_argument, what + " is not served on this port"));
 }
@@ -192,9 +229,22 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
   st.config = std::move(config);
   self->set_default_handler(messages::reject_unexpected);
   if (!session) {
-    // The door goes with its gateway, and its sessions (linked) with it.
+    // The door goes with its gateway, and its sessions (linked) with it; it
+    // monitors its sessions to count the live ones.
     self->monitor(st.gateway);
-    self->set_down_handler([=](const caf::down_msg&) { self->quit(caf::exit_reason::user_shutdown); });
+    self->set_down_handler([=](const caf::down_msg& dm) {
+      auto& st = self->state;
+      if (dm.source == caf::actor_cast<caf::actor_addr>(st.gateway)) {
+        self->quit(caf::exit_reason::user_shutdown);
+        return;
+      }
+      auto it = st.client_of_session.find(dm.source);
+      if (it == st.client_of_session.end()) return;
+      if (auto n = st.sessions_of_client.find(it->second); n != st.sessions_of_client.end() && --n->second == 0)
+        st.sessions_of_client.erase(n);
+      st.client_of_session.erase(it);
+      --st.sessions;
+    });
   } else {
     st.who = session->who;
     // The session ends with its client's connection.
@@ -218,12 +268,22 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
       [=](heartbeat_atom a, core::NodeId id) { self->send(self->state.gateway, a, id); },
       [=](leave_atom a, core::NodeId id) { self->send(self->state.gateway, a, id); },
       [=](login_atom, const std::string& token) -> caf::result<caf::actor, std::string> {
-        auto who = core::auth::resolve(*self->state.config.tokens, core::auth::Credentials{token, ""});
-        if (!who) return refuse(self, Action::login, "the cluster", who.error());
         auto client = self->current_sender();
+        std::string client_key = client ? caf::to_string(client->node()) : "an anonymous sender";
+        if (auto s = admit_login(self, client_key); !s) return refuse(self, Action::login, "the cluster", s.error());
+        auto who = core::auth::resolve(*self->state.config.tokens, core::auth::Credentials{token, ""});
+        if (!who) {
+          auto& f = self->state.failed_logins[client_key];
+          if (f.count++ == 0) f.since = now(self);
+          return refuse(self, Action::login, "the cluster", who.error());
+        }
         auto bound = std::make_shared<AuthSession>(AuthSession{*who, client});
         spdlog::debug("auth: {} logged in ({})", who->user, who->roles().empty() ? "user" : who->roles());
         auto s = self->spawn<caf::linked>(auth_door, self->state.gateway, self->state.config, std::move(bound));
+        self->monitor(s);
+        ++self->state.sessions;
+        ++self->state.sessions_of_client[client_key];
+        self->state.client_of_session.emplace(caf::actor_cast<caf::actor_addr>(s), client_key);
         return caf::result<caf::actor, std::string>(caf::actor_cast<caf::actor>(s), who->user);
       },
       [=](core::JobSpec& job) -> caf::result<core::JobId> {

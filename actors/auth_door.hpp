@@ -11,6 +11,8 @@
 
 #include <memory>
 #include <optional>
+#include <string>
+#include <unordered_map>
 
 #include "actors/actors.hpp"
 #include "actors/audit_log.hpp"
@@ -27,6 +29,19 @@ struct AuthDoorConfig {
   bool ha_peers = false;
   /// How long a session waits for the gateway.
   core::Duration request_timeout = std::chrono::seconds(15);
+  /// Live client sessions the door keeps at most, in all and per client
+  /// process (CAF node): each login holds one until its client disconnects,
+  /// and a client may log in again and again over one connection. A login
+  /// past either cap is refused (capacity_exceeded); per client, so that one
+  /// client cannot take every session.
+  size_t max_sessions = 1024;
+  size_t max_sessions_per_client = 64;
+  /// Failed logins a client process may make per window; past that its
+  /// logins are refused (unavailable) until the window ends, without looking
+  /// at the token, so guessing tokens goes at most this fast per connection.
+  /// Per client: an attacker's failures lock out no one else.
+  size_t max_failed_logins = 20;
+  core::Duration failed_login_window = std::chrono::seconds(10);
 };
 
 struct auth_door_state {
@@ -36,6 +51,19 @@ struct auth_door_state {
   AuthDoorConfig config;
   /// None: the door itself (only login and agent traffic get through).
   std::optional<core::auth::Principal> who;
+  /// The door's own counts (a session's stay empty). Clients are keyed by
+  /// their CAF node; a map's size is bounded by the connections and sessions.
+  size_t sessions = 0;
+  std::unordered_map<std::string, size_t> sessions_of_client;
+  std::unordered_map<caf::actor_addr, std::string> client_of_session;
+  /// A client's failed logins in its window, which opens at its first
+  /// failure after the last window closed.
+  struct Failures {
+    size_t count = 0;
+    core::TimePoint since{0};
+  };
+  std::unordered_map<std::string, Failures> failed_logins;
+  uint64_t refused_logins = 0;  // throttled or over a session cap, ever
 
   static inline const char* name = "auth-door";
 };

@@ -60,6 +60,14 @@ core::Status validate_node(const gateway_state& st, const core::NodeSpec& spec) 
   if (auto it = st.nodes.find(spec.id); it != st.nodes.end() && it->second.name != spec.name)
     return core::make_error(core::Errc::duplicate, "node id " + std::to_string(spec.id.value) +
                                                        " is taken by node " + it->second.name);
+  // Names are unique too: agents derive the id from the name, so another id
+  // under a live node's name is a forged or misconfigured registration, and
+  // two nodes of one name would confuse every command that names a node.
+  // (A linear scan: registrations are rare next to the work they cost.)
+  for (const auto& [id, n] : st.nodes)
+    if (id != spec.id && n.name == spec.name && n.connected && !n.down)
+      return core::make_error(core::Errc::duplicate, "node name " + spec.name + " is taken by node id " +
+                                                         std::to_string(id.value) + ", which is connected");
   return core::Status::ok();
 }
 

@@ -1,7 +1,9 @@
 #include "apps/process_stats.hpp"
 
 #include <malloc.h>
+#include <sys/resource.h>
 
+#include <algorithm>
 #include <fstream>
 #include <string>
 
@@ -19,6 +21,17 @@ uint64_t peak_rss() {
     if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
   }
   return 0;
+}
+
+uint64_t raise_open_file_limit(uint64_t cap) {
+  rlimit r{};
+  if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return 0;
+  rlim_t want = r.rlim_max == RLIM_INFINITY ? static_cast<rlim_t>(cap) : std::min<rlim_t>(r.rlim_max, cap);
+  if (want > r.rlim_cur) {
+    rlimit raised{want, r.rlim_max};
+    if (::setrlimit(RLIMIT_NOFILE, &raised) == 0) r.rlim_cur = want;
+  }
+  return static_cast<uint64_t>(r.rlim_cur);
 }
 
 }  // namespace claimsched::apps

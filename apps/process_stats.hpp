@@ -12,4 +12,11 @@ uint64_t heap_in_use();
 /// Peak resident set size in bytes (VmHWM), 0 if unknown.
 uint64_t peak_rss();
 
+/// Raises this process's soft limit on open files to its hard limit (at most
+/// `cap`) and returns the limit now in force (0 if unknown). A server holds a
+/// descriptor per connection, and CAF 0.17 neither caps its connections nor
+/// times out one that never completes its handshake: at the usual soft limit
+/// of 1024, a flood of idle connections locks every client out until it ends.
+uint64_t raise_open_file_limit(uint64_t cap);
+
 }  // namespace claimsched::apps

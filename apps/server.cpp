@@ -20,6 +20,7 @@
 #include "apps/server_auth.hpp"
 #include "apps/server_http.hpp"
 #include "apps/partition_setup.hpp"
+#include "apps/process_stats.hpp"
 #include "apps/signals.hpp"
 #include "apps/tls_setup.hpp"
 #include "agent/machine.hpp"
@@ -190,6 +191,9 @@ int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_syste
 
 int run_server(const ServerOptions& opt) {
   block_stop_signals();
+  // A descriptor per connection (see raise_open_file_limit).
+  if (auto files = raise_open_file_limit(65536); files > 0 && files < 4096)
+    spdlog::warn("open files limited to {} (ulimit -n): a flood of that many connections locks clients out", files);
   auto loaded = load_cluster_config(opt.config);
   if (!loaded) {
     std::fprintf(stderr, "%s\n", loaded.error().message.c_str());
