@@ -176,44 +176,65 @@ TEST(Metrics, ABadHttpAddressIsRefusedAtStart) {
 }
 
 /// The sum over partitions of a family's samples ("name{partition=...}").
-uint64_t sum_over_partitions(const std::map<std::string, std::string>& samples, const std::string& name) {
-  uint64_t sum = 0;
+double sum_over_partitions_d(const std::map<std::string, std::string>& samples, const std::string& name) {
+  double sum = 0;
   for (const auto& [key, value] : samples)
-    if (key.starts_with(name + "{partition=")) sum += std::stoull(value);
+    if (key.starts_with(name + "{partition=")) sum += std::stod(value);
   return sum;
 }
+uint64_t sum_over_partitions(const std::map<std::string, std::string>& samples, const std::string& name) {
+  return static_cast<uint64_t>(sum_over_partitions_d(samples, name));
+}
 
-TEST(Metrics, SimServesTheCountersItReports) {
-  LocalCluster scratch;  // for its directory only
-  std::string log = scratch.dir() + "/sim.log";
-  // Overlapping schedulers on one fill order: conflicts to count as well.
-  BackgroundProcess sim({CLAIMSCHED_BINARY, "sim", "--json", "--quiet", "--nodes", "100", "--partitions", "4",
-                         "--overlap", "--same-start", "--tasks", "10000", "--seed", "2", "--http", "127.0.0.1:0",
-                         "--http-linger", "60s"},
-                        log);
-  ASSERT_TRUE(sim.started());
-  // The report (one JSON line on stdout) comes before the linger.
+/// A sim with --http, scraped once its report (the JSON line on stdout,
+/// printed before the linger) is out.
+struct ScrapedSim {
   nlohmann::json report;
+  std::string metrics;  // the /metrics body
+  std::map<std::string, std::string> samples;
+};
+
+/// Runs `claimsched sim --json --quiet ARGS` serving /metrics, logging into
+/// `dir`; scrapes it after the report, checks the exposition format, stops it.
+void run_and_scrape_sim(const std::string& dir, const std::vector<std::string>& args, ScrapedSim& out) {
+  std::string log = dir + "/sim.log";
+  std::vector<std::string> argv{CLAIMSCHED_BINARY, "sim", "--json", "--quiet"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  argv.insert(argv.end(), {"--http", "127.0.0.1:0", "--http-linger", "60s"});
+  BackgroundProcess sim(argv, log);
+  ASSERT_TRUE(sim.started());
   ASSERT_TRUE(LocalCluster::wait_until(
       [&] {
         std::istringstream lines(LocalCluster::read_file(log));
         for (std::string line; std::getline(lines, line);)
-          if (line.starts_with("{")) report = nlohmann::json::parse(line, nullptr, false);
-        return report.is_object();
+          if (line.starts_with("{")) out.report = nlohmann::json::parse(line, nullptr, false);
+        return out.report.is_object();
       },
       std::chrono::seconds(120)))
       << LocalCluster::read_file(log);
   std::string http = address_after(LocalCluster::read_file(log), "claimsched sim http on ");
   ASSERT_NE(http, "") << LocalCluster::read_file(log);
-
   auto res = httplib::Client("http://" + http).Get("/metrics");
   ASSERT_TRUE(res) << "no answer from " << http;
   EXPECT_EQ(res->status, 200);
-  std::map<std::string, std::string> samples;
-  EXPECT_EQ(check_exposition(res->body, samples), "") << res->body;
-  EXPECT_TRUE(report["invariants_ok"].get<bool>()) << report.dump(2);
+  out.metrics = res->body;
+  EXPECT_EQ(check_exposition(out.metrics, out.samples), "") << out.metrics;
+  EXPECT_TRUE(out.report["invariants_ok"].get<bool>()) << out.report.dump(2);
+  sim.kill(SIGTERM);
+}
+
+TEST(Metrics, SimServesTheCountersItReports) {
+  LocalCluster scratch;  // for its directory only
+  ScrapedSim sim;
+  // Overlapping schedulers on one fill order: conflicts to count as well.
+  ASSERT_NO_FATAL_FAILURE(run_and_scrape_sim(scratch.dir(),
+                                             {"--nodes", "100", "--partitions", "4", "--overlap", "--same-start",
+                                              "--tasks", "10000", "--seed", "2"},
+                                             sim));
+  const auto& report = sim.report;
+  const auto& samples = sim.samples;
   EXPECT_EQ(sum_over_partitions(samples, "claimsched_placements_total"), report["placements"].get<uint64_t>())
-      << res->body;
+      << sim.metrics;
   EXPECT_EQ(sum_over_partitions(samples, "claimsched_jobs_submitted_total"), report["jobs"].get<uint64_t>());
   EXPECT_EQ(sum_over_partitions(samples, "claimsched_claims_sent_total"), report["claims"].get<uint64_t>());
   EXPECT_EQ(sum_over_partitions(samples, "claimsched_rejected_conflict_total") +
@@ -224,16 +245,7 @@ TEST(Metrics, SimServesTheCountersItReports) {
       << "an in-memory partition has no group commits";
   for (int p = 1; p <= 4; ++p)
     EXPECT_TRUE(samples.contains("claimsched_placement_latency_seconds_count{partition=\"" + std::to_string(p) + "\"}"))
-        << "partition " << p << " missing:\n" << res->body;
-  sim.kill(SIGTERM);
-}
-
-/// The sum over partitions of a family's samples, as numbers.
-double sum_over_partitions_d(const std::map<std::string, std::string>& samples, const std::string& name) {
-  double sum = 0;
-  for (const auto& [key, value] : samples)
-    if (key.starts_with(name + "{partition=")) sum += std::stod(value);
-  return sum;
+        << "partition " << p << " missing:\n" << sim.metrics;
 }
 
 // A durable sim's group commits: every acknowledged job and every placement
@@ -241,40 +253,23 @@ double sum_over_partitions_d(const std::map<std::string, std::string>& samples, 
 // least jobs + placements; an in-memory partition shows none.
 TEST(Metrics, DurableSimCountsItsGroupCommits) {
   LocalCluster scratch;  // for its directory only
-  std::string log = scratch.dir() + "/sim.log";
-  BackgroundProcess sim({CLAIMSCHED_BINARY, "sim", "--json", "--quiet", "--nodes", "100", "--partitions", "2",
-                         "--tasks", "5000", "--seed", "3", "--data-dir", scratch.dir() + "/data", "--sync", "batch",
-                         "--http", "127.0.0.1:0", "--http-linger", "60s"},
-                        log);
-  ASSERT_TRUE(sim.started());
-  nlohmann::json report;
-  ASSERT_TRUE(LocalCluster::wait_until(
-      [&] {
-        std::istringstream lines(LocalCluster::read_file(log));
-        for (std::string line; std::getline(lines, line);)
-          if (line.starts_with("{")) report = nlohmann::json::parse(line, nullptr, false);
-        return report.is_object();
-      },
-      std::chrono::seconds(120)))
-      << LocalCluster::read_file(log);
-  std::string http = address_after(LocalCluster::read_file(log), "claimsched sim http on ");
-  ASSERT_NE(http, "") << LocalCluster::read_file(log);
-  auto res = httplib::Client("http://" + http).Get("/metrics");
-  ASSERT_TRUE(res) << "no answer from " << http;
-  std::map<std::string, std::string> samples;
-  EXPECT_EQ(check_exposition(res->body, samples), "") << res->body;
-  EXPECT_TRUE(report["invariants_ok"].get<bool>()) << report.dump(2);
+  ScrapedSim sim;
+  ASSERT_NO_FATAL_FAILURE(run_and_scrape_sim(scratch.dir(),
+                                             {"--nodes", "100", "--partitions", "2", "--tasks", "5000", "--seed", "3",
+                                              "--data-dir", scratch.dir() + "/data", "--sync", "batch"},
+                                             sim));
+  const auto& report = sim.report;
+  const auto& samples = sim.samples;
   EXPECT_GE(sum_over_partitions_d(samples, "claimsched_group_commit_batch_records_sum"),
             static_cast<double>(report["jobs"].get<uint64_t>() + report["placements"].get<uint64_t>()))
-      << res->body;
+      << sim.metrics;
   auto commits = sum_over_partitions(samples, "claimsched_group_commit_seconds_count");
   EXPECT_GT(commits, 0u);
   EXPECT_EQ(sum_over_partitions(samples, "claimsched_group_commit_batch_records_count"), commits);
   for (int p = 1; p <= 2; ++p)
     EXPECT_TRUE(samples.contains("claimsched_group_commit_seconds_bucket{partition=\"" + std::to_string(p) +
                                  "\",le=\"0.001\"}"))
-        << res->body;
-  sim.kill(SIGTERM);
+        << sim.metrics;
 }
 
 TEST(Metrics, SimRefusesABadHttpAddress) {
