@@ -38,6 +38,9 @@ struct AgentOptions {
   std::string keep_outputs;
   /// Serve GET /metrics on HOST:PORT (empty: no HTTP).
   std::string http;
+  /// A delegated cgroup v2 directory the tasks' cgroups go under (empty:
+  /// the agent's own cgroup, if delegated; agent/cgroup.hpp).
+  std::string cgroup;
 };
 
 int run_agent(const AgentOptions& options);

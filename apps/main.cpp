@@ -130,6 +130,9 @@ int main(int argc, char** argv) {
                   "them to end (wait)");
   agt->add_option("--http", agent.http, "Serve GET /metrics on HOST:PORT (port 0: any free one, printed)");
   agt->add_option("--keep-outputs", agent.keep_outputs, "Keep task outputs this long after their job ends here (default 7d)");
+  agt->add_option("--cgroup", agent.cgroup,
+                  "A delegated cgroup v2 directory for the tasks' cgroups (default: the agent's own, if delegated; "
+                  "else memory limits are sampled)");
 
   claimsched::apps::ReplayOptions replay;
   auto* rep = app.add_subcommand("replay", "Replay a workload trace (SWF or CSV, gzip or plain) in virtual time");
