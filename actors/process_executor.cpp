@@ -384,6 +384,8 @@ TaskEnded ProcessExecutor::ended(const Running& r, const agent::TaskExit& how, s
       if (!end) e.end = core::TaskEnd::observed(core::EndReason::agent_stopped, how.exit_code, how.signal);
       break;
   }
+  // Also for the ends made here: a cancelled task's peak is worth as much.
+  if (e.end.peak_memory_bytes == 0) e.end.peak_memory_bytes = how.peak_memory_bytes;
   return e;
 }
 
