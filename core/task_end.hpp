@@ -38,7 +38,8 @@ enum class EndReason : uint8_t {
   evicted,
   /// Its node stopped answering while it ran: the outcome is unknown.
   node_lost,
-  /// It used more memory than its job asked for and its agent killed it
+  /// It used more memory than its job asked for and was killed, by the
+  /// kernel in its cgroup (agent/cgroup.hpp) or by its agent
   /// (agent/memory_limit.hpp); signal is how it ended (SIGKILL).
   oom_killed,
   /// Its agent stopped without leaving it running (a crash): the process
