@@ -39,7 +39,7 @@ void put(const fs::path& p, const std::string& text) {
   std::ofstream(p) << text;
 }
 
-class FakeTree : public ::testing::Test {
+class CgroupFakeTree : public ::testing::Test {
  protected:
   void SetUp() override {
     root = fs::temp_directory_path() / ("claimsched-cgroup-" + std::to_string(::getpid()));
@@ -74,7 +74,7 @@ TEST(Cgroup, CpuMaxIsTheJobsCpuPerHundredMilliseconds) {
   EXPECT_EQ(cgroup::cpu_max(0), "max 100000");
 }
 
-TEST_F(FakeTree, ATreeIsDelegatedOnlyWithMemoryCpuAndPids) {
+TEST_F(CgroupFakeTree, ATreeIsDelegatedOnlyWithMemoryCpuAndPids) {
   fs::path dir = root / "svc";
   fs::create_directories(dir);
   auto not_delegated = cgroup::check_delegated(dir.string());
@@ -96,7 +96,7 @@ TEST_F(FakeTree, ATreeIsDelegatedOnlyWithMemoryCpuAndPids) {
   EXPECT_TRUE(cgroup::check_delegated(dir.string()));
 }
 
-TEST_F(FakeTree, FindsItsOwnGroupUnderTheMountAndTheDirectoryBesideItsLeaf) {
+TEST_F(CgroupFakeTree, FindsItsOwnGroupUnderTheMountAndTheDirectoryBesideItsLeaf) {
   fs::path proc = root / "proc";
   fs::path mount = root / "cg";
   put(proc / "mountinfo", "41 31 0:38 / " + mount.string() + " rw,relatime - cgroup2 cgroup2 rw\n");
@@ -125,7 +125,7 @@ TEST_F(FakeTree, FindsItsOwnGroupUnderTheMountAndTheDirectoryBesideItsLeaf) {
   EXPECT_EQ(none.error().message, "no cgroup v2 hierarchy is mounted");
 }
 
-TEST_F(FakeTree, OpeningMovesTheAgentIntoALeafAndATaskGetsItsLimits) {
+TEST_F(CgroupFakeTree, OpeningMovesTheAgentIntoALeafAndATaskGetsItsLimits) {
   // The kernel makes the interface files; here they are made by hand.
   put(root / "cgroup.subtree_control", "");
   put(root / "agent" / "cgroup.procs", "");
@@ -195,7 +195,7 @@ class Exits {
 /// the job's limits, the task joins it before its exec, and the end is read
 /// from the cgroup: a SIGKILL the kernel counted in memory.events is
 /// oom_killed, another is not; memory.peak is the peak.
-TEST_F(FakeTree, TheSupervisorRunsEachTaskInItsCgroupAndReadsItsEndThere) {
+TEST_F(CgroupFakeTree, TheSupervisorRunsEachTaskInItsCgroupAndReadsItsEndThere) {
   put(root / "cgroup.controllers", "cpu memory pids\n");
   put(root / "cgroup.subtree_control", "");
   put(root / "cgroup.procs", "");
