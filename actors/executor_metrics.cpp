@@ -31,6 +31,9 @@ void ExecutorMetrics::ended(const agent::TaskExit& how) {
     case agent::TaskExit::How::killed_on_request:
       o = killed_on_request;
       break;
+    case agent::TaskExit::How::oom_killed:
+      o = oom_killed;
+      break;
   }
   ended_[o].fetch_add(1, std::memory_order_relaxed);
 }
@@ -38,12 +41,12 @@ void ExecutorMetrics::ended(const agent::TaskExit& how) {
 void ExecutorMetrics::render(core::MetricsText& m, size_t running) const {
   m.counter("claimsched_agent_task_starts_total", "tasks this agent started (their process runs)", {},
             started_.load(std::memory_order_relaxed));
-  static const char* const kNames[kOutcomes] = {"succeeded",       "failed",          "killed_by_signal",
-                                                "timed_out",       "failed_to_start", "killed_on_request"};
+  static const char* const kNames[kOutcomes] = {
+      "succeeded", "failed", "killed_by_signal", "timed_out", "failed_to_start", "killed_on_request", "oom_killed"};
   for (size_t o = 0; o < kOutcomes; ++o)
     m.counter("claimsched_agent_task_exits_total",
               "task ends on this agent by outcome (exit 0, another exit code, a signal, max_run_time, a failed "
-              "start, killed when released or at a stop)",
+              "start, killed when released or at a stop, killed over its memory limit)",
               {{"outcome", kNames[o]}}, ended_[o].load(std::memory_order_relaxed));
   m.gauge("claimsched_agent_tasks_running", "tasks running or waiting to start on this agent", {},
           static_cast<double>(running));

@@ -26,7 +26,16 @@ class ExecutorMetrics {
  private:
   static constexpr std::array<double, 9> kLaunchBounds{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 1, 10};
   /// Ends by outcome: exited 0, exited otherwise, then the other ways.
-  enum Outcome : size_t { succeeded, failed, killed_by_signal, timed_out, failed_to_start, killed_on_request, kOutcomes };
+  enum Outcome : size_t {
+    succeeded,
+    failed,
+    killed_by_signal,
+    timed_out,
+    failed_to_start,
+    killed_on_request,
+    oom_killed,
+    kOutcomes
+  };
 
   std::atomic<uint64_t> started_{0};
   std::array<std::atomic<uint64_t>, kLaunchBounds.size()> launch_at_most_{};

@@ -13,9 +13,11 @@
 
 namespace claimsched::actors {
 
-ProcessExecutor::ProcessExecutor(std::string output_dir) : output_dir_(std::move(output_dir)) {
+ProcessExecutor::ProcessExecutor(std::string output_dir, agent::SupervisorOptions options)
+    : output_dir_(std::move(output_dir)) {
+  options.cgroups = true;
   supervisor_ = std::make_unique<agent::ProcessSupervisor>(
-      [this](uint64_t handle, agent::TaskExit how) { exited(handle, std::move(how)); });
+      [this](uint64_t handle, agent::TaskExit how) { exited(handle, std::move(how)); }, std::move(options));
   launcher_ = std::thread([this] { launch_loop(); });
 }
 
@@ -55,6 +57,9 @@ core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec
   ls.stderr_path = stderr_path(a.task);
   ls.exit_path = exit_path(a.task, a.claim_id);
   ls.max_run_time = launch.max_run_time;
+  // What the job asked for is what it may hold (agent/memory_limit.hpp).
+  if (a.resources[core::dim::memory] > 0) ls.memory_limit_bytes = static_cast<uint64_t>(a.resources[core::dim::memory]);
+  ls.cpu_millicores = a.resources[core::dim::cpu];
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (stopping_) return core::make_error(core::Errc::wrong_state, "the agent is stopping");
@@ -363,6 +368,12 @@ TaskEnded ProcessExecutor::ended(const Running& r, const agent::TaskExit& how, s
       e.state = core::TaskState::failed;
       e.exit_code = -1;
       break;
+    case agent::TaskExit::How::oom_killed:
+      // A failure of its own (it used more than it asked for), told apart
+      // from the others by its end reason.
+      e.state = core::TaskState::failed;
+      e.exit_code = how.exit_code >= 0 ? how.exit_code : 128 + how.signal;
+      break;
     case agent::TaskExit::How::killed_on_request:
       // Released on purpose (cancel, preemption): the node already freed it
       // and records only how the process ended. Otherwise the agent is
@@ -373,6 +384,8 @@ TaskEnded ProcessExecutor::ended(const Running& r, const agent::TaskExit& how, s
       if (!end) e.end = core::TaskEnd::observed(core::EndReason::agent_stopped, how.exit_code, how.signal);
       break;
   }
+  // Also for the ends made here: a cancelled task's peak is worth as much.
+  if (e.end.peak_memory_bytes == 0) e.end.peak_memory_bytes = how.peak_memory_bytes;
   return e;
 }
 

@@ -35,7 +35,9 @@ namespace claimsched::actors {
 
 class ProcessExecutor : public TaskExecutor {
  public:
-  explicit ProcessExecutor(std::string output_dir);
+  /// `supervisor` as given, except that tasks run in cgroups where a
+  /// delegated tree is found (SupervisorOptions::cgroups).
+  explicit ProcessExecutor(std::string output_dir, agent::SupervisorOptions supervisor = {});
   ~ProcessExecutor() override;
 
   core::Status start(const caf::actor& node, const core::NodeSpec& spec,

@@ -45,6 +45,12 @@ void settle_descriptors(const Args& a) {
 
 /// The task: runs in the vfork child, so only execve or _exit end it.
 [[noreturn]] void run_task(const Args& a, pid_t keeper) {
+  if (a.cgroup_procs != nullptr) {
+    // "0": the writer itself. The keeper stays in the agent's cgroup.
+    int fd = ::open(a.cgroup_procs, O_WRONLY | O_CLOEXEC);
+    if (fd < 0 || ::write(fd, "0", 1) != 1) fail(kReportFd, Stage::cgroup);
+    ::close(fd);
+  }
   // Killed with its keeper (and so with an agent that died undetached).
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0) fail(kReportFd, Stage::pdeathsig);
   if (::getppid() != keeper) {

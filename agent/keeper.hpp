@@ -26,7 +26,19 @@
 namespace claimsched::agent::keeper {
 
 /// What failed when the start failed (sent on the report pipe with errno).
-enum class Stage : int32_t { setsid, parent_gone, dup_stdin, dup_stdout, dup_stderr, chdir, fork, pdeathsig, exec };
+enum class Stage : int32_t {
+  setsid,
+  parent_gone,
+  dup_stdin,
+  dup_stdout,
+  dup_stderr,
+  chdir,
+  fork,
+  pdeathsig,
+  exec,
+  /// Moving the task into its cgroup (agent/cgroup.hpp).
+  cgroup,
+};
 
 struct Report {
   Stage stage;
@@ -50,6 +62,10 @@ struct Args {
   /// first; synced when detached); nullptr: nowhere.
   const char* exit_path;
   const char* exit_tmp_path;
+  /// The cgroup.procs file of the task's own cgroup, which the task joins
+  /// before its exec (so that no instruction of it runs unlimited);
+  /// nullptr: none (agent/memory_limit.hpp limits it from outside).
+  const char* cgroup_procs = nullptr;
 };
 
 /// The byte that tells a keeper to outlive the agent.

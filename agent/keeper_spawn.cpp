@@ -57,6 +57,7 @@ pid_t spawn_keeper(const std::string& keeper_binary, const keeper::Args& a) {
                                 a.workdir ? a.workdir : "",
                                 a.exit_path ? a.exit_path : "",
                                 a.exit_tmp_path ? a.exit_tmp_path : "",
+                                a.cgroup_procs ? a.cgroup_procs : "",
                                 a.path};
   std::vector<char*> argv;
   for (auto& s : head) argv.push_back(s.data());

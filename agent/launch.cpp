@@ -181,6 +181,8 @@ core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec) {
   Prepared p;
   p.command = spec.argv.front();
   p.max_run_time = spec.max_run_time;
+  p.memory_limit_bytes = spec.memory_limit_bytes;
+  p.cpu_millicores = spec.cpu_millicores;
 
   if (!spec.workdir.empty()) {
     std::error_code ec;
@@ -259,6 +261,8 @@ std::string describe_stage(Stage stage, const Prepared& p) {
       return "chdir to " + in_quotes(p.workdir);
     case Stage::exec:
       return "execve of " + in_quotes(p.path);
+    case Stage::cgroup:
+      return "joining its cgroup";
   }
   return "starting";
 }

@@ -58,6 +58,8 @@ struct Prepared {
   std::vector<char*> argv, envp;
   UniqueFd stdin_fd, stdout_fd, stderr_fd;
   core::Duration max_run_time{0};
+  uint64_t memory_limit_bytes = 0;
+  int64_t cpu_millicores = 0;
   int max_fd = 0;
   std::string exit_path, exit_tmp_path;  // empty: the keeper writes none
 };

@@ -24,17 +24,20 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <sstream>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
+#include <sstream>
 #include <system_error>
 #include <thread>
 #include <variant>
 
+#include "agent/cgroup.hpp"
 #include "agent/keeper.hpp"
 #include "agent/keeper_spawn.hpp"
 #include "agent/launch.hpp"
+#include "agent/memory_limit.hpp"
 #include "core/duration.hpp"
 
 namespace claimsched::agent {
@@ -49,10 +52,6 @@ namespace {
 /// How often children without a pidfd (pidfd_open failed, e.g. EMFILE) are
 /// polled for their exit.
 constexpr auto kPollInterval = std::chrono::milliseconds(20);
-std::string signal_name(int sig) {
-  if (const char* abbrev = ::sigabbrev_np(sig)) return std::string("SIG") + abbrev;
-  return "signal " + std::to_string(sig);
-}
 
 StartError shutting_down_error() {
   return start_error(core::Errc::wrong_state, core::SpawnStage::system, 0, "the supervisor is shutting down");
@@ -73,10 +72,14 @@ uint64_t process_start_ticks(pid_t pid) {
   return fields >> ticks ? ticks : 0;
 }
 
-/// Waits for `pid` (our child) without reaping anything else.
-bool reap(pid_t pid, int& status) {
+/// Waits for `pid` (our child) without reaping anything else; `max_rss`
+/// gets the largest resident set, in bytes, of it and the children it
+/// reaped (wait4's ru_maxrss, in KiB on Linux).
+bool reap(pid_t pid, int& status, uint64_t* max_rss = nullptr) {
   for (;;) {
-    pid_t r = ::waitpid(pid, &status, 0);
+    struct rusage usage {};
+    pid_t r = ::wait4(pid, &status, 0, &usage);
+    if (r == pid && max_rss != nullptr && usage.ru_maxrss > 0) *max_rss = static_cast<uint64_t>(usage.ru_maxrss) * 1024;
     if (r == pid) return true;
     if (r < 0 && errno == EINTR) continue;
     return false;
@@ -89,45 +92,26 @@ int poll_timeout_ms(Clock::duration d) {
   return static_cast<int>(std::min<int64_t>(ms, INT_MAX));
 }
 
+/// The delegated cgroup tree to run tasks in, or nothing with a warning
+/// that says why and what limits tasks instead.
+std::optional<cgroup::Tree> open_cgroups(const SupervisorOptions& options) {
+  auto fallback = [&](const std::string& why) {
+    spdlog::warn(
+        "process-supervisor: tasks run without cgroups: {}. Their memory limit is enforced by sampling "
+        "each task's process group every {} (agent/memory_limit.hpp); their cpu is not limited",
+        why, core::format_duration(options.memory_sample_interval));
+    return std::nullopt;
+  };
+  auto dir = cgroup::find_delegated(options.cgroup_dir);
+  if (!dir) return fallback(dir.error().message);
+  auto tree = cgroup::Tree::open(*dir);
+  if (!tree) return fallback(tree.error().message);
+  spdlog::info("process-supervisor: each task runs in a cgroup of its own under {} (memory.max, cpu.max, pids.max)",
+               *dir);
+  return std::move(*tree);
+}
+
 }  // namespace
-
-// ---- TaskExit -----------------------------------------------------------------
-
-TaskExit TaskExit::start_failure(const core::Error& error) {
-  return TaskExit{How::failed_to_start, -1, 0, error.message.empty() ? error.to_string() : error.message};
-}
-
-core::TaskEnd TaskExit::end() const {
-  switch (how) {
-    case How::exited:
-      return core::TaskEnd::exited(exit_code);
-    case How::killed_by_signal:
-      return core::TaskEnd::signaled(signal);
-    case How::timed_out:
-      return core::TaskEnd::observed(core::EndReason::max_run_time, exit_code, signal);
-    case How::failed_to_start:
-      return core::TaskEnd::spawn_failed(core::SpawnStage::system, 0);
-    case How::killed_on_request:
-      return core::TaskEnd::observed(core::EndReason::cancelled, exit_code, signal);
-  }
-  return {};
-}
-
-std::string_view to_string(TaskExit::How how) {
-  switch (how) {
-    case TaskExit::How::exited:
-      return "exited";
-    case TaskExit::How::killed_by_signal:
-      return "killed by signal";
-    case TaskExit::How::timed_out:
-      return "timed out";
-    case TaskExit::How::failed_to_start:
-      return "failed to start";
-    case TaskExit::How::killed_on_request:
-      return "killed on request";
-  }
-  return "unknown";
-}
 
 // ---- the supervisor -------------------------------------------------------------
 
@@ -161,6 +145,15 @@ struct ProcessSupervisor::Impl {
     std::string exit_path;
     std::string command;
     core::Duration max_run_time{0};
+    /// LaunchSpec::memory_limit_bytes (0: none); the most its group held in
+    /// a sample, and what it held when it was killed for it.
+    uint64_t memory_limit = 0;
+    uint64_t sampled_peak = 0;
+    uint64_t resident_at_kill = 0;
+    /// Started from a spawned keeper: wait4's peak is the task's own.
+    bool spawned = false;
+    /// Its own cgroup (agent/cgroup.hpp); empty: none, its memory is sampled.
+    std::string cgroup;
     std::optional<Clock::time_point> deadline;  // max_run_time
     std::optional<Clock::time_point> kill_at;   // SIGKILL after SIGTERM
     std::optional<TaskExit::How> ending;        // why we terminate it
@@ -182,6 +175,14 @@ struct ProcessSupervisor::Impl {
   std::map<uint64_t, Child> children;
   uint64_t next_handle = 1;
   bool shutting_down = false;
+  /// When the memory of limited tasks is sampled next.
+  Clock::time_point next_sample{};
+  /// The delegated cgroup tree tasks run in, if there is one.
+  std::optional<cgroup::Tree> cgroups;
+  uint64_t cgroup_seq = 0;
+  /// Task cgroups that still held processes when their task was reported,
+  /// with the tries left (every kPollInterval: a second's worth).
+  std::vector<std::pair<std::string, int>> cgroups_to_remove;
 
   std::thread thread;
 
@@ -197,20 +198,40 @@ struct ProcessSupervisor::Impl {
   core::Expected<uint64_t, StartError> launch(Prepared& p) {
     if (shutting_down) return shutting_down_error();
     int pipe_fds[2];
+    std::string task_cgroup, cgroup_procs;
+    if (cgroups) {
+      auto made = cgroups->create(std::to_string(::getpid()) + "-" + std::to_string(++cgroup_seq),
+                                  {p.memory_limit_bytes, p.cpu_millicores, options.task_pids_max});
+      if (!made) return io_error("cannot start " + in_quotes(p.command) + ": " + made.error().message);
+      task_cgroup = *made;
+      cgroup_procs = task_cgroup + "/cgroup.procs";
+    }
+    // Removed unless the start succeeds.
+    auto drop_cgroup = [&] {
+      if (!task_cgroup.empty()) remove_cgroup(task_cgroup);
+    };
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
       int err = errno;
+      drop_cgroup();
       return io_error("pipe2: " + errno_text(err), core::SpawnStage::system, err);
     }
     UniqueFd report_read(pipe_fds[0]);
     auto report_write = above_stdio(UniqueFd(pipe_fds[1]));
-    if (!report_write) return report_write.error();
+    if (!report_write) {
+      drop_cgroup();
+      return report_write.error();
+    }
     if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
       int err = errno;
+      drop_cgroup();
       return io_error("pipe2: " + errno_text(err), core::SpawnStage::system, err);
     }
     auto control_read = above_stdio(UniqueFd(pipe_fds[0]));
     UniqueFd control_write(pipe_fds[1]);
-    if (!control_read) return control_read.error();
+    if (!control_read) {
+      drop_cgroup();
+      return control_read.error();
+    }
 
     keeper::Args args{p.path.c_str(),
                       p.argv.data(),
@@ -224,11 +245,13 @@ struct ProcessSupervisor::Impl {
                       ::getpid(),
                       p.max_fd,
                       p.exit_path.empty() ? nullptr : p.exit_path.c_str(),
-                      p.exit_tmp_path.empty() ? nullptr : p.exit_tmp_path.c_str()};
+                      p.exit_tmp_path.empty() ? nullptr : p.exit_tmp_path.c_str(),
+                      cgroup_procs.empty() ? nullptr : cgroup_procs.c_str()};
     const auto started = Clock::now();
     pid_t pid = 0;
     if (!keeper_binary.empty()) {
       pid = spawn_keeper(keeper_binary, args);
+      if (pid < 0) drop_cgroup();
       if (pid < 0)
         return io_error("cannot start " + in_quotes(p.command) + ": posix_spawn of " + in_quotes(keeper_binary) +
                             ": " + errno_text(-pid),
@@ -237,6 +260,7 @@ struct ProcessSupervisor::Impl {
       pid = ::fork();
       if (pid < 0) {
         int err = errno;
+        drop_cgroup();
         return io_error("cannot start " + in_quotes(p.command) + ": fork: " + errno_text(err),
                         core::SpawnStage::system, err);
       }
@@ -256,6 +280,7 @@ struct ProcessSupervisor::Impl {
     if (auto failure = await_exec(report_read.get(), pid, p)) {
       int status = 0;
       reap(pid, status);
+      drop_cgroup();
       return *failure;
     }
 
@@ -267,6 +292,9 @@ struct ProcessSupervisor::Impl {
     child.exit_path = p.exit_path;
     child.command = p.command;
     child.max_run_time = p.max_run_time;
+    child.memory_limit = p.memory_limit_bytes;
+    child.spawned = !keeper_binary.empty();
+    child.cgroup = task_cgroup;
     if (p.max_run_time.count() > 0)
       child.deadline = started + std::chrono::duration_cast<Clock::duration>(p.max_run_time);
     children.emplace(handle, std::move(child));
@@ -332,6 +360,49 @@ struct ProcessSupervisor::Impl {
     c.kill_at = now + std::chrono::duration_cast<Clock::duration>(options.kill_grace);
   }
 
+  /// Samples the process groups of the tasks with a memory limit and kills
+  /// those over it at once: more memory is what it must not take meanwhile.
+  void enforce_memory(Clock::time_point now) {
+    if (options.memory_sample_interval.count() <= 0 || now < next_sample) return;
+    next_sample = now + std::chrono::duration_cast<Clock::duration>(options.memory_sample_interval);
+    std::set<pid_t> groups;
+    for (const auto& [handle, c] : children)
+      if (c.memory_limit > 0 && !c.adopted && c.cgroup.empty()) groups.insert(c.pid);
+    if (groups.empty()) return;
+    auto sampled = sample_groups("/proc", groups);
+    for (auto& [handle, c] : children) {
+      auto it = sampled.find(c.pid);
+      if (c.memory_limit == 0 || c.adopted || !c.cgroup.empty() || it == sampled.end()) continue;
+      const uint64_t resident = it->second.resident_bytes;
+      c.sampled_peak = std::max(c.sampled_peak, resident);
+      if (resident <= c.memory_limit || c.ending == TaskExit::How::oom_killed) continue;
+      if (c.ending) {
+        // Already being stopped for another reason (which its end keeps: the
+        // node may have released it already), within a SIGTERM's grace:
+        // over its limit, it gets no more of it.
+        if (c.kill_at) signal_group(c, SIGKILL);
+        c.kill_at.reset();
+        continue;
+      }
+      spdlog::warn(
+          "process-supervisor: {} (pid {}, handle {}) holds {} resident in {} process(es), over its limit of "
+          "{}: killing its process group",
+          c.command, c.pid, handle, core::format_memory(resident), it->second.processes,
+          core::format_memory(c.memory_limit));
+      c.ending = TaskExit::How::oom_killed;
+      c.resident_at_kill = resident;
+      c.kill_at.reset();
+      signal_group(c, SIGKILL);
+    }
+  }
+
+  bool any_memory_limit() const {
+    if (options.memory_sample_interval.count() <= 0) return false;
+    for (const auto& [handle, c] : children)
+      if (c.memory_limit > 0 && !c.adopted && c.cgroup.empty()) return true;
+    return false;
+  }
+
   void do_kill(uint64_t handle, std::string reason) {
     auto it = children.find(handle);
     if (it == children.end()) {
@@ -343,12 +414,17 @@ struct ProcessSupervisor::Impl {
 
   // ---- reaping ----
 
-  TaskExit make_exit(const Child& c, int status) const {
+  TaskExit make_exit(const Child& c, int status, uint64_t max_rss = 0) const {
     TaskExit e = exit_from_status(status);
+    e.peak_memory_bytes = std::max(c.sampled_peak, c.spawned ? max_rss : 0);
     if (!c.ending) return e;
     std::string observed = std::move(e.detail);
     e.how = *c.ending;
-    if (e.how == TaskExit::How::timed_out)
+    if (e.how == TaskExit::How::oom_killed)
+      e.detail = "exceeded its memory limit of " + core::format_memory(c.memory_limit) +
+                 (c.resident_at_kill > 0 ? " (held " + core::format_memory(c.resident_at_kill) + ")"
+                                         : " (killed by the kernel in its cgroup)");
+    else if (e.how == TaskExit::How::timed_out)
       e.detail = "exceeded its maximum run time of " + core::format_duration(c.max_run_time);
     else
       e.detail = c.reason.empty() ? "killed on request" : "killed on request: " + c.reason;
@@ -394,12 +470,36 @@ struct ProcessSupervisor::Impl {
     // group's leftovers (background children of a shell, say).
     ::kill(-c.pid, SIGKILL);
     int status = 0;
-    if (!reap(c.pid, status)) {
+    uint64_t max_rss = 0;
+    if (!reap(c.pid, status, &max_rss)) {
       int err = errno;
       return TaskExit{c.ending.value_or(TaskExit::How::exited), -1, 0,
                       "exit status lost: waitpid failed (" + errno_text(err) + ")"};
     }
-    return make_exit(c, status);
+    if (!c.cgroup.empty()) {
+      // The kernel enforced the limit: its count of OOM kills says whether
+      // the SIGKILL that ended the task was one.
+      auto usage = cgroup::Tree::usage(c.cgroup);
+      if (usage.oom_killed && !c.ending) c.ending = TaskExit::How::oom_killed;
+      c.sampled_peak = std::max(c.sampled_peak, usage.peak_bytes);
+      remove_cgroup(c.cgroup);
+    }
+    return make_exit(c, status, max_rss);
+  }
+
+  /// Retries removing task cgroups whose processes were still leaving.
+  void remove_leftover_cgroups() {
+    std::erase_if(cgroups_to_remove, [](auto& entry) {
+      if (cgroup::Tree::remove(entry.first)) return true;
+      if (--entry.second > 0) return false;
+      spdlog::warn("process-supervisor: cannot remove the task cgroup {}: {}; left in place", entry.first,
+                   errno_text(errno));
+      return true;
+    });
+  }
+
+  void remove_cgroup(const std::string& path) {
+    if (!cgroup::Tree::remove(path)) cgroups_to_remove.emplace_back(path, 50);
   }
 
   void report(uint64_t handle, TaskExit exit) {
@@ -506,6 +606,14 @@ struct ProcessSupervisor::Impl {
 
       std::optional<Clock::time_point> next_timer;
       auto consider = [&](Clock::time_point t) { next_timer = next_timer ? std::min(*next_timer, t) : t; };
+      if (any_memory_limit()) {
+        enforce_memory(now);
+        consider(next_sample);
+      }
+      if (!cgroups_to_remove.empty()) {
+        remove_leftover_cgroups();
+        if (!cgroups_to_remove.empty()) consider(now + kPollInterval);
+      }
       for (auto& [handle, c] : children) {
         if (!c.ending && c.deadline && now >= *c.deadline)
           begin_termination(c, TaskExit::How::timed_out, {}, now);
@@ -573,6 +681,7 @@ ProcessSupervisor::ProcessSupervisor(OnExit on_exit, SupervisorOptions options) 
     impl_->keeper_binary = *keeper;
   if (impl_->keeper_binary.empty() && !options.fork_keepers)
     spdlog::info("process-supervisor: no claimsched-keeper beside this program; each task's keeper is a fork of it");
+  if (options.cgroups) impl_->cgroups = open_cgroups(options);
   impl_->wake_fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!impl_->wake_fd) throw std::system_error(errno, std::system_category(), "process-supervisor: eventfd");
   // The thread starts with every signal blocked, and keeps them so.
@@ -643,24 +752,6 @@ std::vector<DetachedTask> ProcessSupervisor::detach_all() {
   return result.get();
 }
 
-TaskExit exit_from_status(int status) {
-  TaskExit e;
-  if (WIFEXITED(status)) {
-    e.how = TaskExit::How::exited;
-    e.exit_code = WEXITSTATUS(status);
-    e.detail = "exited with status " + std::to_string(e.exit_code);
-  } else if (WIFSIGNALED(status)) {
-    e.how = TaskExit::How::killed_by_signal;
-    e.signal = WTERMSIG(status);
-    e.detail = "killed by signal " + std::to_string(e.signal) + " (" + signal_name(e.signal) + ")";
-    if (WCOREDUMP(status)) e.detail += ", core dumped";
-  } else {
-    e.how = TaskExit::How::killed_by_signal;
-    e.detail = "ended with wait status " + std::to_string(status);
-  }
-  return e;
-}
-
 uint64_t ProcessSupervisor::adopt(const DetachedTask& task) {
   if (impl_->on_thread()) return impl_->do_adopt(task);
   std::future<uint64_t> result;
@@ -672,21 +763,6 @@ uint64_t ProcessSupervisor::adopt(const DetachedTask& task) {
   }
   impl_->wake();
   return result.get();
-}
-
-std::vector<std::pair<std::string, std::string>> task_environment(core::JobId job, core::TaskIndex index,
-                                                                  std::string_view node_name,
-                                                                  const core::Resources& resources) {
-  std::vector<std::pair<std::string, std::string>> env{
-      {"CLAIMSCHED_JOB_ID", std::to_string(job.value)},
-      {"CLAIMSCHED_TASK_INDEX", std::to_string(index)},
-      {"CLAIMSCHED_NODE", std::string(node_name)},
-      {"CLAIMSCHED_RESOURCES", resources.to_string()},
-      {"CLAIMSCHED_CPU_MILLICORES", std::to_string(resources[core::dim::cpu])},
-      {"CLAIMSCHED_MEMORY_BYTES", std::to_string(resources[core::dim::memory])},
-  };
-  if (resources[core::dim::gpu] > 0) env.emplace_back("CLAIMSCHED_GPU", std::to_string(resources[core::dim::gpu]));
-  return env;
 }
 
 }  // namespace claimsched::agent

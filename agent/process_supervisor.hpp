@@ -77,6 +77,14 @@ struct LaunchSpec {
   /// (SIGTERM, SIGKILL after the grace) and the exit is How::timed_out.
   /// Zero means no limit; negative is invalid.
   core::Duration max_run_time{0};
+  /// The most resident memory the task's process group may hold, in bytes
+  /// (the job's `memory`); over it, the group is killed with SIGKILL and the
+  /// exit is How::oom_killed (agent/memory_limit.hpp says how it is
+  /// measured). Zero means no limit.
+  uint64_t memory_limit_bytes = 0;
+  /// The job's cpu, in millicores: the task's cpu.max where it runs in a
+  /// cgroup (SupervisorOptions::cgroups); not limited otherwise. Zero: none.
+  int64_t cpu_millicores = 0;
   /// Where the task's keeper writes its wait status if it is detached
   /// (detach_all) and the task ends with no agent watching; empty: nowhere.
   std::string exit_path;
@@ -99,6 +107,9 @@ struct TaskExit {
     /// Terminated by kill() or by the supervisor's destructor; detail holds
     /// the reason.
     killed_on_request,
+    /// Held more memory than LaunchSpec::memory_limit_bytes and was killed
+    /// (SIGKILL to its process group).
+    oom_killed,
   };
   How how = How::exited;
   /// The exit status if the process exited, else -1.
@@ -108,6 +119,11 @@ struct TaskExit {
   /// One line for people: "exited with status 3", "killed by signal 9
   /// (SIGKILL)", "exceeded its maximum run time of 200ms; killed by ...".
   std::string detail;
+  /// The most memory the task held, in bytes: the larger of its processes'
+  /// own peak resident set (wait4; spawned keepers only: a forked keeper's
+  /// includes the agent's pages) and the supervisor's samples of its
+  /// process group's total. 0: not measured (adopted tasks without samples).
+  uint64_t peak_memory_bytes = 0;
 
   /// True if the process exited on its own with status 0.
   bool succeeded() const { return how == How::exited && exit_code == 0; }
@@ -161,6 +177,19 @@ struct SupervisorOptions {
   std::string keeper_binary;
   /// Fork keepers even where a keeper program is found.
   bool fork_keepers = false;
+  /// How often the resident memory of tasks with a memory limit is sampled
+  /// (agent/memory_limit.hpp); zero turns the sampling, and so the limit,
+  /// off. Every sample reads /proc/<pid>/stat of every process once.
+  core::Duration memory_sample_interval = std::chrono::milliseconds(100);
+  /// Run each task in a cgroup v2 of its own (agent/cgroup.hpp) if a
+  /// delegated tree is found: `cgroup_dir`, or else this process's own
+  /// cgroup. Where none is, a warning says why and the memory limit is
+  /// sampled as above. Off by default: it moves this process into a leaf
+  /// cgroup of its own.
+  bool cgroups = false;
+  std::string cgroup_dir;
+  /// A task's pids.max where it runs in a cgroup (a fork bomb stops there).
+  uint64_t task_pids_max = 4096;
 };
 
 class ProcessSupervisor {

@@ -320,7 +320,9 @@ int run_agent(const AgentOptions& opt) {
 
   std::shared_ptr<actors::ProcessExecutor> executor;
   if (opt.simulate == 0) {
-    executor = std::make_shared<actors::ProcessExecutor>(a.state_dir + "/tasks");
+    agent::SupervisorOptions supervisor;
+    supervisor.cgroup_dir = opt.cgroup;
+    executor = std::make_shared<actors::ProcessExecutor>(a.state_dir + "/tasks", supervisor);
     executor->load_detached();  // what the last agent left running, for the nodes to adopt
   }
   std::unique_ptr<HttpEndpoint> http;

@@ -40,6 +40,9 @@ struct AgentOptions {
   std::string http;
   /// Override [tls] ca, cert and key (each on its own).
   std::string tls_ca, tls_cert, tls_key;
+  /// A delegated cgroup v2 directory the tasks' cgroups go under (empty:
+  /// the agent's own cgroup, if delegated; agent/cgroup.hpp).
+  std::string cgroup;
 };
 
 int run_agent(const AgentOptions& options);

@@ -22,6 +22,7 @@ json end_json(const core::TaskEnd& e) {
     j["spawn_stage"] = std::string(core::to_string(e.stage));
     j["errno"] = e.exit_code;
   }
+  j["peak_memory_bytes"] = e.peak_memory_bytes == 0 ? json(nullptr) : json(e.peak_memory_bytes);
   return j;
 }
 

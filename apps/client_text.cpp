@@ -105,6 +105,7 @@ std::string task_line(const core::TaskView& t) {
   if (t.node.value != 0) line += " on " + node_label(t);
   std::string end = end_text(t);
   if (!end.empty()) line += core::is_final(t.state) ? ": " + end : " (last run: " + end + ")";
+  if (t.end.peak_memory_bytes > 0) line += ", peak memory " + core::format_memory(t.end.peak_memory_bytes);
   if (t.failures > 0) line += ", failed " + std::to_string(t.failures) + " time(s) before";
   if (t.losses > 0) line += ", lost " + std::to_string(t.losses) + " time(s)";
   return line;

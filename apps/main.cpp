@@ -136,6 +136,9 @@ int main(int argc, char** argv) {
   agt->add_option("--tls-cert", agent.tls_cert, "Override [tls] cert: this agent's certificate (PEM, OU=agent)");
   agt->add_option("--tls-key", agent.tls_key, "Override [tls] key: its private key (PEM)");
   agt->add_option("--keep-outputs", agent.keep_outputs, "Keep task outputs this long after their job ends here (default 7d)");
+  agt->add_option("--cgroup", agent.cgroup,
+                  "A delegated cgroup v2 directory for the tasks' cgroups (default: the agent's own, if delegated; "
+                  "else memory limits are sampled)");
 
   claimsched::apps::ReplayOptions replay;
   auto* rep = app.add_subcommand("replay", "Replay a workload trace (SWF or CSV, gzip or plain) in virtual time");

@@ -170,4 +170,25 @@ std::string describe(const TaskEnd& e) {
   return "";
 }
 
+std::string format_memory(uint64_t bytes) {
+  static constexpr std::array<std::string_view, 5> kUnits{"B", "KiB", "MiB", "GiB", "TiB"};
+  size_t unit = 0;
+  uint64_t scale = 1;
+  while (unit + 1 < kUnits.size() && bytes >= scale * 1024) {
+    scale *= 1024;
+    ++unit;
+  }
+  if (unit == 0) return std::to_string(bytes) + " B";
+  // Tenths, rounded half up, in integers (no float formatting differences).
+  uint64_t tenths = (bytes * 10 + scale / 2) / scale;
+  if (tenths >= 10240 && unit + 1 < kUnits.size()) {  // 1023.96 MiB reads as 1 GiB, not 1024 MiB
+    scale *= 1024;
+    ++unit;
+    tenths = (bytes * 10 + scale / 2) / scale;
+  }
+  std::string text = std::to_string(tenths / 10);
+  if (tenths % 10 != 0) text += "." + std::to_string(tenths % 10);
+  return text + " " + std::string(kUnits[unit]);
+}
+
 }  // namespace claimsched::core

@@ -38,7 +38,9 @@ enum class EndReason : uint8_t {
   evicted,
   /// Its node stopped answering while it ran: the outcome is unknown.
   node_lost,
-  /// It exceeded its memory limit (when limits land).
+  /// It used more memory than its job asked for and was killed, by the
+  /// kernel in its cgroup (agent/cgroup.hpp) or by its agent
+  /// (agent/memory_limit.hpp); signal is how it ended (SIGKILL).
   oom_killed,
   /// Its agent stopped without leaving it running (a crash): the process
   /// died with it.
@@ -72,6 +74,10 @@ struct TaskEnd {
   /// exited: its status; a killed task: its status if it exited after the
   /// kill signal, -1 if a signal ended it; spawn_failed: the errno (0 if none).
   int32_t exit_code = 0;
+  /// The most memory the run held, in bytes, as its agent measured it
+  /// (cgroup memory.peak, or the largest of the process's own peak resident
+  /// set and the agent's samples of its process group); 0: not measured.
+  uint64_t peak_memory_bytes = 0;
 
   friend bool operator==(const TaskEnd&, const TaskEnd&) = default;
 
@@ -110,5 +116,8 @@ int32_t shell_exit_code(const TaskEnd& end);
 /// maximum run time; exited with code 143 after SIGTERM", "cancelled", ...
 /// (without who preempted it: the caller knows that).
 std::string describe(const TaskEnd& end);
+/// Bytes for people, in binary units with one decimal: "812 B", "3.5 KiB",
+/// "301.2 MiB", "1.5 GiB".
+std::string format_memory(uint64_t bytes);
 
 }  // namespace claimsched::core

@@ -316,6 +316,7 @@ Status read(const pb::TaskEnd& in, const Path& p, core::TaskEnd& out) {
   if (in.signal() > 255) return corrupt(Path{p, "signal"}, "value " + std::to_string(in.signal()) + " is not a signal");
   out.signal = static_cast<uint8_t>(in.signal());
   out.exit_code = in.exit_code();
+  out.peak_memory_bytes = in.peak_memory_bytes();
   return Status::ok();
 }
 

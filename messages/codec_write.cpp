@@ -61,6 +61,7 @@ void to_proto(const core::TaskEnd& in, pb::TaskEnd& out) {
   out.set_stage(static_cast<pb::SpawnStage>(to_wire(in.stage)));
   out.set_signal(in.signal);
   out.set_exit_code(in.exit_code);
+  out.set_peak_memory_bytes(in.peak_memory_bytes);
 }
 
 void to_proto(const core::NodeSpec& in, pb::NodeSpec& out) {

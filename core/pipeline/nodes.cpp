@@ -181,6 +181,7 @@ void Scheduler::record_exit(const NodeEvent& ev) {
   if (!taken || r.end.signal != 0 || r.end.exit_code >= 0 || ev.end.reason == EndReason::none) return;
   r.end.signal = ev.end.signal;
   r.end.exit_code = ev.end.exit_code;
+  r.end.peak_memory_bytes = ev.end.peak_memory_bytes;
   r.exit_code = ev.exit_code;
   if (is_final(r.state))
     journal_tasks(j->spec.id, {ev.task.index}, r.state, NodeId{}, ev.claim_id, r.exit_code, r.end);

@@ -31,7 +31,19 @@ TEST(TaskEndTest, EachReasonReadsAsWhatHappened) {
   EXPECT_EQ(describe(TaskEnd::observed(EndReason::cancelled, 1, 0)), "cancelled; exited with code 1 after SIGTERM");
   EXPECT_EQ(describe(TaskEnd::decided(EndReason::cancelled)), "cancelled");
   EXPECT_EQ(describe(TaskEnd::decided(EndReason::node_lost)), "its node was lost (the outcome is unknown)");
+  EXPECT_EQ(describe(TaskEnd::observed(EndReason::oom_killed, -1, 9)), "killed for exceeding its memory limit");
   EXPECT_EQ(describe(TaskEnd{}), "");
+}
+
+TEST(TaskEndTest, PeakMemoryReadsInBinaryUnits) {
+  EXPECT_EQ(format_memory(0), "0 B");
+  EXPECT_EQ(format_memory(1023), "1023 B");
+  EXPECT_EQ(format_memory(1024), "1 KiB");
+  EXPECT_EQ(format_memory(3584), "3.5 KiB");
+  EXPECT_EQ(format_memory(24ull << 20), "24 MiB");
+  EXPECT_EQ(format_memory((51ull << 20) + (1ull << 20) / 10 + 1), "51.1 MiB");
+  EXPECT_EQ(format_memory((3ull << 30) / 2), "1.5 GiB");
+  EXPECT_EQ(format_memory((1ull << 30) - 1), "1 GiB");  // rounds up into the next tenth
 }
 
 TEST(TaskEndTest, ShellExitCodesAndNamesRoundTrip) {

@@ -155,6 +155,7 @@ inline core::NodeEvent sample_event(int n = 0) {
   e.exit_code = -9;
   e.end = core::TaskEnd::spawn_failed(core::SpawnStage::bad_workdir, 2);
   e.end.signal = 9;
+  e.end.peak_memory_bytes = 3u << 20;
   return e;
 }
 
@@ -276,6 +277,7 @@ inline core::TaskView sample_task_view(int n = 0) {
   t.losses = 1;
   t.end = core::TaskEnd::observed(core::EndReason::preempted, 0, 15);
   t.end.exit_code = 7;
+  t.end.peak_memory_bytes = 123456789;
   t.preempted_by = core::JobId{99};
   t.node_name = "node-17";
   return t;
@@ -316,6 +318,7 @@ template <>
 inline core::TaskEnd sample<core::TaskEnd>() {
   core::TaskEnd e = core::TaskEnd::spawn_failed(core::SpawnStage::permission_denied, 13);
   e.signal = 6;
+  e.peak_memory_bytes = (5ull << 30) + 17;
   return e;
 }
 
