@@ -18,6 +18,7 @@
 # agents' children used (each task's keeper and the task itself).
 #
 #   bench/e2e_throughput.sh [--jobs N] [--layouts "1x32 4x8"] [--warmup N] [--rate R] [--tls]
+#                           [--simulate [--node-slots S]]
 #
 # --tls runs each layout twice, with plain TCP and then with mutual TLS
 # between every member (local-cluster.sh start --tls), and prints after the
@@ -29,6 +30,17 @@
 # --rate R offers R jobs per second (open loop) instead of submitting as fast
 # as jobs are acknowledged: placement_p50/p99 are then submit -> running at
 # that rate (offered_per_sec says which).
+#
+# --simulate measures the scheduler and the protocol without the kernel: the
+# same client, server and agents, but each agent hosts simulated nodes
+# (local-cluster.sh start --simulate N, i.e. `claimsched agent --simulate N`)
+# whose tasks start no process and end at once. A layout AxN then means A
+# agents of N simulated nodes each (S slots each, --node-slots, default 32),
+# and each line also has "nodes" (A x N) and "simulate": true. There is no
+# process start to compare with, so spawn_ceiling_per_sec,
+# spawn_ceiling_before_after and ratio_to_ceiling are left out (the ceiling
+# is not run); agent_children_cpu_us_per_job is 0 there. It composes with
+# --rate, --jobs and --tls.
 #
 # Uses deploy/local-cluster.sh (CLAIMSCHED_BIN picks the binary) and
 # build/bench/e2e/e2e_submit (CLAIMSCHED_E2E_SUBMIT); build both in Release first. Each layout gets a fresh cluster in a temporary directory.
@@ -59,6 +71,8 @@ warmup=200
 layouts="1x32 4x8"
 rate=()
 tls_modes=(plain)
+simulate=0
+node_slots=32
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --jobs) jobs="$2"; shift 2 ;;
@@ -66,6 +80,8 @@ while [[ $# -gt 0 ]]; do
     --warmup) warmup="$2"; shift 2 ;;
     --rate) rate=(--rate "$2"); shift 2 ;;
     --tls) tls_modes=(plain tls); shift ;;
+    --simulate) simulate=1; shift ;;
+    --node-slots) node_slots="$2"; shift 2 ;;
     *) echo "e2e_throughput: unknown option $1" >&2; exit 2 ;;
   esac
 done
@@ -73,14 +89,18 @@ done
 for layout in $layouts; do
   agents="${layout%x*}"
   slots="${layout#*x}"
+  # --simulate: AxN is A agents of N simulated nodes, each of --node-slots.
+  per_agent=1
+  if [[ "$simulate" == 1 ]]; then per_agent="$slots"; slots="$node_slots"; fi
   lines=()
   for mode in "${tls_modes[@]}"; do
   dir="$(mktemp -d /tmp/claimsched-e2e-XXXXXX)"
   export CLAIMSCHED_LOCAL_DIR="$dir"
   trap '"$here/deploy/local-cluster.sh" stop >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
   start_flags=()
+  if [[ "$simulate" == 1 ]]; then start_flags+=(--simulate "$per_agent"); fi
   unset CLAIMSCHED_TLS_CA CLAIMSCHED_TLS_CERT CLAIMSCHED_TLS_KEY
-  if [[ "$mode" == tls ]]; then start_flags=(--tls); fi
+  if [[ "$mode" == tls ]]; then start_flags+=(--tls); fi
   "$here/deploy/local-cluster.sh" start --agents "$agents" --slots "$slots" "${start_flags[@]}" >/dev/null
   if [[ "$mode" == tls ]]; then
     export CLAIMSCHED_TLS_CA="$dir/tls/ca.pem" CLAIMSCHED_TLS_CERT="$dir/tls/client.pem" \
@@ -89,32 +109,39 @@ for layout in $layouts; do
   server="$(cat "$dir/address")"
   # Warm up (first connections, RocksDB's first files), then measure.
   "$submit" --server "$server" --jobs "$warmup" -- /bin/true >/dev/null
-  ceiling_before="$("$ceiling")"
+  # No process starts with --simulate: no ceiling to compare with.
+  ceiling_before='{"spawn_ceiling_per_sec":0}'
+  if [[ "$simulate" == 0 ]]; then ceiling_before="$("$ceiling")"; fi
   read -r server_before _ <<<"$(cpu_ticks "$dir/server.pid")"
   read -r agents_before children_before <<<"$(cpu_ticks "$dir"/agent-*.pid)"
   result="$("$submit" --server "$server" --jobs "$jobs" "${rate[@]}" -- /bin/true)"
   read -r server_after _ <<<"$(cpu_ticks "$dir/server.pid")"
   read -r agents_after children_after <<<"$(cpu_ticks "$dir"/agent-*.pid)"
-  ceiling_after="$("$ceiling")"
+  ceiling_after="$ceiling_before"
+  if [[ "$simulate" == 0 ]]; then ceiling_after="$("$ceiling")"; fi
   line="$(python3 - "$agents" "$slots" "$jobs" "$ticks_per_sec" "$result" "$ceiling_before" "$ceiling_after" \
     "$((server_after - server_before))" "$((agents_after - agents_before))" \
-    "$((children_after - children_before))" "$mode" "${#tls_modes[@]}" <<'PY'
+    "$((children_after - children_before))" "$mode" "${#tls_modes[@]}" "$simulate" "$per_agent" <<'PY'
 import json, sys
 agents, slots, jobs, hz = (int(x) for x in sys.argv[1:5])
 mode, modes = sys.argv[11], int(sys.argv[12])
+simulate, per_agent = sys.argv[13] == "1", int(sys.argv[14])
 result = json.loads(sys.argv[5])
 ceilings = [json.loads(sys.argv[6])["spawn_ceiling_per_sec"], json.loads(sys.argv[7])["spawn_ceiling_per_sec"]]
 server, agent, children = (int(x) for x in sys.argv[8:11])
 ceiling = sum(ceilings) / 2
 us_per_job = lambda ticks: round(ticks * 1e6 / hz / jobs, 1)
 out = {"agents": agents, "slots": slots}
+if simulate:
+    out.update({"simulate": True, "nodes": agents * per_agent})
 if modes > 1:
     out["tls"] = mode == "tls"
 out.update(result)
-out.update({"spawn_ceiling_per_sec": round(ceiling, 1),
-            "spawn_ceiling_before_after": ceilings,
-            "ratio_to_ceiling": round(result["complete_per_sec"] / ceiling, 3) if ceiling > 0 else None,
-            "server_cpu_us_per_job": us_per_job(server),
+if not simulate:
+    out.update({"spawn_ceiling_per_sec": round(ceiling, 1),
+                "spawn_ceiling_before_after": ceilings,
+                "ratio_to_ceiling": round(result["complete_per_sec"] / ceiling, 3) if ceiling > 0 else None})
+out.update({"server_cpu_us_per_job": us_per_job(server),
             "agent_cpu_us_per_job": us_per_job(agent),
             "agent_children_cpu_us_per_job": us_per_job(children)})
 print(json.dumps(out))
@@ -131,6 +158,7 @@ PY
 import json, sys
 plain, tls = (json.loads(x) for x in sys.argv[1:3])
 print(json.dumps({"agents": plain["agents"], "slots": plain["slots"],
+                  **({"nodes": plain["nodes"]} if "nodes" in plain else {}),
                   "complete_per_sec_plain": plain["complete_per_sec"], "complete_per_sec_tls": tls["complete_per_sec"],
                   "submit_per_sec_plain": plain["submit_per_sec"], "submit_per_sec_tls": tls["submit_per_sec"],
                   "tls_ratio": round(tls["complete_per_sec"] / plain["complete_per_sec"], 3)

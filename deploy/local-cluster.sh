@@ -3,7 +3,7 @@
 # each a separate process with its state and log under one directory.
 #
 #   deploy/local-cluster.sh start [--agents N] [--slots S] [--dir DIR] [--port P] [--config FILE]
-#                                 [--members M] [--http] [--tls]
+#                                 [--members M] [--http] [--tls] [--simulate N]
 #   deploy/local-cluster.sh status
 #   deploy/local-cluster.sh stop
 #
@@ -22,6 +22,11 @@
 # the certificates under DIR/tls, kept across restarts): the server(s) with
 # DIR/tls/server.pem, agent I with DIR/tls/agent-I.pem. start then prints the
 # CLAIMSCHED_TLS_CA/_CERT/_KEY exports the client needs (DIR/tls/client.pem).
+#
+# --simulate N: each agent hosts N simulated nodes (`claimsched agent
+# --simulate N`, named local-I-1 .. local-I-N, each of cpu=S) whose tasks
+# run no process and end after their `--duration` (at once without one);
+# start waits for all agents x N nodes.
 #
 # start prints the address; point the client at it with
 #   export CLAIMSCHED_SERVER=127.0.0.1:PORT
@@ -56,6 +61,7 @@ config=""
 members=0
 http=0
 tls=0
+simulate=0
 
 die() { echo "local-cluster: $*" >&2; exit 1; }
 
@@ -72,6 +78,7 @@ while [[ $# -gt 0 ]]; do
     --members) members="$2"; shift 2 ;;
     --http) http=1; shift ;;
     --tls) tls=1; shift ;;
+    --simulate) simulate="$2"; shift 2 ;;
     *) die "unknown option $1" ;;
   esac
 done
@@ -79,6 +86,7 @@ done
 [[ "$slots" =~ ^[0-9]+$ && "$slots" -ge 1 ]] || die "--slots must be a positive number, got '$slots'"
 [[ "$port" =~ ^[0-9]+$ && "$port" -le 65535 ]] || die "--port must be 0-65535, got '$port'"
 [[ "$members" =~ ^[0-9]+$ && "$members" -le 9 ]] || die "--members must be 0-9, got '$members'"
+[[ "$simulate" =~ ^[0-9]+$ ]] || die "--simulate must be a number of nodes, got '$simulate'"
 
 alive() { [[ -f "$1" ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -93,6 +101,10 @@ client_env() {
       CLAIMSCHED_TLS_KEY="$dir/tls/client.key"
   fi
 }
+
+simulate_args() { if [[ "$simulate" -gt 0 ]]; then echo "--simulate $simulate"; fi; }
+# Nodes start waits for: one per agent, or --simulate N per agent.
+expected_nodes() { echo $((agents * (simulate > 0 ? simulate : 1))); }
 
 # --http: the server flag, and where a server's log says it listens for HTTP.
 http_args() { if [[ "$http" == 1 ]]; then echo "--http 127.0.0.1:0"; fi; }
@@ -247,6 +259,7 @@ EOF
     # shellcheck disable=SC2046
     nohup "$bin" --log-level "$log_level" agent "${agent_config[@]}" --server "$address" --name "local-$i" \
       --resources "cpu=$slots,memory=${slots}Gi" --state-dir "$dir/agent-$i" $(http_args) $(tls_args "agent-$i") \
+      $(simulate_args) \
       >>"$dir/agent-$i.log" 2>&1 &
     echo $! >"$dir/agent-$i.pid"
     started+=("$i")
@@ -264,7 +277,7 @@ EOF
       fi
     done
     up="$("$bin" nodes --json --server "$address" 2>/dev/null | grep -o '"alive":true' | wc -l || true)"
-    if [[ "$up" -ge "$agents" ]]; then
+    if [[ "$up" -ge "$(expected_nodes)" ]]; then
       trap - EXIT
       echo "local cluster up: server(s) $address, $agents agent(s) of $slots slot(s), state in $dir"
       if [[ "$http" == 1 ]]; then
@@ -282,7 +295,7 @@ EOF
   for i in $(seq 1 "$agents"); do
     grep -h -E "\] \[(error|warning|critical)\]" "$dir/agent-$i.log" 2>/dev/null | tail -n 2 | sed "s/^/  agent-$i: /" >&2
   done
-  die "only ${up:-0} of $agents node(s) came up within 10s (logs in $dir)"
+  die "only ${up:-0} of $(expected_nodes) node(s) came up within 10s (logs in $dir)"
 }
 
 status() {
