@@ -20,6 +20,7 @@
 #include <sstream>
 
 #include "agent/process_supervisor.hpp"
+#include "tests/agent/exits.hpp"
 
 namespace claimsched::agent::cgroup_test {
 namespace {
@@ -165,31 +166,7 @@ TEST_F(CgroupFakeTree, OpeningMovesTheAgentIntoALeafAndATaskGetsItsLimits) {
   EXPECT_FALSE(fs::exists(root / "task-9"));
 }
 
-/// Records on_exit calls; outlives the supervisor.
-class Exits {
- public:
-  ProcessSupervisor::OnExit callback() {
-    return [this](uint64_t handle, TaskExit exit) {
-      std::lock_guard lock(mutex_);
-      exits_.emplace(handle, std::move(exit));
-      changed_.notify_all();
-    };
-  }
-  std::optional<TaskExit> wait(uint64_t handle, std::chrono::milliseconds timeout = 20s) {
-    std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, timeout, [&] { return exits_.contains(handle); })) return std::nullopt;
-    return exits_.at(handle);
-  }
-  bool ended(uint64_t handle) {
-    std::lock_guard lock(mutex_);
-    return exits_.contains(handle);
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<uint64_t, TaskExit> exits_;
-};
+using test_support::Exits;
 
 /// The supervisor over a made-up delegated tree: each task's cgroup gets
 /// the job's limits, the task joins it before its exec, and the end is read

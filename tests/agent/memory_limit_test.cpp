@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "agent/process_supervisor.hpp"
+#include "tests/agent/exits.hpp"
 
 namespace claimsched::agent::memory_test {
 namespace {
@@ -76,31 +77,7 @@ TEST(MemoryLimit, SumsAGroupWithoutItsLeaderFromAMadeUpProc) {
   fs::remove_all(root);
 }
 
-/// Records on_exit calls; outlives the supervisor.
-class Exits {
- public:
-  ProcessSupervisor::OnExit callback() {
-    return [this](uint64_t handle, TaskExit exit) {
-      std::lock_guard lock(mutex_);
-      exits_.emplace(handle, std::move(exit));
-      changed_.notify_all();
-    };
-  }
-  std::optional<TaskExit> wait(uint64_t handle, std::chrono::milliseconds timeout = 20s) {
-    std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, timeout, [&] { return exits_.contains(handle); })) return std::nullopt;
-    return exits_.at(handle);
-  }
-  bool ended(uint64_t handle) {
-    std::lock_guard lock(mutex_);
-    return exits_.contains(handle);
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<uint64_t, TaskExit> exits_;
-};
+using test_support::Exits;
 
 /// Holds `mib` MiB in a child of the shell (tail keeps a line without an
 /// end in memory) until killed: the group's sum, not the leader's, counts.

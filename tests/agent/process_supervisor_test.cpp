@@ -24,6 +24,8 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/agent/exits.hpp"
+
 namespace claimsched::agent {
 namespace {
 
@@ -32,52 +34,7 @@ using namespace std::chrono_literals;
 using How = TaskExit::How;
 using Clock = std::chrono::steady_clock;
 
-/// Records every on_exit; tests wait on it. Must outlive the supervisor
-/// (the destructor reports what it kills).
-class Exits {
- public:
-  ProcessSupervisor::OnExit callback() {
-    return [this](uint64_t handle, TaskExit exit) {
-      std::lock_guard lock(mutex_);
-      exits_[handle].push_back(std::move(exit));
-      threads_.insert(std::this_thread::get_id());
-      ++total_;
-      changed_.notify_all();
-    };
-  }
-
-  std::optional<TaskExit> wait(uint64_t handle, std::chrono::milliseconds timeout = 10s) {
-    std::unique_lock lock(mutex_);
-    if (!changed_.wait_for(lock, timeout, [&] { return exits_.contains(handle); })) return std::nullopt;
-    return exits_[handle].front();
-  }
-
-  bool wait_total(size_t n, std::chrono::milliseconds timeout = 20s) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, timeout, [&] { return total_ >= n; });
-  }
-
-  size_t count(uint64_t handle) {
-    std::lock_guard lock(mutex_);
-    auto it = exits_.find(handle);
-    return it == exits_.end() ? 0 : it->second.size();
-  }
-  size_t total() {
-    std::lock_guard lock(mutex_);
-    return total_;
-  }
-  std::set<std::thread::id> threads() {
-    std::lock_guard lock(mutex_);
-    return threads_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::map<uint64_t, std::vector<TaskExit>> exits_;
-  std::set<std::thread::id> threads_;
-  size_t total_ = 0;
-};
+using test_support::Exits;
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path);
