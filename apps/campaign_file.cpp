@@ -67,6 +67,9 @@ core::Expected<CampaignDraft> read_campaign(const Fields& f) {
     CLAIMSCHED_FIELD(f.string("resources"), text);
     auto r = parse_job_resources(text);
     if (!r) return bad("resources", r.error().message);
+    // As for a job (core::validate). And campaign_json leaves out resources
+    // that are all zero, so the server would read the default instead.
+    if (r->is_zero()) return bad("resources", "a task must request some resource");
     c.per_task = *r;
   } else {
     c.per_task = *core::Resources::parse(kDefaultResources);

@@ -32,6 +32,14 @@ std::vector<std::string_view> fields_of(std::string_view line) {
   return out;
 }
 
+// A field for an error message: quoted when it is too short to be a token,
+// else only its length. An operator who misplaces a token (in the user or
+// roles column, say) must not find it in the log.
+std::string shown(std::string_view field) {
+  if (field.size() < kMinToken) return "'" + std::string(field) + "'";
+  return "of " + std::to_string(field.size()) + " characters (not shown: it could be a token)";
+}
+
 }  // namespace
 
 std::string Principal::roles() const {
@@ -68,7 +76,7 @@ Expected<TokenTable> TokenTable::parse(std::string_view text, std::string_view s
       return bad("the token has a character outside [A-Za-z0-9._~+/=-]");
     std::string_view user = fields[1];
     if (user.size() > kMaxUser || !std::all_of(user.begin(), user.end(), user_char) || user.front() == '-')
-      return bad("user '" + std::string(user.substr(0, kMaxUser)) + "' is not 1 to 64 characters of [A-Za-z0-9._-]");
+      return bad("user " + shown(user) + " is not 1 to 64 characters of [A-Za-z0-9._-]");
     Principal p;
     p.user = std::string(user);
     if (fields.size() == 3) {
@@ -77,8 +85,8 @@ Expected<TokenTable> TokenTable::parse(std::string_view text, std::string_view s
         auto comma = roles.find(',');
         std::string_view role = roles.substr(0, comma);
         bool* slot = role == "operator" ? &p.operator_role : role == "admin" ? &p.admin_role : nullptr;
-        if (!slot) return bad("unknown role '" + std::string(role) + "' (roles: operator, admin; comma-separated)");
-        if (*slot) return bad("role '" + std::string(role) + "' is given twice");
+        if (!slot) return bad("unknown role " + shown(role) + " (roles: operator, admin; comma-separated)");
+        if (*slot) return bad("role " + shown(role) + " is given twice");
         *slot = true;
         if (comma == std::string_view::npos) break;
         roles = roles.substr(comma + 1);

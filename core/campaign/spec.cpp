@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/job.hpp"
 #include "core/text.hpp"
 
 namespace claimsched::core::campaign {
@@ -101,8 +102,8 @@ Status validate(const CampaignSpec& spec, const std::set<std::string>& known_poo
   if (spec.parameters.empty()) {
     return field_error("parameters", "no parameters: a campaign runs one task per parameter");
   }
-  if (spec.parameters.size() > std::numeric_limits<TaskIndex>::max()) {
-    return field_error("parameters", "more than " + std::to_string(std::numeric_limits<TaskIndex>::max()) + " tasks");
+  if (spec.parameters.size() > kMaxTasksPerJob) {
+    return field_error("parameters", "more than " + std::to_string(kMaxTasksPerJob) + " tasks");
   }
   if (spec.pools.empty() && spec.other_pools.empty()) return field_error("pools", "names no pool");
   std::set<std::string> seen;
@@ -149,11 +150,20 @@ Expected<std::vector<std::string>> range_parameters(int64_t first, int64_t last,
     return field_error("range",
                        "is empty (last " + std::to_string(last) + " < first " + std::to_string(first) + ")");
   }
-  uint64_t count = static_cast<uint64_t>(last - first) / static_cast<uint64_t>(step) + 1;
-  if (count > std::numeric_limits<TaskIndex>::max()) return field_error("range", "has too many values");
+  // In unsigned arithmetic: last - first overflows int64 for a range across most of it.
+  uint64_t span = static_cast<uint64_t>(last) - static_cast<uint64_t>(first);
+  // The server expands a client's range too: a few bytes must not become
+  // billions of parameters. (span / step + 1 itself overflows for the widest.)
+  if (span / static_cast<uint64_t>(step) >= kMaxTasksPerJob) {
+    return field_error("range", "has more than " + std::to_string(kMaxTasksPerJob) +
+                                    " values, the most tasks a campaign has");
+  }
+  uint64_t count = span / static_cast<uint64_t>(step) + 1;
   std::vector<std::string> out;
   out.reserve(count);
-  for (uint64_t i = 0; i < count; ++i) out.push_back(std::to_string(first + static_cast<int64_t>(i) * step));
+  for (uint64_t i = 0; i < count; ++i) {
+    out.push_back(std::to_string(static_cast<int64_t>(static_cast<uint64_t>(first) + i * static_cast<uint64_t>(step))));
+  }
   return out;
 }
 

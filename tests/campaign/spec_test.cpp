@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace claimsched::core::campaign {
 namespace {
 
@@ -72,6 +74,24 @@ TEST(CampaignSpec, RangesAndParameterFilesGiveOneTaskPerValue) {
   EXPECT_FALSE(range_parameters(5, 4, 1).has_value());
   EXPECT_FALSE(range_parameters(1, 4, 0).has_value());
   EXPECT_EQ(parameter_lines("a b\n\n  # comment\n  c \r\n"), (std::vector<std::string>{"a b", "c"}));
+}
+
+// Found by fuzz_campaign_file: the server expands a client's range, so
+// "1..4000000000" (a few bytes) allocated billions of parameters, and a range
+// across most of int64 overflowed.
+TEST(CampaignSpec, ARangeHasAtMostKMaxTasksPerJobValuesAndAnyInt64Bounds) {
+  auto huge = range_parameters(1, 4'000'000'000, 1);
+  ASSERT_FALSE(huge.has_value());
+  EXPECT_NE(huge.error().message.find("has more than 10000000 values, the most tasks a campaign has"),
+            std::string::npos)
+      << huge.error().message;
+  constexpr int64_t kMin = std::numeric_limits<int64_t>::min(), kMax = std::numeric_limits<int64_t>::max();
+  EXPECT_FALSE(range_parameters(kMin, kMax, 1).has_value());  // 2^64 values: one more than uint64 counts
+  EXPECT_TRUE(range_parameters(1, 10'000'000, 1).has_value());
+  EXPECT_FALSE(range_parameters(0, 10'000'000, 1).has_value());
+  auto wide = range_parameters(kMin, kMax, kMax);
+  ASSERT_TRUE(wide.has_value());
+  EXPECT_EQ(*wide, (std::vector<std::string>{"-9223372036854775808", "-1", "9223372036854775806"}));
 }
 
 TEST(CampaignSpec, TypesAndAlgorithmsReadAsUsersWriteThem) {

@@ -87,6 +87,19 @@ TEST(CampaignFile, MistypedFieldsAreRefusedWithTheirLine) {
   EXPECT_NE(algorithm.error().message.find("'algorithm'"), std::string::npos) << algorithm.error().message;
 }
 
+// Found by fuzz_campaign_file: "cpu=0,memory=0Gi" was accepted, and
+// campaign_json (what the client sends) leaves out all-zero resources, so the
+// server ran the campaign with the default resources instead.
+TEST(CampaignFile, ResourcesOfNothingAreRefusedAsForAJob) {
+  auto c = campaign_from(
+      "name = \"s\"\ncommand = [\"/bin/true\"]\nrange = \"1..3\"\npools = [\"lyon\"]\n"
+      "resources = \"cpu=0,memory=0Gi\"\n");
+  ASSERT_FALSE(c.has_value());
+  EXPECT_NE(c.error().message.find("sweep.toml:5: campaign field 'resources': a task must request some resource"),
+            std::string::npos)
+      << c.error().message;
+}
+
 TEST(CampaignFile, AParameterFileGivesOneTaskPerLine) {
   auto dir = std::filesystem::temp_directory_path() / ("campaign_file_test_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);

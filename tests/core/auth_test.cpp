@@ -73,6 +73,17 @@ TEST(TokenTable, EachMistakeIsNamedWithItsLineAndNeverShowsTheToken) {
   EXPECT_NE(parse_error("# nothing\n\n").find("has no tokens"), std::string::npos);
 }
 
+// Found by fuzz_auth_tokens: a token written in the roles or user column (two
+// tokens on one line, columns swapped) was quoted back in full.
+TEST(TokenTable, ATokenInTheWrongColumnIsNotShownEither) {
+  std::string role = parse_error(std::string(kAlice) + " alice " + kBob + "\n");
+  EXPECT_NE(role.find("line 1: unknown role of 22 characters (not shown"), std::string::npos) << role;
+  EXPECT_EQ(role.find(kBob), std::string::npos) << role;
+  std::string user = parse_error(std::string(kAlice) + " " + kBob + "+/= admin\n");
+  EXPECT_NE(user.find("line 1: user of 25 characters (not shown"), std::string::npos) << user;
+  EXPECT_EQ(user.find(kBob), std::string::npos) << user;
+}
+
 TEST(Authorize, APlainUserSubmitsAndReadsOnlyAsThemselves) {
   auto alice = who(kAlice);
   EXPECT_TRUE(authorize(alice, Action::submit, "a job", "").is_ok());
