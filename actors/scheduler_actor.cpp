@@ -714,11 +714,8 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         PartitionMetrics m;
         m.status = make_status(self);
         m.queues = self->state.core->queue_depths(now(self));
-        const core::ClusterView& view = self->state.core->view();
-        for (core::NodeIndex n = 0; n < view.node_count(); ++n) {
-          auto state = static_cast<size_t>(view.node(n).state);
-          if (state < m.nodes_by_state.size()) ++m.nodes_by_state[state];
-        }
+        const auto& by_state = self->state.core->view().nodes_by_state();
+        std::copy(by_state.begin(), by_state.end(), m.nodes_by_state.begin());
         const auto& p = self->state.policy;
         if (p && p->last())
           for (const auto& row : p->last()->pools)

@@ -45,6 +45,7 @@ NodeIndex ClusterView::add_node(const NodeSpec& spec, uint32_t pool, const NodeS
   p.nodes.push_back(n);
   p.max_capacity = p.nodes.size() == 1 ? v.capacity : p.max_capacity.max(v.capacity);
   p.total_capacity += v.capacity;
+  if (static_cast<size_t>(v.state) < nodes_by_state_.size()) ++nodes_by_state_[static_cast<size_t>(v.state)];
   nodes_.push_back(std::move(v));
   by_id_.insert(spec.id, n);
   reindex(n);
@@ -93,6 +94,10 @@ bool ClusterView::apply_snapshot(NodeIndex n, const NodeSnapshot& s) {
   NodeView& v = nodes_[n];
   if (s.generation < v.generation) return false;
   v.generation = s.generation;
+  if (v.state != s.state) {
+    if (static_cast<size_t>(v.state) < nodes_by_state_.size()) --nodes_by_state_[static_cast<size_t>(v.state)];
+    if (static_cast<size_t>(s.state) < nodes_by_state_.size()) ++nodes_by_state_[static_cast<size_t>(s.state)];
+  }
   v.state = s.state;
   if (!(v.capacity == s.capacity)) {
     PoolView& p = pools_[v.pool];

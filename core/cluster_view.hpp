@@ -91,7 +91,6 @@ class ClusterView {
   void remove_change_in_flight(NodeIndex n);
 
   const NodeView& node(NodeIndex n) const { return nodes_[n]; }
-  NodeView& node_mut(NodeIndex n) { return nodes_[n]; }
   /// Re-reads a node's availability into its pool's index (after node_mut).
   void reindex(NodeIndex n);
   /// True if some node's availability grew in any dimension (or it became
@@ -99,6 +98,9 @@ class ClusterView {
   bool take_grew() { return std::exchange(grew_, false); }
   bool grew_pending() const { return grew_; }
   size_t node_count() const { return nodes_.size(); }
+  /// Nodes in each NodeState (up, draining, down), kept as states change:
+  /// a metrics scrape reads it without walking every node.
+  const std::array<uint32_t, 3>& nodes_by_state() const { return nodes_by_state_; }
   const PoolView& pool(uint32_t p) const { return pools_[p]; }
   size_t pool_count() const { return pools_.size(); }
 
@@ -139,6 +141,7 @@ class ClusterView {
     size_t used_ = 0;
   };
   Nodes nodes_;
+  std::array<uint32_t, 3> nodes_by_state_{};
   std::vector<PoolView> pools_;
   IdMap by_id_;
   bool one_change_in_flight_ = false;

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 
 #include "core/random.hpp"
 #include "tests/core/builders.hpp"
@@ -219,6 +220,32 @@ TEST_F(PlacementTest, StartingLimitCapsTasksPerNode) {
 }
 
 // --- verdicts --------------------------------------------------------------
+
+// What claimsched_partition_nodes{state} reports: kept as nodes come, drain,
+// go down and come back (including a snapshot older than the view's, which
+// changes nothing), never by walking the nodes.
+TEST_F(PlacementTest, TheViewCountsItsNodesByState) {
+  auto by_state = [&] { return view.nodes_by_state(); };
+  using Counts = std::array<uint32_t, 3>;
+  NodeIndex a = node(1, "cpu=4,memory=4Gi");
+  node(2, "cpu=4,memory=4Gi");
+  node(NodeBuilder(3).capacity("cpu=4,memory=4Gi").build(), "", NodeState::draining);
+  EXPECT_EQ(by_state(), (Counts{2, 1, 0}));
+  NodeSnapshot s = fresh_snapshot(NodeBuilder(1).capacity("cpu=4,memory=4Gi").build(), {}, NodeState::down);
+  s.generation = 5;
+  ASSERT_TRUE(view.apply_snapshot(a, s));
+  EXPECT_EQ(by_state(), (Counts{1, 1, 1}));
+  s.generation = 4;  // stale: refused, and not counted
+  s.state = NodeState::up;
+  EXPECT_FALSE(view.apply_snapshot(a, s));
+  EXPECT_EQ(by_state(), (Counts{1, 1, 1}));
+  s.generation = 6;
+  ASSERT_TRUE(view.apply_snapshot(a, s));
+  EXPECT_EQ(by_state(), (Counts{2, 1, 0}));
+  // A node registering again (its agent restarted) is the same node.
+  node(2, "cpu=4,memory=4Gi");
+  EXPECT_EQ(by_state(), (Counts{2, 1, 0}));
+}
 
 TEST_F(PlacementTest, EmptyPoolIsUnresolvable) {
   auto r = place_tasks("cpu=1", 1);
