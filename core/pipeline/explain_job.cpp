@@ -150,28 +150,20 @@ Expected<JobView> Scheduler::job_view(JobId id, bool with_tasks) const {
 
 std::vector<QueueDepth> Scheduler::queue_depths(TimePoint now) const {
   std::vector<QueueDepth> out;
-  // (pool, class) -> its row: a class bound to a pool counts there only.
-  std::vector<std::vector<int>> row(view_.pool_count(), std::vector<int>(config_.classes.size(), -1));
+  auto row = [&](uint32_t p, uint32_t c) {
+    PendingDepths::Row r = table_.pending_in(p, c);
+    QueueDepth q{view_.pool(p).name, config_.classes[c].name, r.jobs, r.tasks, Duration{0}};
+    TimePoint oldest = table_.oldest_pending_in(p, c);
+    if (oldest != kNever) q.oldest_wait = std::max(Duration{0}, now - oldest);
+    out.push_back(std::move(q));
+  };
+  // Every (pool, class) a job of the class may wait in, empty or not; a
+  // class bound to another pool only where a job of it waits all the same.
   for (uint32_t p = 0; p < view_.pool_count(); ++p)
-    for (size_t c = 0; c < config_.classes.size(); ++c) {
+    for (uint32_t c = 0; c < config_.classes.size(); ++c) {
       const ClassConfig& cls = config_.classes[c];
-      if (!cls.pool.empty() && cls.pool != view_.pool(p).name) continue;
-      row[p][c] = static_cast<int>(out.size());
-      out.push_back(QueueDepth{view_.pool(p).name, cls.name, 0, 0, Duration{0}});
+      if (cls.pool.empty() || cls.pool == view_.pool(p).name || table_.pending_in(p, c).jobs > 0) row(p, c);
     }
-  table_.for_each_unfinished_in_id_order([&](const JobRecord& j) {
-    if (j.cancelled || j.pending() == 0 || j.pool >= row.size() || j.class_index >= config_.classes.size()) return;
-    int r = row[j.pool][j.class_index];
-    if (r < 0) {  // a job of a class bound elsewhere, in this pool all the same
-      r = static_cast<int>(out.size());
-      row[j.pool][j.class_index] = r;
-      out.push_back(QueueDepth{view_.pool(j.pool).name, config_.classes[j.class_index].name, 0, 0, Duration{0}});
-    }
-    QueueDepth& q = out[static_cast<size_t>(r)];
-    ++q.jobs;
-    q.tasks += j.pending();
-    q.oldest_wait = std::max(q.oldest_wait, now - j.spec.submit_time);
-  });
   return out;
 }
 

@@ -38,6 +38,8 @@ Expected<JobRecord*> TaskTable::add(JobRecord job) {
   pending_tasks_ += job.spec.count;
   JobRecord* added = &jobs_.emplace(id, std::move(job)).first->second;
   list_unfinished(*added);
+  depths_.add(added->pool, added->class_index, id, added->spec.submit_time, added->spec.count, added->spec.count > 0,
+              waiting());
   return added;
 }
 
@@ -96,6 +98,10 @@ void TaskTable::set_state(JobRecord& j, TaskIndex t, TaskState s) {
   if (s == TaskState::pending) ++pending_tasks_;
   --j.by_state[static_cast<size_t>(r.state)];
   ++j.by_state[static_cast<size_t>(s)];
+  uint32_t now_pending = j.count_in(TaskState::pending);
+  if (r.state == TaskState::pending) depths_.remove(j.pool, j.class_index, 1, now_pending == 0);
+  if (s == TaskState::pending)
+    depths_.add(j.pool, j.class_index, j.spec.id, j.spec.submit_time, 1, now_pending == 1, waiting());
   // A task back from a final state (a preempted one requeued) makes a
   // finished job unfinished again, and one the index dropped must return.
   bool revived = r.state >= TaskState::succeeded && s < TaskState::succeeded;
@@ -188,6 +194,8 @@ void TaskTable::for_each_unfinished_in_id_order(const std::function<void(const J
 
 Status TaskTable::check_accounting() const {
   uint64_t pending = 0, running = 0;
+  // The pending depths, recomputed: [pool][class] -> (row, oldest submit).
+  std::vector<std::vector<std::pair<PendingDepths::Row, TimePoint>>> depths;
   for (const auto& [id, j] : jobs_) {
     uint64_t sum = 0;
     for (auto c : j.by_state) sum += c;
@@ -210,7 +218,28 @@ Status TaskTable::check_accounting() const {
     }
     pending += j.count_in(TaskState::pending);
     running += j.count_in(TaskState::running);
+    if (j.count_in(TaskState::pending) > 0) {
+      if (depths.size() <= j.pool) depths.resize(j.pool + 1);
+      if (depths[j.pool].size() <= j.class_index) depths[j.pool].resize(j.class_index + 1, {{}, kNever});
+      auto& [row, oldest] = depths[j.pool][j.class_index];
+      ++row.jobs;
+      row.tasks += j.count_in(TaskState::pending);
+      oldest = std::min(oldest, j.spec.submit_time);
+    }
   }
+  for (uint32_t p = 0; p < std::max<size_t>(depths.size(), depths_.pools()); ++p)
+    for (uint32_t c = 0; c < std::max<size_t>(p < depths.size() ? depths[p].size() : 0, depths_.classes(p)); ++c) {
+      std::pair<PendingDepths::Row, TimePoint> want{{}, kNever};
+      if (p < depths.size() && c < depths[p].size()) want = depths[p][c];
+      PendingDepths::Row kept = depths_.row(p, c);
+      TimePoint kept_oldest = depths_.oldest(p, c, waiting());
+      if (kept.jobs != want.first.jobs || kept.tasks != want.first.tasks || kept_oldest != want.second)
+        return make_error(Errc::wrong_state, "pool " + std::to_string(p) + " class " + std::to_string(c) +
+                                                 ": the table keeps " + std::to_string(kept.jobs) + " jobs with " +
+                                                 std::to_string(kept.tasks) + " tasks pending, its jobs have " +
+                                                 std::to_string(want.first.jobs) + " with " +
+                                                 std::to_string(want.first.tasks));
+    }
   if (pending != pending_tasks_ || running != running_tasks_)
     return make_error(Errc::wrong_state, "the table counts " + std::to_string(pending_tasks_) + " pending and " +
                                              std::to_string(running_tasks_) + " running tasks, its jobs " +

@@ -19,6 +19,7 @@
 #include "core/cluster_view.hpp"
 #include "core/error.hpp"
 #include "core/job.hpp"
+#include "core/pipeline/pending_depths.hpp"
 #include "core/task_end.hpp"
 
 namespace claimsched::core {
@@ -130,6 +131,16 @@ struct JobRecord {
 };
 
 class TaskTable {
+  /// Whether a job still has tasks pending (PendingDepths drops stale entries by it).
+  struct Waiting {
+    const TaskTable* table;
+    bool operator()(JobId id) const {
+      const JobRecord* j = table->find(id);
+      return j && j->count_in(TaskState::pending) > 0;
+    }
+  };
+  Waiting waiting() const { return Waiting{this}; }
+
  public:
   /// Adds a job whose tasks are all pending. Errors: the id exists.
   Expected<JobRecord*> add(JobRecord job);
@@ -159,6 +170,13 @@ class TaskTable {
   std::vector<TaskRef> running_on(NodeIndex n) const;
 
   uint64_t pending_tasks() const { return pending_tasks_; }
+  /// Jobs and tasks pending in (pool, class index), kept as tasks change state.
+  PendingDepths::Row pending_in(uint32_t pool, uint32_t cls) const { return depths_.row(pool, cls); }
+  /// The earliest submit time of a job with tasks pending there (kNever: none).
+  TimePoint oldest_pending_in(uint32_t pool, uint32_t cls) const { return depths_.oldest(pool, cls, waiting()); }
+  /// Pools with a pending row, and the class indexes with one in pool p.
+  uint32_t pending_pools() const { return depths_.pools(); }
+  uint32_t pending_classes(uint32_t pool) const { return depths_.classes(pool); }
   uint64_t running_tasks() const { return running_tasks_; }
   /// What the jobs of pool p hold (claimed or running tasks; pool
   /// resource_limits count it).
@@ -196,6 +214,7 @@ class TaskTable {
   std::unordered_map<std::string, UserHold> allotted_by_user_;
   uint64_t pending_tasks_ = 0;
   uint64_t running_tasks_ = 0;
+  PendingDepths depths_;
   bool track_holders_ = false;
   std::set<JobId> holders_;
   /// Unfinished jobs by id, plus finished ones not yet dropped: a job is

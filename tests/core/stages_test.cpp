@@ -70,6 +70,47 @@ TEST(TaskTable, RunningOnANodeIsSortedAndAccountingCatchesDrift) {
   EXPECT_FALSE(table.check_accounting());
 }
 
+TEST(TaskTable, QueueDepthsFollowTasksInAndOutOfThePendingState) {
+  TaskTable table;
+  JobRecord& early = **table.add(record(1, 3, 0, ms(10)));
+  JobRecord& late = **table.add(record(2, 2, 0, ms(20)));
+  JobRecord other = record(3, 4, 0, ms(5));
+  other.class_index = 1;
+  ASSERT_TRUE(table.add(std::move(other)));
+  EXPECT_EQ(table.pending_in(0, 0).jobs, 2u);
+  EXPECT_EQ(table.pending_in(0, 0).tasks, 5u);
+  EXPECT_EQ(table.pending_in(0, 1).tasks, 4u) << "each class counts on its own";
+  EXPECT_EQ(table.oldest_pending_in(0, 0), ms(10));
+
+  table.take_pending(early, 3);
+  EXPECT_EQ(table.pending_in(0, 0).jobs, 1u) << "a job with nothing pending no longer waits";
+  EXPECT_EQ(table.oldest_pending_in(0, 0), ms(20)) << "the oldest waiting job is the next one";
+  table.requeue(early, {1});
+  EXPECT_EQ(table.pending_in(0, 0).tasks, 3u);
+  EXPECT_EQ(table.oldest_pending_in(0, 0), ms(10)) << "a task back in the queue makes its job wait again";
+  table.end_pending(early, TaskState::cancelled);
+  table.take_pending(late, 2);
+  EXPECT_EQ(table.pending_in(0, 0).jobs, 0u);
+  EXPECT_EQ(table.oldest_pending_in(0, 0), kNever);
+  EXPECT_EQ(table.pending_in(7, 7).jobs, 0u) << "a row never used is empty";
+  EXPECT_TRUE(table.check_accounting());
+}
+
+TEST(TaskTable, QueueDepthsStayExactAcrossManyJobsThatWaitAgain) {
+  // Enough jobs leaving and re-entering the queue to compact the oldest-job
+  // index several times; check_accounting recomputes every row.
+  TaskTable table;
+  std::vector<JobRecord*> jobs;
+  for (uint64_t id = 1; id <= 400; ++id) jobs.push_back(*table.add(record(id, 2, 0, ms(1000 - id))));
+  for (int round = 0; round < 5; ++round) {
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      auto taken = table.take_pending(*jobs[i], 2);
+      if ((i + static_cast<size_t>(round)) % 3 != 0) table.requeue(*jobs[i], taken);
+    }
+    ASSERT_TRUE(table.check_accounting()) << "round " << round;
+  }
+}
+
 // --- job queue -----------------------------------------------------------------
 
 TEST(JobQueue, PriorityThenRankThenSubmitTime) {
