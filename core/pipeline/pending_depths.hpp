@@ -25,8 +25,7 @@ class PendingDepths {
   /// had none pending before. `waiting(JobId)` says whether a job still has
   /// pending tasks (for dropping stale oldest-job entries).
   template <class Waiting>
-  void add(uint32_t pool, uint32_t cls, JobId id, TimePoint submitted, uint64_t n, bool first,
-           const Waiting& waiting) {
+  void add(uint32_t pool, uint32_t cls, JobId id, TimePoint submitted, uint64_t n, bool first, const Waiting& waiting) {
     Slot& s = slot(pool, cls);
     s.row.tasks += n;
     if (!first) return;
@@ -63,9 +62,7 @@ class PendingDepths {
   }
   /// Pools with a row, and the classes with a row in pool p.
   uint32_t pools() const { return static_cast<uint32_t>(rows_.size()); }
-  uint32_t classes(uint32_t pool) const {
-    return pool < rows_.size() ? static_cast<uint32_t>(rows_[pool].size()) : 0;
-  }
+  uint32_t classes(uint32_t pool) const { return pool < rows_.size() ? static_cast<uint32_t>(rows_[pool].size()) : 0; }
 
  private:
   struct Entry {
