@@ -293,8 +293,8 @@ int run_agent(const AgentOptions& opt) {
   std::filesystem::create_directories(a.state_dir, ec);
   if (ec) return fail(2, "cannot create the state directory " + a.state_dir + ": " + ec.message());
 
-  if (auto bad = setup_tls(resolve_tls_files(config.tls, {opt.tls_ca, opt.tls_cert, opt.tls_key}), TlsRole::agent))
-    return fail(2, *bad);
+  const TlsFiles tls = resolve_tls_files(config.tls, {opt.tls_ca, opt.tls_cert, opt.tls_key});
+  if (auto bad = setup_tls(tls, TlsRole::agent)) return fail(2, *bad);
 
   caf::actor_system_config cfg;
   actors::LinkOptions link;
@@ -345,11 +345,12 @@ int run_agent(const AgentOptions& opt) {
                       "records (key changes) in one group commit of the agent's node store", {}, records.bounds,
                       records.at_most, records.sum, records.count);
           return m.text();
-        });
+        },
+        {}, tls.enabled() && !opt.http_plain ? HttpEndpoint::HttpsFiles{tls.cert, tls.key} : HttpEndpoint::HttpsFiles{});
     if (!endpoint) return fail(1, endpoint.error().message);
     http = std::move(*endpoint);
-    std::printf("claimsched agent http on %s:%u (GET /metrics)\n", where->host.c_str(),
-                static_cast<unsigned>(http->port()));
+    std::printf("claimsched agent http on %s:%u (%s: GET /metrics)\n", where->host.c_str(),
+                static_cast<unsigned>(http->port()), http->https() ? "HTTPS" : "plain HTTP");
     std::fflush(stdout);
   }
   core::LedgerConfig ledger;

@@ -36,8 +36,10 @@ struct AgentOptions {
   std::string on_stop;
   /// How long task outputs are kept (empty: [agent] keep_outputs, else 7d).
   std::string keep_outputs;
-  /// Serve GET /metrics on HOST:PORT (empty: no HTTP).
+  /// Serve GET /metrics on HOST:PORT (empty: no HTTP); HTTPS with the
+  /// agent's certificate when it has [tls], unless `http_plain`.
   std::string http;
+  bool http_plain = false;
   /// Override [tls] ca, cert and key (each on its own).
   std::string tls_ca, tls_cert, tls_key;
   /// A delegated cgroup v2 directory the tasks' cgroups go under (empty:

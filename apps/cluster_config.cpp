@@ -171,15 +171,17 @@ class ConfigReader {
   void http() {
     const toml::table* t = r_.table(root_, "http", "");
     if (!t) return;
-    r_.keys(*t, "http", {"listen"});
+    r_.keys(*t, "http", {"listen", "plain"});
     std::string listen;
     // Required: an [http] table says the operator wants the endpoint.
     if (!r_.string(*t, "listen", "http", listen, true) || !t->get("listen")) return;
     auto parsed = parse_http_listen(listen);
-    if (!parsed)
+    if (!parsed) {
       r_.problem(*t->get("listen"), "http.listen", parsed.error().message);
-    else
-      c_.http = *parsed;
+      return;
+    }
+    c_.http = *parsed;
+    r_.boolean(*t, "plain", "http", c_.http.plain);
   }
 
   void storage() {

@@ -44,6 +44,9 @@ struct HttpConfig {
   std::string host;
   /// 0: pick a free one and print it.
   uint16_t port = 0;
+  /// With [tls] the endpoint serves HTTPS with the member's certificate;
+  /// `plain = true` keeps plain HTTP (a loopback-only scraper).
+  bool plain = false;
 };
 
 /// [tls]: mutual TLS between members (actors/tls.hpp): PEM files, paths as

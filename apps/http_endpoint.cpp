@@ -3,12 +3,32 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/tls.hpp"
+
 namespace claimsched::apps {
 
 core::Expected<std::unique_ptr<HttpEndpoint>> HttpEndpoint::start(const std::string& host, uint16_t port,
-                                                                 Metrics metrics, const Routes& routes) {
+                                                                 Metrics metrics, const Routes& routes,
+                                                                 const HttpsFiles& https) {
   std::unique_ptr<HttpEndpoint> e(new HttpEndpoint);
-  e->server_ = std::make_unique<httplib::Server>();
+  if (https.enabled()) {
+    auto secure = std::make_unique<httplib::SSLServer>(https.cert.c_str(), https.key.c_str());
+    // httplib reports only that its SSL context failed: load errors, a
+    // key that is not the certificate's, a file that is not PEM.
+    if (!secure->is_valid())
+      return core::make_error(core::Errc::invalid_argument, "[http]: cannot serve HTTPS with certificate " +
+                                                                https.cert + " and key " + https.key +
+                                                                " (unreadable, not PEM, or not a pair)");
+    e->server_ = std::move(secure);
+    e->https_ = true;
+  } else {
+    e->server_ = std::make_unique<httplib::Server>();
+    if (!actors::is_loopback_host(host))
+      spdlog::warn(
+          "[http] serves PLAIN HTTP on {}, not a loopback address: metrics, the API and its bearer tokens cross the "
+          "network in clear (configure [tls] for HTTPS)",
+          host);
+  }
   e->server_->Get("/metrics", [metrics = std::move(metrics)](const httplib::Request&, httplib::Response& res) {
     auto text = metrics();
     if (!text) {

@@ -29,9 +29,20 @@ class HttpEndpoint {
   /// Adds the routes beyond /metrics (the server's API and dashboard).
   using Routes = std::function<void(httplib::Server&)>;
 
-  /// Listens on host:port (0: a free port); an error names the address.
+  /// HTTPS with this member's certificate and key (PEM, as in [tls]); empty:
+  /// plain HTTP.
+  struct HttpsFiles {
+    std::string cert;
+    std::string key;
+    bool enabled() const { return !cert.empty() || !key.empty(); }
+  };
+
+  /// Listens on host:port (0: a free port); an error names the address, or
+  /// the certificate files HTTPS could not use. Plain HTTP on a non-loopback
+  /// address is logged as a warning: what it serves crosses the network in
+  /// clear.
   static core::Expected<std::unique_ptr<HttpEndpoint>> start(const std::string& host, uint16_t port, Metrics metrics,
-                                                             const Routes& routes = {});
+                                                             const Routes& routes = {}, const HttpsFiles& https = {});
   /// Stops listening and waits for the thread.
   ~HttpEndpoint();
 
@@ -39,6 +50,7 @@ class HttpEndpoint {
   HttpEndpoint& operator=(const HttpEndpoint&) = delete;
 
   uint16_t port() const { return port_; }
+  bool https() const { return https_; }
 
  private:
   HttpEndpoint() = default;
@@ -46,6 +58,7 @@ class HttpEndpoint {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   uint16_t port_ = 0;
+  bool https_ = false;
 };
 
 }  // namespace claimsched::apps

@@ -132,6 +132,8 @@ int main(int argc, char** argv) {
                   "On SIGTERM: leave running tasks for the next start to adopt (leave, the default) or wait for "
                   "them to end (wait)");
   agt->add_option("--http", agent.http, "Serve GET /metrics on HOST:PORT (port 0: any free one, printed)");
+  agt->add_flag("--http-plain", agent.http_plain,
+                "Serve --http as plain HTTP even with TLS (default with TLS: HTTPS with the agent's certificate)");
   agt->add_option("--tls-ca", agent.tls_ca, "Override [tls] ca: the cluster CA's certificate (PEM)");
   agt->add_option("--tls-cert", agent.tls_cert, "Override [tls] cert: this agent's certificate (PEM, OU=agent)");
   agt->add_option("--tls-key", agent.tls_key, "Override [tls] key: its private key (PEM)");

@@ -215,7 +215,9 @@ int run_server(const ServerOptions& opt) {
     return 2;
   }
 
-  if (auto bad = setup_tls(resolve_tls_files(config.tls, {opt.tls_ca, opt.tls_cert, opt.tls_key}), TlsRole::server)) {
+  // Resolved once: the member's port and its HTTPS endpoint use the same files.
+  config.tls = resolve_tls_files(config.tls, {opt.tls_ca, opt.tls_cert, opt.tls_key});
+  if (auto bad = setup_tls(config.tls, TlsRole::server)) {
     std::fprintf(stderr, "claimsched server: %s\n", bad->c_str());
     return 2;
   }

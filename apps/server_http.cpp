@@ -135,14 +135,20 @@ core::Expected<std::unique_ptr<HttpEndpoint>> serve_http(caf::actor_system& sys,
                                                          actors::gateway_actor gateway, const ServerAuth& auth) {
   if (!config.http.enabled) return std::unique_ptr<HttpEndpoint>();
   auto metrics = [&sys, gateway] { return ask<std::string>(sys, gateway, actors::metrics_atom::value); };
-  auto endpoint = HttpEndpoint::start(config.http.host, config.http.port, metrics, [&](httplib::Server& server) {
-    add_api(server, gateway_reader(sys, gateway), auth);
-    add_dashboard(server);
-    add_refusals(server);
-  });
+  HttpEndpoint::HttpsFiles https;
+  if (config.tls.enabled() && !config.http.plain) https = {config.tls.cert, config.tls.key};
+  auto endpoint = HttpEndpoint::start(
+      config.http.host, config.http.port, metrics,
+      [&](httplib::Server& server) {
+        add_api(server, gateway_reader(sys, gateway), auth);
+        add_dashboard(server);
+        add_refusals(server);
+      },
+      https);
   if (!endpoint) return endpoint.error();
-  std::printf("claimsched server http on %s:%u (GET /metrics, /api/v1/, the dashboard at /)\n", config.http.host.c_str(),
-              static_cast<unsigned>((*endpoint)->port()));
+  std::printf("claimsched server http on %s:%u (%s: GET /metrics, /api/v1/, the dashboard at /)\n",
+              config.http.host.c_str(), static_cast<unsigned>((*endpoint)->port()),
+              (*endpoint)->https() ? "HTTPS" : "plain HTTP");
   std::fflush(stdout);
   return endpoint;
 }

@@ -365,6 +365,13 @@ TEST(ClusterConfig, AnHttpSectionTurnsMetricsOnAndABadAddressIsNamed) {
   EXPECT_TRUE(on->http.enabled);
   EXPECT_EQ(on->http.host, "::1");
   EXPECT_EQ(on->http.port, 9090);
+  EXPECT_FALSE(on->http.plain) << "with [tls], HTTPS unless asked otherwise";
+  auto plain = parse_cluster_config("[http]\nlisten = \"127.0.0.1:0\"\nplain = true\n", "c.toml");
+  ASSERT_TRUE(plain.has_value()) << plain.error().message;
+  EXPECT_TRUE(plain->http.plain);
+  auto not_bool = parse_cluster_config("[http]\nlisten = \"127.0.0.1:0\"\nplain = \"yes\"\n", "c.toml");
+  ASSERT_FALSE(not_bool.has_value());
+  EXPECT_NE(not_bool.error().message.find("http.plain"), std::string::npos) << not_bool.error().message;
   auto empty = parse_cluster_config("[http]\n", "c.toml");
   ASSERT_FALSE(empty.has_value());
   EXPECT_NE(empty.error().message.find("http.listen"), std::string::npos) << empty.error().message;

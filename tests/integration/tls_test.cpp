@@ -41,7 +41,8 @@ std::string client_env(const std::string& dir, const std::string& name, const st
 /// the server, so the server keeps its own files).
 class TlsCluster {
  public:
-  TlsCluster() : certs(cluster_dir() + "/certs"), cluster(config(certs)) {}
+  /// `extra`: more of the server's config beside [tls].
+  explicit TlsCluster(const std::string& extra = "") : certs(cluster_dir() + "/certs"), cluster(config(certs) + extra) {}
   ~TlsCluster() {
     if (!::testing::Test::HasFailure()) std::filesystem::remove_all(std::filesystem::path(certs).parent_path());
     unsetenv("CLAIMSCHED_TLS_CA");
@@ -153,6 +154,42 @@ TEST(TlsTest, MembersWithoutTheClusterCertificateOrRoleAreRefusedAndTheServerKee
   auto job = c.submit("--count 1", "/bin/echo still-serving", &why);
   ASSERT_NE(job, 0u) << why;
   EXPECT_EQ(c.wait_for_job(job).value("state", ""), "succeeded");
+}
+
+TEST(TlsTest, TheHttpEndpointServesHttpsWithTheMembersCertificate) {
+  // An operator who turns TLS on expects the metrics, the API and its
+  // bearer tokens off the wire in clear too.
+  TlsCluster t("[http]\nlisten = \"127.0.0.1:0\"\n");
+  t.start();
+  auto& c = t.cluster;
+  const std::string said = "claimsched server http on ";
+  std::string address;
+  ASSERT_TRUE(LocalCluster::wait_until(
+      [&] {
+        std::string log = LocalCluster::read_file(c.server_log());
+        auto at = log.find(said);
+        if (at == std::string::npos) return false;
+        address = log.substr(at + said.size(), log.find(' ', at + said.size()) - at - said.size());
+        return true;
+      },
+      std::chrono::seconds(10)))
+      << LocalCluster::read_file(c.server_log());
+  EXPECT_NE(LocalCluster::read_file(c.server_log()).find(address + " (HTTPS"), std::string::npos);
+
+  auto secure =
+      run_command("curl -sS --max-time 10 --cacert " + t.certs + "/ca.pem https://" + address + "/metrics 2>&1");
+  EXPECT_EQ(secure.exit_code, 0) << secure.out;
+  EXPECT_NE(secure.out.find("# TYPE claimsched_"), std::string::npos) << secure.out;
+  // In clear: no metrics come back.
+  auto plain = run_command("curl -sS --max-time 10 http://" + address + "/metrics 2>&1");
+  EXPECT_EQ(plain.out.find("# TYPE"), std::string::npos) << plain.out;
+  // A client trusting another CA refuses the server's certificate.
+  const std::string other = c.dir() + "/other";
+  make_certs(other);
+  auto foreign =
+      run_command("curl -sS --max-time 10 --cacert " + other + "/ca.pem https://" + address + "/metrics 2>&1");
+  EXPECT_NE(foreign.exit_code, 0) << foreign.out;
+  EXPECT_EQ(foreign.out.find("# TYPE"), std::string::npos) << foreign.out;
 }
 
 }  // namespace
