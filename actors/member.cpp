@@ -481,8 +481,8 @@ bool join(self_ptr self) {
   }
   st.name_conflict_since = core::TimePoint{0};
   etcd::LeaseKeeper::Options ko;
-  ko.client = {st.config.etcd, std::min(st.config.etcd_timeout,
-                                        std::chrono::duration_cast<std::chrono::milliseconds>(ttl) / 4)};
+  ko.client = st.config.etcd_options();
+  ko.client.timeout = std::min(st.config.etcd_timeout, std::chrono::duration_cast<std::chrono::milliseconds>(ttl) / 4);
   ko.lease = st.lease;
   ko.ttl = ttl;
   auto me_handle = caf::actor_cast<member_actor>(self);
@@ -683,7 +683,7 @@ core::Status MemberConfig::validate() const {
   for (const auto& p : partitions)
     if (p.store_dir.empty()) return bad("member: partition " + std::to_string(p.actor.scheduler.partition.value) +
                                         " has no store directory");
-  if (auto st = etcd::Client::make({etcd, etcd_timeout}); !st) return st.error();
+  if (auto st = etcd::Client::make(etcd_options()); !st) return st.error();
   return core::Status::ok();
 }
 
@@ -697,7 +697,7 @@ member_actor::behavior_type member(self_ptr self, MemberConfig config) {
   st.config = std::move(config);
   st.log_name = "member " + st.config.name;
   st.keys.emplace(st.config.prefix, st.config.cluster_id);
-  if (auto c = etcd::Client::make({st.config.etcd, st.config.etcd_timeout})) st.etcd.emplace(std::move(*c));
+  if (auto c = etcd::Client::make(st.config.etcd_options())) st.etcd.emplace(std::move(*c));
   for (const auto& setup : st.config.partitions) st.partitions[setup.actor.scheduler.partition].setup = setup;
   self->set_down_handler([=](const caf::down_msg& msg) {
     auto& st = self->state;

@@ -41,8 +41,11 @@ struct MemberConfig {
   /// This member's name (unique in the cluster).
   std::string name;
   std::string cluster_id;
-  /// etcd's endpoints ("http://host:port") and the key prefix.
+  /// etcd's endpoints ("http://host:port" or "https://host:port") and the key prefix.
   std::vector<std::string> etcd;
+  /// For https endpoints: etcd's CA, and this member's client certificate
+  /// and key (etcd::Client::Options).
+  std::string etcd_ca, etcd_cert, etcd_key;
   std::string prefix = "/claimsched";
   std::chrono::seconds lease_ttl{1};
   /// Per etcd request (then the next endpoint is tried).
@@ -58,6 +61,8 @@ struct MemberConfig {
   storage::StoreOptions replica_options;
 
   core::Status validate() const;
+  /// What an etcd client of this member is given (endpoints, timeout, TLS).
+  etcd::Client::Options etcd_options() const { return {etcd, etcd_timeout, etcd_ca, etcd_cert, etcd_key}; }
 };
 
 struct member_state {

@@ -27,6 +27,7 @@
 #include "apps/cluster_config.hpp"
 #include "apps/tls_setup.hpp"
 #include "apps/http_endpoint.hpp"
+#include "apps/process_stats.hpp"
 #include "apps/signals.hpp"
 #include "core/metrics_text.hpp"
 #include "storage/node_store.hpp"
@@ -236,6 +237,7 @@ core::NodeId node_id_of(std::string_view name) {
 
 int run_agent(const AgentOptions& opt) {
   block_stop_signals();
+  ignore_broken_pipes();
   ClusterConfig config;
   if (!opt.config.empty()) {
     auto loaded = load_cluster_config(opt.config);

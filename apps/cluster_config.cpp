@@ -586,14 +586,17 @@ class ConfigReader {
     const toml::table* t = r_.table(root_, "ha", "");
     if (!t) return;
     HaConfig h;
-    r_.keys(*t, "ha", {"etcd", "name", "lease_ttl", "ack", "advertise", "prefix", "poll_interval", "etcd_timeout"});
+    r_.keys(*t, "ha",
+            {"etcd", "name", "lease_ttl", "ack", "advertise", "prefix", "poll_interval", "etcd_timeout", "etcd_ca",
+             "etcd_cert", "etcd_key"});
     std::vector<std::string> etcd;
     if (r_.strings(*t, "etcd", "ha", etcd) && t->get("etcd")) {
       if (etcd.empty()) r_.problem(*t->get("etcd"), "ha.etcd", "needs at least one etcd endpoint");
       for (size_t i = 0; i < etcd.size(); ++i) {
         const std::string& e = etcd[i];
-        std::string why = e.rfind("http://", 0) == 0 ? check_host_port(e.substr(7))
-                                                     : "expected http://host:port (TLS endpoints are not supported)";
+        std::string why = e.rfind("http://", 0) == 0    ? check_host_port(e.substr(7))
+                          : e.rfind("https://", 0) == 0 ? check_host_port(e.substr(8))
+                                                        : "expected http://host:port or https://host:port";
         if (!why.empty()) r_.problem(*t->get("etcd")->as_array()->get(i), "ha.etcd", "'" + e + "': " + why);
       }
       h.etcd = std::move(etcd);
@@ -616,6 +619,10 @@ class ConfigReader {
     for (auto [key, target] : {std::pair{"poll_interval", &h.poll_interval}, std::pair{"etcd_timeout", &h.etcd_timeout}})
       if (r_.duration(*t, key, "ha", *target) && t->get(key) && target->count() <= 0)
         r_.problem(*t->get(key), "ha." + std::string(key), "must be longer than 0s");
+    for (auto [key, target] : {std::pair{"etcd_ca", &h.etcd_ca}, std::pair{"etcd_cert", &h.etcd_cert},
+                               std::pair{"etcd_key", &h.etcd_key}})
+      if (r_.string(*t, key, "ha", *target) && t->get(key) && target->empty())
+        r_.problem(*t->get(key), "ha." + std::string(key), "must not be empty (leave it out to use [tls]'s file)");
     c_.ha = std::move(h);
   }
 

@@ -128,8 +128,11 @@ struct AgentConfig {
 /// each partition, the others keep standby copies. Absent: one server owns
 /// every partition, no etcd.
 struct HaConfig {
-  /// etcd's client URLs ("http://host:port").
+  /// etcd's client URLs ("http://host:port" or "https://host:port").
   std::vector<std::string> etcd{"http://127.0.0.1:2379"};
+  /// For https endpoints (PEM paths): etcd's CA and the member's client
+  /// certificate and key; each empty one defaults to [tls]'s ca, cert, key.
+  std::string etcd_ca, etcd_cert, etcd_key;
   /// This member's name, unique in the cluster (default: the host name;
   /// `server --name` overrides).
   std::string name;

@@ -1,6 +1,7 @@
 #include "apps/process_stats.hpp"
 
 #include <malloc.h>
+#include <signal.h>
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -33,5 +34,7 @@ uint64_t raise_open_file_limit(uint64_t cap) {
   }
   return static_cast<uint64_t>(r.rlim_cur);
 }
+
+void ignore_broken_pipes() { ::signal(SIGPIPE, SIG_IGN); }
 
 }  // namespace claimsched::apps

@@ -19,4 +19,11 @@ uint64_t peak_rss();
 /// of 1024, a flood of idle connections locks every client out until it ends.
 uint64_t raise_open_file_limit(uint64_t cap);
 
+/// Ignores SIGPIPE in this long-running process: OpenSSL writes with write(2)
+/// (cpp-httplib's HTTPS, to etcd or from the HTTP endpoint), so a peer that
+/// goes away mid-answer would otherwise end the whole server or agent. A
+/// write then fails with EPIPE, which every caller handles. Tasks do not
+/// inherit it (the supervisor resets every signal disposition).
+void ignore_broken_pipes();
+
 }  // namespace claimsched::apps

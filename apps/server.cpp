@@ -101,6 +101,10 @@ int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_syste
     for (std::string item; std::getline(items, item, ',');)
       if (!item.empty()) mc.etcd.push_back(item);
   }
+  // https etcd endpoints: [ha]'s own files, else the member's [tls] ones.
+  mc.etcd_ca = !ha.etcd_ca.empty() ? ha.etcd_ca : config.tls.ca;
+  mc.etcd_cert = !ha.etcd_cert.empty() ? ha.etcd_cert : config.tls.cert;
+  mc.etcd_key = !ha.etcd_key.empty() ? ha.etcd_key : config.tls.key;
   mc.prefix = ha.prefix;
   mc.lease_ttl = std::chrono::duration_cast<std::chrono::seconds>(ha.lease_ttl);
   mc.etcd_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(ha.etcd_timeout);
@@ -191,6 +195,7 @@ int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_syste
 
 int run_server(const ServerOptions& opt) {
   block_stop_signals();
+  ignore_broken_pipes();
   // A descriptor per connection (see raise_open_file_limit).
   if (auto files = raise_open_file_limit(65536); files > 0 && files < 4096)
     spdlog::warn("open files limited to {} (ulimit -n): a flood of that many connections locks clients out", files);

@@ -163,7 +163,14 @@ struct Client::Impl {
 
   httplib::Client& connection(size_t i) {
     if (!connections[i]) {
-      auto c = std::make_unique<httplib::Client>(options.endpoints[i]);
+      const std::string& endpoint = options.endpoints[i];
+      bool https = endpoint.rfind("https://", 0) == 0;
+      auto c = https && !options.cert.empty() ? std::make_unique<httplib::Client>(endpoint, options.cert, options.key)
+                                              : std::make_unique<httplib::Client>(endpoint);
+      if (https) {
+        c->set_ca_cert_path(options.ca.c_str());
+        c->enable_server_certificate_verification(true);
+      }
       auto us = std::chrono::duration_cast<std::chrono::microseconds>(options.timeout).count();
       c->set_connection_timeout(us / 1'000'000, us % 1'000'000);
       c->set_read_timeout(us / 1'000'000, us % 1'000'000);
@@ -239,10 +246,19 @@ Expected<Client> Client::make(Options options) {
   if (options.endpoints.empty()) return core::make_error(Errc::invalid_argument, "etcd: no endpoints");
   for (const auto& e : options.endpoints) {
     auto colon = e.rfind(':');
-    if (e.rfind("http://", 0) != 0 || colon == std::string::npos || colon < 8 || colon + 1 == e.size())
+    bool https = e.rfind("https://", 0) == 0;
+    size_t scheme = https ? 8 : 7;
+    if ((!https && e.rfind("http://", 0) != 0) || colon == std::string::npos || colon <= scheme ||
+        colon + 1 == e.size())
       return core::make_error(Errc::invalid_argument,
-                              "etcd endpoint '" + e + "' is not http://HOST:PORT (TLS endpoints are not supported)");
+                              "etcd endpoint '" + e + "' is not http://HOST:PORT or https://HOST:PORT");
+    if (https && options.ca.empty())
+      return core::make_error(Errc::invalid_argument, "etcd endpoint '" + e +
+                                                          "' is HTTPS: give the CA that signed etcd's certificate "
+                                                          "([ha] etcd_ca, or [tls] ca)");
   }
+  if (options.cert.empty() != options.key.empty())
+    return core::make_error(Errc::invalid_argument, "etcd: a client certificate needs its key, and a key its certificate");
   if (options.timeout.count() <= 0) return core::make_error(Errc::invalid_argument, "etcd: timeout must be positive");
   auto impl = std::make_unique<Impl>();
   impl->connections.resize(options.endpoints.size());

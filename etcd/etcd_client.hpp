@@ -2,7 +2,8 @@
 
 // A client of etcd's v3 JSON gateway (etcd 3.4, Debian's etcd-server): the
 // few calls HA needs - leases (grant, keep-alive, revoke), reads of a key or
-// a prefix, and transactions - over plain HTTP with cpp-httplib. Keys and
+// a prefix, and transactions - over HTTP, or HTTPS checked against a CA
+// (with a client certificate when etcd asks for one), with cpp-httplib. Keys and
 // values are base64 on the wire and plain bytes here.
 //
 // Endpoints: a call goes to the endpoint that answered last; if it cannot be
@@ -11,6 +12,8 @@
 // etcd error (an expired lease, say) is not retried elsewhere.
 //
 // Not thread-safe: one Client per thread (each keeps its own connections).
+// Over HTTPS, OpenSSL writes with write(2): a process using it must ignore
+// SIGPIPE (the server does: apps/process_stats.hpp, ignore_broken_pipes).
 
 #include <chrono>
 #include <cstdint>
@@ -101,13 +104,20 @@ std::string prefix_end(std::string_view prefix);
 class Client {
  public:
   struct Options {
-    /// "http://host:port" each; at least one.
+    /// "http://host:port" or "https://host:port" each; at least one.
     std::vector<std::string> endpoints;
     /// Per attempt at one endpoint (connect, write and read).
     std::chrono::milliseconds timeout{500};
+    /// For "https://host:port" endpoints (PEM paths): the CA etcd's
+    /// certificate must chain to, and this client's certificate and key for
+    /// an etcd that asks for one (--client-cert-auth; both or neither).
+    std::string ca;
+    std::string cert;
+    std::string key;
   };
 
-  /// Checks the endpoints ("http://host:port"); connects lazily.
+  /// Checks the endpoints ("http://host:port" or "https://host:port", the
+  /// latter with a CA); connects lazily.
   static core::Expected<Client> make(Options options);
   Client(Client&&) noexcept;
   Client& operator=(Client&&) noexcept;

@@ -5,6 +5,7 @@
 #include "etcd/etcd_client.hpp"
 
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <thread>
 
@@ -15,18 +16,79 @@ namespace {
 
 using namespace std::chrono_literals;
 
+etcd::Client::Options options(std::vector<std::string> endpoints, std::chrono::milliseconds timeout,
+                              std::string ca = "", std::string cert = "", std::string key = "") {
+  etcd::Client::Options o;
+  o.endpoints = std::move(endpoints);
+  o.timeout = timeout;
+  o.ca = std::move(ca);
+  o.cert = std::move(cert);
+  o.key = std::move(key);
+  return o;
+}
+
 etcd::Client client_of(const std::vector<std::string>& endpoints, std::chrono::milliseconds timeout = 500ms) {
-  auto c = etcd::Client::make({endpoints, timeout});
+  auto c = etcd::Client::make(options(endpoints, timeout));
   EXPECT_TRUE(c.has_value()) << c.error().to_string();
   return std::move(*c);
 }
 
 TEST(EtcdClient, RejectsEndpointsItCannotUse) {
-  EXPECT_FALSE(etcd::Client::make({{}, 500ms}).has_value());
-  auto bad = etcd::Client::make({{"127.0.0.1:2379"}, 500ms});
+  EXPECT_FALSE(etcd::Client::make(options({}, 500ms)).has_value());
+  auto bad = etcd::Client::make(options({"127.0.0.1:2379"}, 500ms));
   ASSERT_FALSE(bad.has_value());
   EXPECT_NE(bad.error().message.find("http://HOST:PORT"), std::string::npos) << bad.error().message;
-  EXPECT_FALSE(etcd::Client::make({{"https://127.0.0.1:2379"}, 500ms}).has_value());
+  auto no_ca = etcd::Client::make(options({"https://127.0.0.1:2379"}, 500ms));
+  ASSERT_FALSE(no_ca.has_value()) << "HTTPS without a CA to check etcd against";
+  EXPECT_NE(no_ca.error().message.find("give the CA"), std::string::npos) << no_ca.error().message;
+  EXPECT_FALSE(etcd::Client::make(options({"https://127.0.0.1:2379"}, 500ms, "ca.pem", "client.pem")).has_value())
+      << "a certificate without its key";
+  EXPECT_TRUE(etcd::Client::make(options({"https://127.0.0.1:2379"}, 500ms, "ca.pem")).has_value());
+}
+
+TEST(EtcdClient, SpeaksHttpsToAnEtcdThatAsksForClientCertificates) {
+  // As the server does: a refused handshake must not end the process.
+  ::signal(SIGPIPE, SIG_IGN);
+  char tmpl[] = "/tmp/claimsched-etcd-tls-XXXXXX";
+  const std::string certs = mkdtemp(tmpl);
+  ASSERT_EQ(
+      run_command(std::string(CLAIMSCHED_SOURCE_DIR) + "/deploy/tls-certs.sh local " + certs + " 1 2>&1").exit_code, 0);
+  EtcdCluster etcd(1, {certs + "/ca.pem", certs + "/server.pem", certs + "/server.key"});
+  ASSERT_EQ(etcd.endpoints().front().rfind("https://", 0), 0u);
+  // A member with its certificate: every call works.
+  auto c = etcd::Client::make(
+      options(etcd.endpoints(), 2s, certs + "/ca.pem", certs + "/server.pem", certs + "/server.key"));
+  ASSERT_TRUE(c.has_value()) << c.error().to_string();
+  auto lease = c->grant(10s);
+  ASSERT_TRUE(lease.has_value()) << lease.error().to_string();
+  ASSERT_TRUE(c->put("/t/tls", "over-https", lease->id).has_value());
+  auto got = c->get("/t/tls");
+  ASSERT_TRUE(got.has_value()) << got.error().to_string();
+  ASSERT_EQ(got->kvs.size(), 1u);
+  EXPECT_EQ(got->kvs[0].value, "over-https");
+  // Without a client certificate, etcd refuses the handshake.
+  auto anonymous = etcd::Client::make(options(etcd.endpoints(), 2s, certs + "/ca.pem"));
+  ASSERT_TRUE(anonymous.has_value());
+  auto refused = anonymous->get("/t/tls");
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_EQ(refused.error().code, core::Errc::unavailable) << refused.error().to_string();
+  // Trusting another CA, the client refuses etcd's certificate.
+  const std::string other = certs + "/other";
+  ASSERT_EQ(
+      run_command(std::string(CLAIMSCHED_SOURCE_DIR) + "/deploy/tls-certs.sh local " + other + " 1 2>&1").exit_code, 0);
+  auto foreign = etcd::Client::make(
+      options(etcd.endpoints(), 2s, other + "/ca.pem", certs + "/server.pem", certs + "/server.key"));
+  ASSERT_TRUE(foreign.has_value());
+  auto unverified = foreign->get("/t/tls");
+  ASSERT_FALSE(unverified.has_value());
+  EXPECT_NE(unverified.error().message.find("SSL"), std::string::npos) << unverified.error().to_string();
+  // Plain HTTP to it gets nothing.
+  std::string plain = etcd.endpoints().front();
+  plain.replace(0, 5, "http");
+  auto clear = etcd::Client::make(options({plain}, 2s));
+  ASSERT_TRUE(clear.has_value());
+  EXPECT_FALSE(clear->get("/t/tls").has_value());
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(certs);
 }
 
 TEST(EtcdClient, SaysWhichEndpointsAreUnreachable) {

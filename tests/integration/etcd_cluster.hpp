@@ -42,8 +42,14 @@ inline uint16_t free_port() {
 
 class EtcdCluster {
  public:
+  /// PEM files for an etcd that serves its clients over HTTPS and asks each
+  /// for a certificate of `ca` (--client-cert-auth).
+  struct Tls {
+    std::string ca, cert, key;
+  };
+
   /// Starts `members` etcd members and waits until they serve.
-  explicit EtcdCluster(int members = 1) {
+  explicit EtcdCluster(int members = 1, Tls tls = {}) : tls_(std::move(tls)) {
     char tmpl[] = "/tmp/claimsched-etcd-XXXXXX";
     dir_ = mkdtemp(tmpl);
     for (int i = 0; i < members; ++i) members_.push_back({"e" + std::to_string(i + 1), free_port(), free_port(), nullptr});
@@ -90,20 +96,28 @@ class EtcdCluster {
     std::unique_ptr<BackgroundProcess> process;
   };
 
-  static std::string endpoint(const Member& m) { return "http://127.0.0.1:" + std::to_string(m.client_port); }
+  std::string endpoint(const Member& m) const {
+    return (tls_.ca.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") + std::to_string(m.client_port);
+  }
+  /// etcd's and etcdctl's flags for HTTPS to clients (none without).
+  std::vector<std::string> tls_flags(bool etcdctl) const {
+    if (tls_.ca.empty()) return {};
+    if (etcdctl) return {"--cacert=" + tls_.ca, "--cert=" + tls_.cert, "--key=" + tls_.key};
+    return {"--cert-file", tls_.cert, "--key-file", tls_.key, "--trusted-ca-file", tls_.ca, "--client-cert-auth"};
+  }
 
   void start(size_t i) {
     auto& m = members_[i];
     std::string client = endpoint(m);
     std::string peer = "http://127.0.0.1:" + std::to_string(m.peer_port);
-    m.process = std::make_unique<BackgroundProcess>(
-        std::vector<std::string>{"/usr/bin/etcd", "--name", m.name, "--data-dir", dir_ + "/" + m.name,
-                                 "--listen-client-urls", client, "--advertise-client-urls", client,
-                                 "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
-                                 "--initial-cluster", initial_cluster_, "--initial-cluster-state", "new",
-                                 "--heartbeat-interval", "25", "--election-timeout", "250",
-                                 "--log-level", "warn"},
-        dir_ + "/" + m.name + ".log");
+    std::vector<std::string> argv{"/usr/bin/etcd", "--name", m.name, "--data-dir", dir_ + "/" + m.name,
+                                  "--listen-client-urls", client, "--advertise-client-urls", client,
+                                  "--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+                                  "--initial-cluster", initial_cluster_, "--initial-cluster-state", "new",
+                                  "--heartbeat-interval", "25", "--election-timeout", "250",
+                                  "--log-level", "warn"};
+    for (auto& f : tls_flags(false)) argv.push_back(f);
+    m.process = std::make_unique<BackgroundProcess>(argv, dir_ + "/" + m.name + ".log");
     ASSERT_TRUE(m.process->started()) << "cannot start /usr/bin/etcd (scripts/bootstrap.sh installs etcd-server)";
   }
 
@@ -112,7 +126,9 @@ class EtcdCluster {
     while (std::chrono::steady_clock::now() < deadline) {
       bool all = true;
       for (const auto& m : members_) {
-        auto r = run_command("ETCDCTL_API=3 /usr/bin/etcdctl --endpoints=" + endpoint(m) +
+        std::string flags;
+        for (const auto& f : tls_flags(true)) flags += " " + f;
+        auto r = run_command("ETCDCTL_API=3 /usr/bin/etcdctl --endpoints=" + endpoint(m) + flags +
                              " --command-timeout=1s endpoint health 2>&1");
         all = all && r.exit_code == 0;
       }
@@ -122,6 +138,7 @@ class EtcdCluster {
     FAIL() << "etcd did not start serving within 20 s (logs in " << dir_ << ")";
   }
 
+  Tls tls_;
   std::string dir_;
   std::string initial_cluster_;
   std::vector<Member> members_;
