@@ -68,8 +68,8 @@ core::Expected<PeerIdentity> LoginProofs::prove(const std::string& cert_pem, con
   if (!challenges_.use(lines[1], now))
     return refused("the login proof names no challenge of this server (or an expired one): ask for a new one");
   auto own = own_identity();
-  if (!own || lines[2] != own->cn)
-    return refused("the login proof was made for server '" + lines[2] + "', not this one");
+  if (!own) return core::make_error(core::Errc::wrong_state, "TLS is off on this server: no certificate to log in by");
+  if (lines[2] != own->cn) return refused("the login proof was made for server '" + lines[2] + "', not this one");
   // verify_signed names the certificate and, for another role, its role.
   return verify_signed(cert_pem, message, signature, PeerRole::client);
 }
