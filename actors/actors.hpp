@@ -390,6 +390,14 @@ using gateway_actor = caf::typed_actor<
     /// (actors/auth_door.hpp); without, the gateway itself and no user (the
     /// token is not checked).
     caf::replies_to<login_atom, std::string>::with<caf::actor, std::string>,
+    /// With TLS: a nonce for a client's login by its certificate, and this
+    /// server's certificate CN (actors/peer_proof.hpp). Without [auth], the
+    /// gateway answers no nonce: it checks no login.
+    caf::replies_to<challenge_atom, login_atom>::with<std::string, std::string>,
+    /// A client logs in by its certificate (its PEM, the login message
+    /// signed, the signature): answers as the token's login does, the user
+    /// being the certificate's CN.
+    caf::replies_to<login_atom, std::string, std::string, std::string>::with<caf::actor, std::string>,
     /// Internal timer: nodes silent for the grace period are marked down.
     caf::reacts_to<tick_atom>>;
 

@@ -52,7 +52,7 @@ const core::auth::Principal* principal(self_ptr self, Action action, const std::
   refusal = refuse(self, action, object,
                    core::make_error(core::Errc::unauthenticated,
                                     "this server requires authentication: give a token (--token-file FILE, or "
-                                    "CLAIMSCHED_TOKEN)"));
+                                    "CLAIMSCHED_TOKEN), or a client certificate of your user over TLS"));
   return nullptr;
 }
 
@@ -212,6 +212,31 @@ core::Status admit_login(self_ptr self, const std::string& client) {
   return {};
 }
 
+/// A login from the current sender, whose principal `resolve` answers: admitted
+/// (admit_login), then a session bound to that principal, or a refusal,
+/// audited and counted as a failure of this client.
+template <class Resolve>
+caf::result<caf::actor, std::string> log_in(self_ptr self, Resolve resolve) {
+  auto& st = self->state;
+  auto client = self->current_sender();
+  std::string client_key = client ? caf::to_string(client->node()) : "an anonymous sender";
+  if (auto s = admit_login(self, client_key); !s) return refuse(self, Action::login, "the cluster", s.error());
+  core::Expected<core::auth::Principal> who = resolve();
+  if (!who) {
+    auto& f = st.failed_logins[client_key];
+    if (f.count++ == 0) f.since = now(self);
+    return refuse(self, Action::login, "the cluster", who.error());
+  }
+  auto bound = std::make_shared<AuthSession>(AuthSession{*who, client});
+  spdlog::debug("auth: {} logged in by {} ({})", who->user, who->via, who->roles().empty() ? "user" : who->roles());
+  auto s = self->spawn<caf::linked>(auth_door, st.gateway, st.config, std::move(bound));
+  self->monitor(s);
+  ++st.sessions;
+  ++st.sessions_of_client[client_key];
+  st.client_of_session.emplace(caf::actor_cast<caf::actor_addr>(s), client_key);
+  return caf::result<caf::actor, std::string>(caf::actor_cast<caf::actor>(s), who->user);
+}
+
 caf::error local_only(const std::string& what) {
   return messages::to_caf_error(core::make_error(core::Errc::invalid_argument, what + " is not served on this port"));
 }
@@ -268,23 +293,22 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
       [=](heartbeat_atom a, core::NodeId id) { self->send(self->state.gateway, a, id); },
       [=](leave_atom a, core::NodeId id) { self->send(self->state.gateway, a, id); },
       [=](login_atom, const std::string& token) -> caf::result<caf::actor, std::string> {
-        auto client = self->current_sender();
-        std::string client_key = client ? caf::to_string(client->node()) : "an anonymous sender";
-        if (auto s = admit_login(self, client_key); !s) return refuse(self, Action::login, "the cluster", s.error());
-        auto who = core::auth::resolve(*self->state.config.tokens, core::auth::Credentials{token, ""});
-        if (!who) {
-          auto& f = self->state.failed_logins[client_key];
-          if (f.count++ == 0) f.since = now(self);
-          return refuse(self, Action::login, "the cluster", who.error());
-        }
-        auto bound = std::make_shared<AuthSession>(AuthSession{*who, client});
-        spdlog::debug("auth: {} logged in ({})", who->user, who->roles().empty() ? "user" : who->roles());
-        auto s = self->spawn<caf::linked>(auth_door, self->state.gateway, self->state.config, std::move(bound));
-        self->monitor(s);
-        ++self->state.sessions;
-        ++self->state.sessions_of_client[client_key];
-        self->state.client_of_session.emplace(caf::actor_cast<caf::actor_addr>(s), client_key);
-        return caf::result<caf::actor, std::string>(caf::actor_cast<caf::actor>(s), who->user);
+        return log_in(self, [&] { return core::auth::resolve(*self->state.config.tokens, {token, ""}); });
+      },
+      [=](challenge_atom, login_atom) -> caf::result<std::string, std::string> {
+        auto own = own_identity();
+        if (!own)
+          return messages::to_caf_error(core::make_error(
+              core::Errc::wrong_state, "TLS is off on this server: log in with a token (--token-file FILE)"));
+        return {self->state.login_proofs.challenge(now(self)), own->cn};
+      },
+      [=](login_atom, const std::string& cert, const std::string& message,
+          const std::string& signature) -> caf::result<caf::actor, std::string> {
+        return log_in(self, [&]() -> core::Expected<core::auth::Principal> {
+          auto id = self->state.login_proofs.prove(cert, message, signature, now(self));
+          if (!id) return core::make_error(core::Errc::unauthenticated, "login by certificate: " + id.error().message);
+          return core::auth::resolve(*self->state.config.tokens, {"", id->cn});
+        });
       },
       [=](core::JobSpec& job) -> caf::result<core::JobId> {
         caf::error refusal;

@@ -3,8 +3,10 @@
 // The front door with [auth] on (issue 19, "who may do what"). The server
 // publishes this actor instead of its gateway: it has the gateway's
 // interface, passes agent traffic through, and refuses every client request
-// until the client logs in with a token. A login spawns a session: the same
-// behaviour bound to the token's principal, which checks each request
+// until the client logs in, with a token or, over TLS, by proving it holds a
+// client certificate (actors/peer_proof.hpp; the certificate's CN is the
+// user, core/auth.hpp has the rule). A login spawns a session: the same
+// behaviour bound to the login's principal, which checks each request
 // against core::auth's rules and forwards what is allowed to the gateway.
 // The session lives as long as the client's connection. Every refusal, and
 // every privileged action let through, is a line in the audit log.
@@ -16,6 +18,7 @@
 
 #include "actors/actors.hpp"
 #include "actors/audit_log.hpp"
+#include "actors/peer_proof.hpp"
 #include "core/auth.hpp"
 
 namespace claimsched::actors {
@@ -64,6 +67,8 @@ struct auth_door_state {
   };
   std::unordered_map<std::string, Failures> failed_logins;
   uint64_t refused_logins = 0;  // throttled or over a session cap, ever
+  /// Nonces for logins by certificate (the door's own, not the gateway's).
+  LoginProofs login_proofs;
 
   static inline const char* name = "auth-door";
 };

@@ -8,6 +8,7 @@ namespace claimsched::actors {
 namespace {
 
 constexpr const char* kRegisterTag = "claimsched-register-v1";
+constexpr const char* kLoginTag = "claimsched-login-v1";
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
@@ -27,15 +28,19 @@ std::string registration_message(const std::string& nonce, const std::string& se
   return m;
 }
 
-std::string RegistrationProofs::challenge(core::TimePoint now) {
+std::string login_message(const std::string& nonce, const std::string& server_cn) {
+  return std::string(kLoginTag) + "\n" + nonce + "\n" + server_cn + "\n";
+}
+
+std::string Challenges::issue(core::TimePoint now) {
   // Expired ones go first; then, past the cap, the oldest.
-  for (auto it = challenges_.begin(); it != challenges_.end();)
-    it = it->second + kChallengeTtl < now ? challenges_.erase(it) : std::next(it);
-  while (challenges_.size() >= kMaxChallenges) {
-    auto oldest = challenges_.begin();
-    for (auto it = challenges_.begin(); it != challenges_.end(); ++it)
+  for (auto it = issued_.begin(); it != issued_.end();)
+    it = it->second + kChallengeTtl < now ? issued_.erase(it) : std::next(it);
+  while (issued_.size() >= kMaxChallenges) {
+    auto oldest = issued_.begin();
+    for (auto it = issued_.begin(); it != issued_.end(); ++it)
       if (it->second < oldest->second) oldest = it;
-    challenges_.erase(oldest);
+    issued_.erase(oldest);
   }
   static thread_local std::random_device device;
   static const char* hex = "0123456789abcdef";
@@ -44,18 +49,37 @@ std::string RegistrationProofs::challenge(core::TimePoint now) {
     uint32_t word = device();
     for (int j = 0; j < 8; ++j, word >>= 4) nonce += hex[word & 15];
   }
-  challenges_[nonce] = now;
+  issued_[nonce] = now;
   return nonce;
+}
+
+bool Challenges::use(const std::string& nonce, core::TimePoint now) {
+  auto it = issued_.find(nonce);
+  if (it == issued_.end()) return false;
+  bool fresh = now <= it->second + kChallengeTtl;
+  issued_.erase(it);  // one proof per challenge, good or bad
+  return fresh;
+}
+
+core::Expected<PeerIdentity> LoginProofs::prove(const std::string& cert_pem, const std::string& message,
+                                                const std::string& signature, core::TimePoint now) {
+  auto lines = lines_of(message);
+  if (lines.size() != 3 || lines[0] != kLoginTag) return refused("not a login proof");
+  if (!challenges_.use(lines[1], now))
+    return refused("the login proof names no challenge of this server (or an expired one): ask for a new one");
+  auto own = own_identity();
+  if (!own) return core::make_error(core::Errc::wrong_state, "TLS is off on this server: no certificate to log in by");
+  if (lines[2] != own->cn) return refused("the login proof was made for server '" + lines[2] + "', not this one");
+  // verify_signed names the certificate and, for another role, its role.
+  return verify_signed(cert_pem, message, signature, PeerRole::client);
 }
 
 core::Expected<PeerIdentity> RegistrationProofs::prove(const std::string& cert_pem, const std::string& message,
                                                        const std::string& signature, core::TimePoint now) {
   auto lines = lines_of(message);
   if (lines.size() < 4 || lines[0] != kRegisterTag) return refused("not a registration proof");
-  auto challenge = challenges_.find(lines[1]);
-  if (challenge == challenges_.end() || challenge->second + kChallengeTtl < now)
+  if (!challenges_.use(lines[1], now))
     return refused("the proof names no challenge of this server (or an expired one): ask for a new one");
-  challenges_.erase(challenge);  // one proof per challenge, good or bad
   auto own = own_identity();
   if (!own || lines[2] != own->cn) return refused("the proof was made for server '" + lines[2] + "', not this one");
   auto id = verify_signed(cert_pem, message, signature, PeerRole::agent);

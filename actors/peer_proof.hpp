@@ -23,6 +23,22 @@
 // certificate holder can obtain one by posing as a server. The node's actor
 // address binds the proof to the registration: another peer registering the
 // same name with its own actor is refused.
+//
+// A client logs in by its certificate the same way (issue 19, "clients
+// authenticate by their TLS certificate"), through the auth door
+// (actors/auth_door.hpp):
+//
+//   client -> door     challenge(login)           -> nonce, the server's CN
+//   client -> door     login(cert PEM, message, signature)
+//                      message = "claimsched-login-v1" / nonce / server CN
+//                                                 -> a session of the CN's user
+//
+// accepted if the nonce is one the door issued (once, within kChallengeTtl),
+// the server CN is this server's and the certificate chains to the CA, is of
+// role client and made the signature. The client signs only for the CN its
+// own TLS handshake verified as a server's (not the one the door sends), so
+// the session is bound to a holder of the certificate's key, never to a name
+// the client merely sends.
 
 #include <map>
 #include <string>
@@ -38,18 +54,49 @@ namespace claimsched::actors {
 std::string registration_message(const std::string& nonce, const std::string& server_cn,
                                  const std::vector<std::pair<std::string, std::string>>& actor_and_name);
 
-/// The gateway's side: challenges issued and proofs accepted. Not thread
-/// safe (the gateway's state).
-class RegistrationProofs {
+/// The message a client signs to log in with its certificate.
+std::string login_message(const std::string& nonce, const std::string& server_cn);
+
+/// Nonces issued and not used yet. Not thread safe (an actor's state).
+class Challenges {
  public:
   static constexpr core::Duration kChallengeTtl = std::chrono::seconds(30);
-  static constexpr core::Duration kProofTtl = std::chrono::seconds(60);
   /// More outstanding challenges than this: the oldest go (a flood of
   /// challenges cannot grow the gateway without bound).
   static constexpr size_t kMaxChallenges = 4096;
 
   /// A fresh nonce (128 random bits, hex).
-  std::string challenge(core::TimePoint now);
+  std::string issue(core::TimePoint now);
+  /// Whether `nonce` was issued, within kChallengeTtl; it is used up either way.
+  bool use(const std::string& nonce, core::TimePoint now);
+  size_t size() const { return issued_.size(); }
+
+ private:
+  std::map<std::string, core::TimePoint> issued_;
+};
+
+/// The auth door's side of a login by certificate: the client's identity
+/// (role client) or why not, each message naming the certificate.
+class LoginProofs {
+ public:
+  std::string challenge(core::TimePoint now) { return challenges_.issue(now); }
+  core::Expected<PeerIdentity> prove(const std::string& cert_pem, const std::string& message,
+                                     const std::string& signature, core::TimePoint now);
+
+ private:
+  Challenges challenges_;
+};
+
+/// The gateway's side: challenges issued and proofs accepted. Not thread
+/// safe (the gateway's state).
+class RegistrationProofs {
+ public:
+  static constexpr core::Duration kChallengeTtl = Challenges::kChallengeTtl;
+  static constexpr core::Duration kProofTtl = std::chrono::seconds(60);
+  static constexpr size_t kMaxChallenges = Challenges::kMaxChallenges;
+
+  /// A fresh nonce (128 random bits, hex).
+  std::string challenge(core::TimePoint now) { return challenges_.issue(now); }
   /// Checks a proof (see the file comment); the agent's identity, or why not.
   core::Expected<PeerIdentity> prove(const std::string& cert_pem, const std::string& message,
                                      const std::string& signature, core::TimePoint now);
@@ -57,7 +104,7 @@ class RegistrationProofs {
   core::Status admit(const std::string& name, const std::string& actor_address, core::TimePoint now);
 
  private:
-  std::map<std::string, core::TimePoint> challenges_;
+  Challenges challenges_;
   struct Proven {
     std::string actor;
     std::string cn;

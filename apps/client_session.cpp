@@ -8,6 +8,7 @@
 #include "actors/actors.hpp"
 #include "actors/connect.hpp"
 #include "actors/gateway_actor.hpp"
+#include "actors/peer_proof.hpp"
 #include "actors/registration.hpp"
 #include "apps/tls_setup.hpp"
 
@@ -45,21 +46,15 @@ struct ClientSession::Impl {
       const auto& [host, port] = members[current];
       address = host + ":" + std::to_string(port);
       auto remote = actors::connect_gateway(sys, host, port, attempt_timeout());
-      if (remote && token.empty()) {
+      if (remote && token.empty() && !actors::tls_enabled()) {
         gateway = *remote;
         return std::nullopt;
       }
       if (remote) {
-        // [auth]: requests go to the session the token opens (the member's
-        // own gateway when it does not check tokens).
-        std::optional<ClientError> refused;
-        self->request(*remote, attempt_timeout(), actors::login_atom::value, token)
-            .receive(
-                [&](caf::actor& session, std::string& name) {
-                  gateway = caf::actor_cast<actors::gateway_actor>(session);
-                  user = std::move(name);
-                },
-                [&](caf::error& err) { refused = error_of(err); });
+        // [auth]: requests go to the session the login opens (the member's
+        // own gateway when it does not check logins). A token, when given,
+        // decides; else, over TLS, this client's certificate.
+        auto refused = token.empty() ? log_in_by_certificate(*remote, host, port) : log_in_by_token(*remote);
         if (!refused) return std::nullopt;
         if (refused->exit_code != 3) return refused;
         remote = caf::error(caf::sec::request_timeout);
@@ -71,6 +66,58 @@ struct ClientSession::Impl {
       // Every member tried: a takeover or a restart is under way.
       if (attempt + 1 >= members.size()) std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
+  }
+
+  /// Asks `remote` for a session, presenting the token; sets gateway and user.
+  std::optional<ClientError> log_in_by_token(const actors::gateway_actor& remote) {
+    std::optional<ClientError> refused;
+    self->request(remote, attempt_timeout(), actors::login_atom::value, token)
+        .receive(
+            [&](caf::actor& session, std::string& name) {
+              gateway = caf::actor_cast<actors::gateway_actor>(session);
+              user = std::move(name);
+            },
+            [&](caf::error& err) { refused = error_of(err); });
+    return refused;
+  }
+
+  /// Asks `remote` for a session by proving this client holds its
+  /// certificate (actors/peer_proof.hpp): it signs the server's nonce and the
+  /// CN of the server its own TLS handshake verified, never the name the
+  /// server sends. A server that checks no logins sends no nonce.
+  std::optional<ClientError> log_in_by_certificate(const actors::gateway_actor& remote, const std::string& host,
+                                                   uint16_t port) {
+    std::optional<ClientError> refused;
+    std::string nonce, server_cn;
+    self->request(remote, attempt_timeout(), actors::challenge_atom::value, actors::login_atom::value)
+        .receive(
+            [&](std::string& n, std::string& cn) {
+              nonce = std::move(n);
+              server_cn = std::move(cn);
+            },
+            [&](caf::error& err) { refused = error_of(err); });
+    if (refused) return refused;
+    if (nonce.empty()) {
+      gateway = remote;
+      return std::nullopt;
+    }
+    auto verified = actors::server_identity_at(host, port);
+    if (!verified) return ClientError{3, "the server at " + address + " has no verified TLS certificate to log in to"};
+    if (verified->cn != server_cn)
+      return ClientError{1, "the server at " + address + " names itself '" + server_cn +
+                                "' but its TLS certificate is '" + verified->cn + "': not logging in"};
+    auto message = actors::login_message(nonce, verified->cn);
+    auto signature = actors::sign_with_own_key(message);
+    if (!signature) return ClientError{2, "cannot sign the login with this client's key: " + signature.error().message};
+    self->request(remote, attempt_timeout(), actors::login_atom::value, actors::own_certificate_pem(), message,
+                  *signature)
+        .receive(
+            [&](caf::actor& session, std::string& name) {
+              gateway = caf::actor_cast<actors::gateway_actor>(session);
+              user = std::move(name);
+            },
+            [&](caf::error& err) { refused = error_of(err); });
+    return refused;
   }
 
   /// Whether `err` says "ask again, maybe elsewhere": no answer, or the

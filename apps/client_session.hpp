@@ -33,14 +33,15 @@ class ClientSession {
   /// `timeout` has passed; a submit carries its job id from the client on,
   /// so a retry is the same job, never a second one.
   /// With a `token`, every member reached is asked to log in with it first
-  /// (1 if it refuses the token).
+  /// (1 if it refuses the token); without one, over TLS, the client logs in
+  /// by proving it holds its certificate (1 if the server refuses it).
   static ClientResult<std::unique_ptr<ClientSession>> connect(const std::string& addresses, core::Duration timeout,
                                                               const std::string& token = "");
   ~ClientSession();
 
   const std::string& address() const;
-  /// The user the server's [auth] knows this client as (its token's);
-  /// empty without a token or when the server does not check tokens.
+  /// The user the server's [auth] knows this client as (its token's, or its
+  /// certificate's); empty when the server does not check logins.
   const std::string& user() const;
   ClientResult<core::JobId> submit(const core::JobSpec& job);
   /// Submits `n` copies with a window of requests in flight; ids in order.

@@ -45,7 +45,8 @@ core::Expected<ServerAuth> load_server_auth(const ClusterConfig& config, const s
   if (!audit) return audit.error();
   out.tokens = std::make_shared<const core::auth::TokenTable>(std::move(*tokens));
   out.audit = std::move(*audit);
-  spdlog::info("authentication is on: {} token(s) from {}, audit log {}", out.tokens->size(), tokens_path, audit_path);
+  spdlog::info("authentication is on: {} token(s) and {} user(s) from {}, audit log {}", out.tokens->size(),
+               out.tokens->users(), tokens_path, audit_path);
   return out;
 }
 

@@ -20,6 +20,16 @@ bool user_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
 }
 
+// A field for an error message: quoted when it is too short to be a token,
+// else only its length. An operator who misplaces a token (in the user or
+// roles column, say) must not find it in the log.
+std::string shown(std::string_view field) {
+  if (field.size() < kMinToken) return "'" + std::string(field) + "'";
+  return "of " + std::to_string(field.size()) + " characters (not shown: it could be a token)";
+}
+
+}  // namespace
+
 std::vector<std::string_view> fields_of(std::string_view line) {
   std::vector<std::string_view> out;
   size_t i = 0;
@@ -32,16 +42,6 @@ std::vector<std::string_view> fields_of(std::string_view line) {
   return out;
 }
 
-// A field for an error message: quoted when it is too short to be a token,
-// else only its length. An operator who misplaces a token (in the user or
-// roles column, say) must not find it in the log.
-std::string shown(std::string_view field) {
-  if (field.size() < kMinToken) return "'" + std::string(field) + "'";
-  return "of " + std::to_string(field.size()) + " characters (not shown: it could be a token)";
-}
-
-}  // namespace
-
 std::string Principal::roles() const {
   if (admin_role) return operator_role ? "admin,operator" : "admin";
   return operator_role ? "operator" : "";
@@ -50,6 +50,7 @@ std::string Principal::roles() const {
 Expected<TokenTable> TokenTable::parse(std::string_view text, std::string_view source) {
   TokenTable table;
   std::map<std::string, size_t, std::less<>> line_of;
+  std::map<std::string, size_t, std::less<>> certificate_line_of;
   size_t number = 0;
   while (!text.empty()) {
     auto end = text.find('\n');
@@ -69,10 +70,13 @@ Expected<TokenTable> TokenTable::parse(std::string_view text, std::string_view s
       return bad("expected TOKEN USER [ROLES], got " + std::to_string(fields.size()) +
                  " fields (roles are comma-separated, without spaces)");
     std::string_view token = fields[0];
-    if (token.size() < kMinToken || token.size() > kMaxToken)
+    bool certificate_only = token == kNoToken;
+    if (certificate_only) {
+      // No token: the user logs in by certificate only.
+    } else if (token.size() < kMinToken || token.size() > kMaxToken)
       return bad("the token has " + std::to_string(token.size()) + " characters; a token has " +
                  std::to_string(kMinToken) + " to " + std::to_string(kMaxToken) + " (e.g. `openssl rand -hex 16`)");
-    if (!std::all_of(token.begin(), token.end(), token_char))
+    else if (!std::all_of(token.begin(), token.end(), token_char))
       return bad("the token has a character outside [A-Za-z0-9._~+/=-]");
     std::string_view user = fields[1];
     if (user.size() > kMaxUser || !std::all_of(user.begin(), user.end(), user_char) || user.front() == '-')
@@ -92,15 +96,31 @@ Expected<TokenTable> TokenTable::parse(std::string_view text, std::string_view s
         roles = roles.substr(comma + 1);
       }
     }
-    if (auto seen = line_of.find(token); seen != line_of.end())
-      return bad("the same token as line " + std::to_string(seen->second) + " (each token names one user)");
-    line_of.emplace(std::string(token), number);
-    table.by_token_.emplace(std::string(token), std::move(p));
+    if (certificate_only) {
+      if (auto seen = certificate_line_of.find(p.user); seen != certificate_line_of.end())
+        return bad("user " + shown(user) + " has a certificate line already (line " + std::to_string(seen->second) +
+                   ")");
+      certificate_line_of.emplace(p.user, number);
+    } else {
+      if (auto seen = line_of.find(token); seen != line_of.end())
+        return bad("the same token as line " + std::to_string(seen->second) + " (each token names one user)");
+      line_of.emplace(std::string(token), number);
+      table.by_token_.emplace(std::string(token), p);
+    }
+    // A certificate gets the least roles of its user's lines.
+    Principal by_certificate = p;
+    by_certificate.via = "certificate";
+    auto [known, fresh] = table.by_user_.emplace(p.user, by_certificate);
+    if (!fresh) {
+      // admin includes operator: "admin" and "operator" lines leave operator.
+      known->second.operator_role = known->second.is_operator() && p.is_operator();
+      known->second.admin_role = known->second.admin_role && p.admin_role;
+    }
   }
-  if (table.by_token_.empty())
+  if (table.by_user_.empty())
     return make_error(Errc::parse_error, "tokens file " + std::string(source) +
-                                             " has no tokens: nobody could use the cluster (lines: TOKEN USER "
-                                             "[ROLES])");
+                                             " has no users: nobody could use the cluster (lines: TOKEN USER "
+                                             "[ROLES], or - USER [ROLES] for a user who logs in by certificate)");
   return table;
 }
 
@@ -109,17 +129,26 @@ const Principal* TokenTable::find(std::string_view token) const {
   return it == by_token_.end() ? nullptr : &it->second;
 }
 
+const Principal* TokenTable::find_user(std::string_view user) const {
+  auto it = by_user_.find(user);
+  return it == by_user_.end() ? nullptr : &it->second;
+}
+
 Expected<Principal> resolve(const TokenTable& tokens, const Credentials& credentials) {
   if (!credentials.token.empty()) {
     if (const Principal* p = tokens.find(credentials.token)) return *p;
     return make_error(Errc::unauthenticated, "the token is not known to this server");
   }
-  // A verified certificate's CN becomes a principal here (mutual TLS).
-  if (!credentials.certificate_cn.empty())
-    return make_error(Errc::unauthenticated,
-                      "this server does not map certificates to users yet: present a token as well");
+  if (!credentials.certificate_cn.empty()) {
+    if (const Principal* p = tokens.find_user(credentials.certificate_cn)) return *p;
+    return make_error(Errc::unauthenticated, "the certificate's user '" + credentials.certificate_cn +
+                                                 "' is not a user of this server (the server's tokens file has no "
+                                                 "line for it; '- " +
+                                                 credentials.certificate_cn + "' would let its certificate in)");
+  }
   return make_error(Errc::unauthenticated,
-                    "this server requires authentication: give a token (--token-file FILE, or CLAIMSCHED_TOKEN)");
+                    "this server requires authentication: give a token (--token-file FILE, or CLAIMSCHED_TOKEN), or a "
+                    "client certificate of your user over TLS");
 }
 
 std::string_view to_string(Action action) {
@@ -157,7 +186,7 @@ Status authorize(const Principal& who, Action action, std::string_view object, s
       return Status::ok();
     case Action::submit:
       if (owner.empty() || owner == who.user) return Status::ok();
-      return refuse("it names user " + std::string(owner) + "; a job runs as the user its token names (" + who.user +
+      return refuse("it names user " + std::string(owner) + "; a job runs as the user who logged in (" + who.user +
                     ")");
     case Action::read_job:
     case Action::cancel_job:

@@ -11,16 +11,28 @@
 //   9a8b7c6d5e4f30211203f4e5d6c7b8a9   bob    operator
 //   0a1b2c3d4e5f60718293a4b5c6d7e8f9   root   admin,operator
 //
+//   -                                  carol  operator
+//
 // Blank lines and lines starting with '#' are ignored. A token is 16 to 256
 // characters of [A-Za-z0-9._~+/=-]; a user 1 to 64 of [A-Za-z0-9._-]; roles
 // are comma-separated, of `operator` (reads and cancels anyone's jobs) and
 // `admin` (drains nodes, removes pools, moves partitions; includes
 // operator). Errors name the line, never the token.
+//
+// Client certificates (mutual TLS): a client that proves it holds a client
+// certificate logs in as the user its CN names, if that user has a line in
+// the file (a token line, or a certificate-only line whose token is `-`):
+// the file is the list of users, so taking a user's lines out shuts their
+// certificate out too (the CA has no revocation list). The certificate holds
+// the roles that every line of its user gives (the least of them: a user
+// with a plain token and an operator token logs in by certificate as a plain
+// user). A user has at most one `-` line.
 
 #include <map>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "core/error.hpp"
 #include "core/ids.hpp"
@@ -32,8 +44,7 @@ struct Principal {
   std::string user;
   bool operator_role = false;
   bool admin_role = false;
-  /// How the request proved who it is: "token" (or "certificate" once the
-  /// transport hands in a verified certificate's CN).
+  /// How the request proved who it is: "token" or "certificate".
   std::string via = "token";
 
   /// Reads and cancels anyone's jobs.
@@ -49,8 +60,9 @@ struct Credentials {
   /// A bearer token (the client's --token-file, CLAIMSCHED_TOKEN, HTTP's
   /// Authorization: Bearer). Empty: none.
   std::string token;
-  /// The CN of the peer's verified TLS client certificate (mutual TLS).
-  /// Empty: none. Not used yet: resolve says so when it is the only source.
+  /// The CN of a client certificate whose holder proved it holds its key
+  /// (the caller verified that: actors/peer_proof.hpp). Empty: none. Used
+  /// only without a token: a token, when given, decides alone.
   std::string certificate_cn;
 };
 
@@ -62,15 +74,30 @@ class TokenTable {
 
   /// The principal of this token, or null.
   const Principal* find(std::string_view token) const;
+  /// The principal a client certificate of `user` logs in as (the roles
+  /// every line of that user gives), or null: the user has no line.
+  const Principal* find_user(std::string_view user) const;
+  /// Tokens, and users (with a token or a `-` line).
   size_t size() const { return by_token_.size(); }
+  size_t users() const { return by_user_.size(); }
 
  private:
   std::map<std::string, Principal, std::less<>> by_token_;
+  std::map<std::string, Principal, std::less<>> by_user_;
 };
 
+/// The token in a certificate-only line.
+inline constexpr std::string_view kNoToken = "-";
+
+/// The fields of a tokens file's line, split on spaces and tabs.
+std::vector<std::string_view> fields_of(std::string_view line);
+
 /// Resolves credentials to a principal with this server's tokens: the only
-/// place that does (a certificate's CN is to be added here). Errc::
-/// unauthenticated if nothing presented is known; never names the token.
+/// place that does. A token, when given, decides alone (an unknown token is
+/// refused, whatever certificate came with it); without one, a proven
+/// certificate's CN is looked up as a user (TokenTable::find_user).
+/// Errc::unauthenticated if nothing presented is known; never names the
+/// token.
 Expected<Principal> resolve(const TokenTable& tokens, const Credentials& credentials);
 
 /// What a request does, for the rules and the audit log.

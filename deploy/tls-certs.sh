@@ -5,7 +5,12 @@
 #
 #   deploy/tls-certs.sh init DIR                 a CA: DIR/ca.pem, DIR/ca.key (kept if there)
 #   deploy/tls-certs.sh issue DIR ROLE NAME      DIR/NAME.pem and DIR/NAME.key, signed by DIR's CA
+#   deploy/tls-certs.sh user DIR USER            a client certificate for USER: DIR/USER.pem, DIR/USER.key
 #   deploy/tls-certs.sh local DIR [AGENTS]       init, then server, agent-1..AGENTS (default 3) and client
+#
+# A client certificate's CN is a user: with [auth] on, a client that shows it
+# (and no token) acts as that user, who needs a line in the server's tokens
+# file (`- USER [ROLES]` for a user without a token; deploy/CONFIG.md).
 #
 # Keys are EC P-256 without a passphrase, readable by their owner only
 # (mode 600); certificates are valid for 825 days. The private CA key signs
@@ -46,6 +51,11 @@ cmd="${1:-}"
 case "$cmd" in
   init) [[ $# -eq 2 ]] || die "usage: $0 init DIR"; init "$2" ;;
   issue) [[ $# -eq 4 ]] || die "usage: $0 issue DIR ROLE NAME"; issue "$2" "$3" "$4" ;;
+  user)
+    [[ $# -eq 3 ]] || die "usage: $0 user DIR USER"
+    # The rule of a tokens file's user (core/auth.hpp): 1 to 64 characters, not starting with '-'.
+    [[ "$3" =~ ^[A-Za-z0-9._][A-Za-z0-9._-]{0,63}$ ]] || die "a user is 1 to 64 of letters, digits, '.', '_' or '-' (not first), got '$3'"
+    issue "$2" client "$3" ;;
   local)
     [[ $# -ge 2 ]] || die "usage: $0 local DIR [AGENTS]"
     dir="$2"; agents="${3:-3}"
@@ -55,5 +65,5 @@ case "$cmd" in
     [[ -f "$dir/client.pem" ]] || issue "$dir" client client
     for i in $(seq 1 "$agents"); do [[ -f "$dir/agent-$i.pem" ]] || issue "$dir" agent "agent-$i"; done
     ;;
-  *) die "usage: $0 init DIR | issue DIR ROLE NAME | local DIR [AGENTS]" ;;
+  *) die "usage: $0 init DIR | issue DIR ROLE NAME | user DIR USER | local DIR [AGENTS]" ;;
 esac

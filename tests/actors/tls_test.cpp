@@ -1,5 +1,6 @@
 // [tls] files are checked when a member starts (actors/tls.hpp): each
-// problem is named with its file, before any connection is made.
+// problem is named with its file, before any connection is made. The nonces
+// of proofs (actors/peer_proof.hpp) are single-use and expire.
 
 #include "actors/tls.hpp"
 
@@ -7,7 +8,10 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <set>
 #include <string>
+
+#include "actors/peer_proof.hpp"
 
 namespace claimsched::actors {
 namespace {
@@ -59,6 +63,36 @@ TEST_F(TlsConfigTest, EachProblemIsNamedWithItsFile) {
   auto not_pem = files("server");
   not_pem.ca = dir_ + "/server.key";
   EXPECT_NE(problem(not_pem, PeerRole::server).find("ca: '"), std::string::npos);
+}
+
+// A proof (registration or login) names a nonce: each counts once, within
+// its time, and a flood of challenges keeps only the newest.
+TEST(ChallengesTest, ANonceIsGoodOnceAndOnlyWithinItsTime) {
+  using namespace std::chrono_literals;
+  Challenges c;
+  core::TimePoint t0{1'000'000'000};
+  auto a = c.issue(t0);
+  auto b = c.issue(t0);
+  EXPECT_EQ(a.size(), 32u);
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(c.use(a, t0 + 1s));
+  EXPECT_FALSE(c.use(a, t0 + 1s)) << "a nonce used twice";
+  EXPECT_FALSE(c.use("0123456789abcdef0123456789abcdef", t0)) << "a nonce never issued";
+  EXPECT_FALSE(c.use(b, t0 + Challenges::kChallengeTtl + 1ns)) << "an expired nonce";
+  EXPECT_EQ(c.size(), 0u);
+  std::string first = c.issue(t0);
+  for (size_t i = 0; i < Challenges::kMaxChallenges + 10; ++i) c.issue(t0 + std::chrono::nanoseconds(i + 1));
+  EXPECT_EQ(c.size(), Challenges::kMaxChallenges);
+  EXPECT_FALSE(c.use(first, t0 + 1s)) << "the oldest nonce went first";
+  // A login proof needs TLS on: it says so, and names no certificate.
+  LoginProofs logins;
+  auto nonce = logins.challenge(t0);
+  auto refused = logins.prove("", login_message(nonce, "server"), "", t0);
+  ASSERT_FALSE(refused.has_value());
+  EXPECT_NE(refused.error().message.find("TLS is off on this server"), std::string::npos) << refused.error().message;
+  auto garbage = logins.prove("", "not a proof", "", t0);
+  ASSERT_FALSE(garbage.has_value());
+  EXPECT_EQ(garbage.error().message, "not a login proof");
 }
 
 TEST(TlsLoopbackTest, OnlyLoopbackAddressesAreLoopback) {

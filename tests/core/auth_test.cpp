@@ -70,7 +70,10 @@ TEST(TokenTable, EachMistakeIsNamedWithItsLineAndNeverShowsTheToken) {
   std::string twice = parse_error(ok + "\n" + kAlice + " mallory\n");
   EXPECT_NE(twice.find("line 3: the same token as line 1"), std::string::npos);
   EXPECT_EQ(twice.find(kAlice), std::string::npos);
-  EXPECT_NE(parse_error("# nothing\n\n").find("has no tokens"), std::string::npos);
+  EXPECT_NE(parse_error("# nothing\n\n").find("has no users"), std::string::npos);
+  std::string cert_twice = parse_error(ok + "- carol\n- carol operator\n");
+  EXPECT_NE(cert_twice.find("line 3: user 'carol' has a certificate line already (line 2)"), std::string::npos)
+      << cert_twice;
 }
 
 // Found by fuzz_auth_tokens: a token written in the roles or user column (two
@@ -82,6 +85,49 @@ TEST(TokenTable, ATokenInTheWrongColumnIsNotShownEither) {
   std::string user = parse_error(std::string(kAlice) + " " + kBob + "+/= admin\n");
   EXPECT_NE(user.find("line 1: user of 25 characters (not shown"), std::string::npos) << user;
   EXPECT_EQ(user.find(kBob), std::string::npos) << user;
+}
+
+// Client certificates: the CN is a user of the file (token lines or `-`
+// lines), with the least roles of that user's lines; a token decides alone.
+TEST(TokenTable, ACertificateLogsInAsAUserOfTheFileWithTheLeastRolesOfItsLines) {
+  std::string text = std::string(kAlice) + " alice\n- carol operator\n" + kOps + " ops operator\n" + kRoot +
+                     " ops admin\n" + kBob + " bob operator\n- bob\n";
+  auto t = TokenTable::parse(text, "tokens");
+  ASSERT_TRUE(t.has_value()) << t.error().message;
+  EXPECT_EQ(t->size(), 4u);
+  EXPECT_EQ(t->users(), 4u);
+  auto by_cert = [&](const char* cn) { return resolve(*t, Credentials{"", cn}); };
+  auto alice = by_cert("alice");
+  ASSERT_TRUE(alice.has_value());
+  EXPECT_EQ(alice->user, "alice");
+  EXPECT_EQ(alice->via, "certificate");
+  EXPECT_EQ(alice->roles(), "");
+  EXPECT_EQ(by_cert("carol")->roles(), "operator");
+  // operator and admin lines: operator (admin includes it); operator and a
+  // plain `-` line: a plain user.
+  EXPECT_EQ(by_cert("ops")->roles(), "operator");
+  EXPECT_EQ(by_cert("bob")->roles(), "");
+  // The token still gives its own line's roles.
+  EXPECT_EQ(resolve(*t, Credentials{kRoot, ""})->roles(), "admin");
+  EXPECT_EQ(resolve(*t, Credentials{kBob, ""})->roles(), "operator");
+  // No line: refused, and the error says how to let it in.
+  auto mallory = by_cert("mallory");
+  ASSERT_FALSE(mallory.has_value());
+  EXPECT_EQ(mallory.error().code, Errc::unauthenticated);
+  EXPECT_NE(mallory.error().message.find("'- mallory' would let its certificate in"), std::string::npos)
+      << mallory.error().message;
+  // A token decides alone: an unknown one is refused even with a good certificate.
+  auto both = resolve(*t, Credentials{"not-a-token-of-this-server", "alice"});
+  ASSERT_FALSE(both.has_value());
+  EXPECT_EQ(both.error().code, Errc::unauthenticated);
+  EXPECT_EQ(resolve(*t, Credentials{kOps, "alice"})->user, "ops");
+  // `-` is not a token: nobody logs in with it.
+  EXPECT_FALSE(resolve(*t, Credentials{"-", ""}).has_value());
+  // A file of certificate users only is a file.
+  auto only = TokenTable::parse("- carol\n", "tokens");
+  ASSERT_TRUE(only.has_value());
+  EXPECT_EQ(only->size(), 0u);
+  EXPECT_EQ(only->users(), 1u);
 }
 
 TEST(Authorize, APlainUserSubmitsAndReadsOnlyAsThemselves) {

@@ -4,7 +4,10 @@
 // any run of token characters ([A-Za-z0-9._~+/=-]) in the file, the shortest
 // a token may be, since any such run could be (part of) a token, whatever
 // field it was written in. A table that parses finds every token of the file
-// again, for the user and roles its line names.
+// again, for the user and roles its line names, and every user of the file
+// (token lines and `-` certificate lines) for a certificate of that user,
+// with no role that one of the user's lines lacks. Lines are split with
+// core/auth's own fields_of, the parser's.
 
 #include <cstddef>
 #include <cstdint>
@@ -44,18 +47,6 @@ void require_no_token(std::string message, std::string_view text) {
   }
 }
 
-std::vector<std::string_view> fields_of(std::string_view line) {
-  std::vector<std::string_view> out;
-  size_t i = 0;
-  while (i < line.size()) {
-    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
-    size_t start = i;
-    while (i < line.size() && line[i] != ' ' && line[i] != '\t') ++i;
-    if (i > start) out.push_back(line.substr(start, i - start));
-  }
-  return out;
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -68,7 +59,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     require_no_token(message, text);
     return 0;
   }
-  fuzz::require(table->size() >= 1, "an accepted tokens file without tokens", text);
+  fuzz::require(table->users() >= 1, "an accepted tokens file without users", text);
   // Every line's token resolves to that line's user and roles.
   size_t lines = 0;
   std::string_view rest = text;
@@ -77,10 +68,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     std::string_view line = rest.substr(0, end);
     rest = end == std::string_view::npos ? std::string_view{} : rest.substr(end + 1);
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
-    auto fields = fields_of(line);
+    auto fields = core::auth::fields_of(line);
     if (fields.empty() || fields[0].front() == '#') continue;
-    ++lines;
     fuzz::require(fields.size() == 2 || fields.size() == 3, "a line of the wrong shape accepted", line);
+    std::string line_roles = fields.size() == 3 ? std::string(fields[2]) : "";
+    const core::auth::Principal* by_cert = table->find_user(fields[1]);
+    fuzz::require(by_cert != nullptr && by_cert->user == fields[1] && by_cert->via == "certificate",
+                  "a user of the file is not found for a certificate", line);
+    fuzz::require(!by_cert->is_admin() || line_roles.find("admin") != std::string::npos,
+                  "a certificate holds admin that a line of its user lacks", line);
+    fuzz::require(!by_cert->is_operator() || !line_roles.empty(),
+                  "a certificate holds operator that a line of its user lacks", line);
+    if (fields[0] == core::auth::kNoToken) {
+      fuzz::require(table->find(fields[0]) == nullptr, "'-' resolves as a token", line);
+      continue;
+    }
+    ++lines;
     const core::auth::Principal* p = table->find(fields[0]);
     fuzz::require(p != nullptr, "a token of the file is not found", line);
     fuzz::require(p->user == fields[1], "a token resolves to another user", line);

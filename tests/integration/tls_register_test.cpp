@@ -2,12 +2,18 @@
 // registration (actors/peer_proof.hpp): a peer that holds only a client's
 // certificate (here this test process, talking CAF to a real server) is
 // refused, with an error and a line in the server's log, and the server keeps
-// serving its real agent. Its own binary: TLS is process-wide.
+// serving its real agent. Likewise, with [auth], an agent's certificate cannot
+// log in as a client (actors/peer_proof.hpp): refused, with a line in the
+// audit log. Its own binary: TLS is process-wide (ctest runs each test in a
+// process of its own; run together, the second test skips).
 
 #include <gtest/gtest.h>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 
 #include "actors/actors.hpp"
@@ -101,6 +107,85 @@ TEST(TlsRegisterTest, AClientCertificateCannotRegisterANode) {
   EXPECT_TRUE(LocalCluster::wait_until(
       [&] { return LocalCluster::read_file(c.server_log()).find("node agent-1 (cpu=2") != std::string::npos; },
       std::chrono::seconds(20)));
+  if (!::testing::Test::HasFailure()) std::filesystem::remove_all(certs);
+}
+
+TEST(TlsRegisterTest, AnAgentCertificateCannotLogInAsAClientAndTheRefusalIsAudited) {
+  if (auto own = actors::own_identity(); own && own->role != actors::PeerRole::agent)
+    GTEST_SKIP() << "this process already speaks TLS as " << actors::to_string(own->role) << " (run it alone)";
+  char tmpl[] = "/tmp/claimsched-tlslogin-XXXXXX";
+  const std::string certs = std::string(mkdtemp(tmpl));
+  ASSERT_EQ(
+      run_command(std::string(CLAIMSCHED_SOURCE_DIR) + "/deploy/tls-certs.sh local " + certs + " 1 2>&1").exit_code, 0);
+  LocalCluster c("[tls]\nca = \"" + certs + "/ca.pem\"\ncert = \"" + certs + "/server.pem\"\nkey = \"" + certs +
+                 "/server.key\"\n[auth]\ntokens_file = \"tokens\"\naudit_log = \"audit.log\"\n");
+  // agent-1 is even named as a user: the certificate's role decides.
+  std::ofstream(c.dir() + "/tokens") << "- client\n- agent-1\n";
+  c.start_server();
+  auto hp = actors::split_address(c.address());
+  ASSERT_TRUE(hp);
+
+  auto on =
+      actors::enable_tls({certs + "/ca.pem", certs + "/agent-1.pem", certs + "/agent-1.key"}, actors::PeerRole::agent);
+  ASSERT_TRUE(on) << on.error().message;
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  {
+    caf::scoped_actor self{sys};
+    auto gw = actors::connect_gateway(sys, hp->first, hp->second, std::chrono::seconds(10));
+    ASSERT_TRUE(gw) << sys.render(gw.error());
+    auto challenge = [&] {
+      std::string nonce;
+      self->request(*gw, std::chrono::seconds(10), actors::challenge_atom::value, actors::login_atom::value)
+          .receive(
+              [&](std::string& n, std::string& cn) {
+                nonce = n;
+                EXPECT_EQ(cn, "server");
+              },
+              [&](caf::error& err) { ADD_FAILURE() << sys.render(err); });
+      return nonce;
+    };
+    auto login_error = [&](const std::string& pem, const std::string& message, const std::string& signature) {
+      std::string out = "no error";
+      self->request(*gw, std::chrono::seconds(10), actors::login_atom::value, pem, message, signature)
+          .receive([&](caf::actor&, std::string& user) { out = "logged in as " + user; },
+                   [&](caf::error& err) { out = messages::from_caf_error(err, &sys).message; });
+      return out;
+    };
+    // Its own (agent) certificate, properly signed: the role is wrong.
+    auto message = actors::login_message(challenge(), "server");
+    auto signature = actors::sign_with_own_key(message);
+    ASSERT_TRUE(signature);
+    auto agent = login_error(actors::own_certificate_pem(), message, *signature);
+    EXPECT_NE(agent.find("login by certificate: certificate 'agent-1' is of role agent, not client"), std::string::npos)
+        << agent;
+    // A client's certificate (public, so anyone may send it) signed with the
+    // agent's key: not its holder.
+    std::ifstream client_pem(certs + "/client.pem");
+    std::string client((std::istreambuf_iterator<char>(client_pem)), std::istreambuf_iterator<char>());
+    message = actors::login_message(challenge(), "server");
+    signature = actors::sign_with_own_key(message);
+    ASSERT_TRUE(signature);
+    auto borrowed = login_error(client, message, *signature);
+    EXPECT_NE(borrowed.find("the signature is not by the key of certificate 'client'"), std::string::npos) << borrowed;
+    // ... and a proof used once is no challenge any more.
+    auto replay = login_error(client, message, *signature);
+    EXPECT_NE(replay.find("names no challenge of this server"), std::string::npos) << replay;
+    actors::stop_network_helpers(sys, *self);
+  }
+  // Each refusal is a login refused for nobody, its reason in the audit log.
+  std::vector<std::string> reasons;
+  std::stringstream lines(LocalCluster::read_file(c.dir() + "/audit.log"));
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (j.is_object() && j["user"].is_null() && j.value("action", "") == "login" &&
+        j.value("outcome", "") == "refused" && j.value("door", "") == "cli")
+      reasons.push_back(j.value("reason", ""));
+  }
+  ASSERT_EQ(reasons.size(), 3u) << LocalCluster::read_file(c.dir() + "/audit.log");
+  EXPECT_NE(reasons[0].find("certificate 'agent-1' is of role agent, not client"), std::string::npos) << reasons[0];
+  EXPECT_NE(reasons[1].find("not by the key of certificate 'client'"), std::string::npos) << reasons[1];
   if (!::testing::Test::HasFailure()) std::filesystem::remove_all(certs);
 }
 

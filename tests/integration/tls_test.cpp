@@ -1,12 +1,14 @@
 // Mutual TLS between members (issue 19, actors/tls.hpp) over real processes:
 // a TLS cluster runs a job end to end, and a member with no certificate,
 // with one from another CA, or with the wrong role is refused with a clear
-// error on the refused side while the server keeps serving the good ones.
+// error on the refused side while the server keeps serving the good ones;
+// with [auth], a client certificate logs in as its user, without a token.
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "tests/integration/cluster.hpp"
@@ -41,8 +43,9 @@ std::string client_env(const std::string& dir, const std::string& name, const st
 /// the server, so the server keeps its own files).
 class TlsCluster {
  public:
-  /// `extra`: more of the server's config beside [tls].
-  explicit TlsCluster(const std::string& extra = "") : certs(cluster_dir() + "/certs"), cluster(config(certs) + extra) {}
+  /// `extra`: more of the server's config (e.g. an [auth] section).
+  explicit TlsCluster(const std::string& extra = "")
+      : certs(cluster_dir() + "/certs"), cluster(config(certs) + extra) {}
   ~TlsCluster() {
     if (!::testing::Test::HasFailure()) std::filesystem::remove_all(std::filesystem::path(certs).parent_path());
     unsetenv("CLAIMSCHED_TLS_CA");
@@ -190,6 +193,97 @@ TEST(TlsTest, TheHttpEndpointServesHttpsWithTheMembersCertificate) {
       run_command("curl -sS --max-time 10 --cacert " + other + "/ca.pem https://" + address + "/metrics 2>&1");
   EXPECT_NE(foreign.exit_code, 0) << foreign.out;
   EXPECT_EQ(foreign.out.find("# TYPE"), std::string::npos) << foreign.out;
+}
+
+/// `args` (shell words; the job's command after `--` if any) as the holder
+/// of certificate `name` of `dir`, with no token unless `token`.
+ProcessResult as_certificate(const TlsCluster& t, const std::string& name, const std::string& args,
+                             const std::string& token = "") {
+  std::string words = args;
+  auto dashes = words.find(" -- ");
+  std::string server = " --server " + t.cluster.address();
+  words.insert(dashes == std::string::npos ? words.size() : dashes, server);
+  return run_command("env -u CLAIMSCHED_TLS_CA -u CLAIMSCHED_TLS_CERT -u CLAIMSCHED_TLS_KEY -u CLAIMSCHED_TOKEN " +
+                     std::string(token.empty() ? "" : "CLAIMSCHED_TOKEN=" + token + " ") + client_env(t.certs, name) +
+                     " " + CLAIMSCHED_BINARY + " " + words + " 2>&1");
+}
+
+/// Whether `audit_log` has a refused line for `user` ("" : nobody logged
+/// in) doing `action` whose reason holds `reason`.
+bool refusal_audited(const std::string& audit_log, const std::string& user, const std::string& action,
+                     const std::string& reason) {
+  std::stringstream lines(LocalCluster::read_file(audit_log));
+  for (std::string line; std::getline(lines, line);) {
+    auto j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_object()) continue;
+    bool who = user.empty() ? j["user"].is_null() : j["user"] == user;
+    if (who && j.value("action", "") == action && j.value("outcome", "") == "refused" &&
+        j.value("reason", "").find(reason) != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
+// [tls] and [auth]: alice's and bob's client certificates (deploy/tls-certs.sh
+// user) log them in without a token, as themselves (their `-` lines in the
+// tokens file); the fixture's own certificate ("client") is an operator's.
+TEST(TlsTest, AClientCertificateLogsInAsItsUserWithoutAToken) {
+  constexpr const char* kOpsToken = "ops-0123456789abcdef01";
+  TlsCluster t("[auth]\ntokens_file = \"tokens\"\naudit_log = \"audit.log\"\n");
+  auto& c = t.cluster;
+  std::ofstream(c.dir() + "/tokens") << "- alice\n- bob\n- client operator\n" << kOpsToken << " ops operator\n";
+  for (const char* user : {"alice", "bob", "mallory"})
+    ASSERT_EQ(run_command(kCerts + " user " + t.certs + " " + user + " 2>&1").exit_code, 0) << user;
+  t.start();
+  ASSERT_TRUE(c.wait_for_alive_nodes(1)) << LocalCluster::read_file(c.server_log());
+  const std::string audit_log = c.dir() + "/audit.log";
+
+  // alice submits with no token: the job is hers.
+  auto submitted = as_certificate(t, "alice", "submit --json -- sleep 60");
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  uint64_t alices = nlohmann::json::parse(submitted.out)["job"].get<uint64_t>();
+  auto status = as_certificate(t, "alice", "status --json " + std::to_string(alices));
+  ASSERT_EQ(status.exit_code, 0) << status.out;
+  EXPECT_EQ(nlohmann::json::parse(status.out)["user"], "alice");
+  // ... naming another user is refused as with a token.
+  auto as_bob = as_certificate(t, "alice", "submit --user bob -- true");
+  EXPECT_EQ(as_bob.exit_code, 1) << as_bob.out;
+  EXPECT_NE(as_bob.out.find("user alice may not submit a job: it names user bob"), std::string::npos) << as_bob.out;
+
+  // bob's job: alice's certificate cannot cancel it (nor read it); bob's can.
+  auto bobs_submit = as_certificate(t, "bob", "submit --json -- sleep 60");
+  ASSERT_EQ(bobs_submit.exit_code, 0) << bobs_submit.out;
+  uint64_t bobs = nlohmann::json::parse(bobs_submit.out)["job"].get<uint64_t>();
+  auto cancel = as_certificate(t, "alice", "cancel " + std::to_string(bobs));
+  EXPECT_EQ(cancel.exit_code, 1) << cancel.out;
+  EXPECT_NE(cancel.out.find("user alice may not cancel job " + std::to_string(bobs) + ": it belongs to user bob"),
+            std::string::npos)
+      << cancel.out;
+  EXPECT_TRUE(refusal_audited(audit_log, "alice", "cancel", "it belongs to user bob"));
+  EXPECT_NE(c.status(bobs)->value("state", ""), "cancelled");
+  EXPECT_EQ(as_certificate(t, "bob", "cancel " + std::to_string(bobs)).exit_code, 0);
+
+  // A token, when given, decides: alice's certificate with ops' token is ops.
+  auto with_token = as_certificate(t, "alice", "submit --json -- true", kOpsToken);
+  ASSERT_EQ(with_token.exit_code, 0) << with_token.out;
+  uint64_t ops_job = nlohmann::json::parse(with_token.out)["job"].get<uint64_t>();
+  EXPECT_EQ(c.status(ops_job)->value("user", ""), "ops");
+
+  // A client certificate of a user the tokens file does not name: refused,
+  // saying how to let it in, and audited.
+  auto stranger = as_certificate(t, "mallory", "nodes");
+  EXPECT_EQ(stranger.exit_code, 1) << stranger.out;
+  EXPECT_NE(stranger.out.find("the certificate's user 'mallory' is not a user of this server"), std::string::npos)
+      << stranger.out;
+  EXPECT_TRUE(refusal_audited(audit_log, "", "login", "'mallory' is not a user of this server"));
+  // An agent's certificate is no client's: the client refuses to use it
+  // (tls_register_test.cpp shows the server refusing such a login, audited).
+  auto agent = as_certificate(t, "agent-1", "nodes");
+  EXPECT_EQ(agent.exit_code, 2) << agent.out;
+  EXPECT_NE(agent.out.find("is a certificate of role agent ('agent-1'); this process needs one of role client"),
+            std::string::npos)
+      << agent.out;
+  EXPECT_EQ(as_certificate(t, "alice", "cancel " + std::to_string(alices)).exit_code, 0);
 }
 
 }  // namespace
