@@ -65,6 +65,7 @@ using campaign_atom = caf::atom_constant<caf::atom("campaign")>;
 using login_atom = caf::atom_constant<caf::atom("login")>;
 using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
 using prove_atom = caf::atom_constant<caf::atom("prove")>;
+using watch_atom = caf::atom_constant<caf::atom("watch")>;
 
 /// A real task's process ended (local only: from the executor to its node
 /// actor; see task_executor.hpp).
@@ -232,6 +233,11 @@ using scheduler_actor = claim_client_actor::extend<
     caf::replies_to<move_atom, std::string, bool>::with<std::string>,
     /// A node stopped heartbeating: what ran there is lost.
     caf::reacts_to<node_down_atom, core::NodeId>,
+    /// Tell this actor of job events from now on: after every pass, the ids
+    /// of the jobs whose tasks were placed or that reached a final state, as
+    /// (watch_atom, std::vector<core::JobId>) (the campaigns follow their
+    /// jobs this way instead of polling each one). Once per actor.
+    caf::reacts_to<watch_atom, caf::actor>,
     /// Internal timer: reply timeouts.
     caf::reacts_to<tick_atom>,
     /// Internal: a store write is durable (empty string) or failed (why);
@@ -312,7 +318,10 @@ using campaign_actor = caf::typed_actor<
     /// the network: the campaign's JSON is the campaign file's own keys.
     caf::replies_to<campaign_atom, std::string, std::string>::with<std::string>,
     /// Internal timer: one metascheduler round, then follow the jobs.
-    caf::reacts_to<tick_atom>>;
+    caf::reacts_to<tick_atom>,
+    /// From a scheduler (see its watch_atom): these jobs were placed or
+    /// ended; those that are campaign copies are looked at now.
+    caf::reacts_to<watch_atom, std::vector<core::JobId>>>;
 
 /// The cluster's front door, published on a TCP port: agents register their
 /// nodes and heartbeat; clients submit and ask; HA members fetch each other's
@@ -384,6 +393,10 @@ using gateway_actor = caf::typed_actor<
     caf::replies_to<campaign_atom, std::string, std::string>::with<std::string>,
     /// Local only (the server): the campaign actor requests go to.
     caf::reacts_to<campaign_atom, campaign_actor>,
+    /// Local only: pass on the job events of every partition (each owner's
+    /// scheduler, also owners that take over later) to this actor (see the
+    /// scheduler's watch_atom).
+    caf::reacts_to<watch_atom, caf::actor>,
     /// A client presents its token: answers the gateway_actor (as a plain
     /// handle) it sends its requests to from then on, and the user it acts
     /// as. With [auth] that is a session bound to the token's user

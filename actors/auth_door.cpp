@@ -402,6 +402,7 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
       // Local-only messages never pass: forwarded, they would seem to come
       // from this process.
       [=](campaign_atom, campaign_actor) {},
+      [=](watch_atom, caf::actor) {},
       [=](route_atom, uint32_t, scheduler_actor, change_feed_actor, uint64_t, bool) {},
       [=](metrics_atom) -> caf::result<std::string> { return local_only("metrics"); },
       [=](changes_atom) -> caf::result<uint64_t> { return local_only("the change counter"); },

@@ -77,26 +77,35 @@ void cancel_copy(self_ptr self, CampaignRun& run, cc::CopyId copy) {
             });
 }
 
-/// Sends a copy's job (its id recorded already) to its pool. Sent again
-/// after a restart, the same id is the same job: never a second run.
-void send_copy(self_ptr self, CampaignRun& run, cc::CopyId copy) {
-  core::JobSpec job = job_for_copy(run, run.scheduler.tasks().copy(copy), run.job_of.at(copy));
+/// Stops following a job: its end was seen, or it was never accepted.
+void unfollow(self_ptr self, CampaignRun& run, cc::CopyId copy) {
+  run.followed.erase(copy);
+  if (auto job = run.job_of.find(copy); job != run.job_of.end()) self->state.by_job.erase(job->second.value);
+}
+
+/// Sends a copy's job (its id recorded already) to its pool, followed from
+/// now on (an event may come before the gateway's answer); its status is
+/// asked at `due` unless an event comes first. Sent again after a restart,
+/// the same id is the same job: never a second run.
+void send_copy(self_ptr self, CampaignRun& run, cc::CopyId copy, core::TimePoint due) {
+  core::JobId id = run.job_of.at(copy);
+  core::JobSpec job = job_for_copy(run, run.scheduler.tasks().copy(copy), id);
   auto campaign = run.id;
+  run.followed[copy] = due;
+  self->state.by_job[id.value] = {campaign, copy, ""};
   self->request(self->state.config.gateway, timeout_of(self->state), std::move(job))
-      .then(
-          [=](core::JobId&) {
-            if (auto* r = find_run(self, campaign)) r->followed.insert(copy);
-          },
-          [=](caf::error& err) {
-            auto* r = find_run(self, campaign);
-            if (!r) return;
-            spdlog::warn("campaign {}: the job of copy {} was refused: {}", campaign.value, copy,
-                         self->system().render(err));
-            // Refused: the index goes back to pending and is dispatched again.
-            auto ended = save(self, {record_of(*r, copy, storage::StoredCopy::State::ended)});
-            if (!ended) spdlog::error("campaign {}: {}", campaign.value, ended.error().message);
-            if (r->scheduler.tasks().copy(copy).live()) r->scheduler.failed(copy, wall_now());
-          });
+      .then([](core::JobId&) {},
+            [=](caf::error& err) {
+              auto* r = find_run(self, campaign);
+              if (!r) return;
+              unfollow(self, *r, copy);
+              spdlog::warn("campaign {}: the job of copy {} was refused: {}", campaign.value, copy,
+                           self->system().render(err));
+              // Refused: the index goes back to pending and is dispatched again.
+              auto ended = save(self, {record_of(*r, copy, storage::StoredCopy::State::ended)});
+              if (!ended) spdlog::error("campaign {}: {}", campaign.value, ended.error().message);
+              if (r->scheduler.tasks().copy(copy).live()) r->scheduler.failed(copy, wall_now());
+            });
 }
 
 /// A round's new copies: each gets its job id, recorded durably before any
@@ -117,7 +126,8 @@ void dispatch_copies(self_ptr self, CampaignRun& run, const std::vector<cc::Copy
     }
     return;
   }
-  for (cc::CopyId copy : copies) send_copy(self, run, copy);
+  auto due = wall_now() + self->state.config.fallback_poll;
+  for (cc::CopyId copy : copies) send_copy(self, run, copy, due);
 }
 
 /// A copy's job ended: recorded, so that a restart neither follows it again
@@ -145,7 +155,10 @@ void observe(self_ptr self, CampaignRun& run, cc::CopyId copy, const core::JobVi
   const cc::TaskCopy& c = run.scheduler.tasks().copy(copy);
   bool ended = view.state == core::JobState::succeeded || view.state == core::JobState::failed ||
                view.state == core::JobState::cancelled;
-  if (ended) run.followed.erase(copy);
+  if (ended)
+    unfollow(self, run, copy);
+  else
+    run.followed[copy] = now + self->state.config.fallback_poll;
   bool ran = view.state == core::JobState::running || view.state == core::JobState::succeeded ||
              view.started_at != core::kNever;
   // Withdrawn while its job was starting: it runs, so it counts (the core
@@ -163,9 +176,11 @@ void observe(self_ptr self, CampaignRun& run, cc::CopyId copy, const core::JobVi
     run.scheduler.started(copy, event_time(run, view.started_at, c.dispatched, now));
   switch (view.state) {
     case core::JobState::succeeded: {
-      // The declared output lives on the task's node; the server cannot look.
+      // Its agent looked for the declared output (TaskEnd::output_missing):
+      // success without it is sink evidence.
+      bool output_present = view.tasks.empty() || !view.tasks.front().end.output_missing;
       auto ended_at = event_time(run, view.finished_at, c.started.value_or(c.dispatched), now);
-      auto outcome = run.scheduler.succeeded(copy, ended_at, true);
+      auto outcome = run.scheduler.succeeded(copy, ended_at, output_present);
       record_end(self, run, copy,
                  outcome.counted ? storage::StoredCopy::State::succeeded : storage::StoredCopy::State::ended);
       for (cc::CopyId other : outcome.cancel) cancel_copy(self, run, other);
@@ -214,8 +229,10 @@ void wave_complete(self_ptr self, CampaignRun& run) {
 void observe_test(self_ptr self, CampaignRun& run, const std::string& pool, const core::JobView& view) {
   bool ended = view.state == core::JobState::succeeded || view.state == core::JobState::failed ||
                view.state == core::JobState::cancelled;
+  if (!ended) run.test_followed[pool] = wall_now() + self->state.config.fallback_poll;
   if (!ended || !run.test_wave) return;
   run.test_followed.erase(pool);
+  self->state.by_job.erase(view.spec.id.value);
   // A task that could not start, was lost or cancelled has no exit code of
   // its own: it did not pass.
   int exit_code = view.state == core::JobState::succeeded ? 0 : -1;
@@ -236,47 +253,65 @@ void send_test(self_ptr self, CampaignRun& run, const std::string& pool) {
   core::JobSpec job = job_for_copy(run, copy, id);
   job.name += "-test";
   auto campaign = run.id;
+  run.test_followed[pool] = wall_now() + self->state.config.fallback_poll;
+  self->state.by_job[id.value] = {campaign, std::nullopt, pool};
   self->request(self->state.config.gateway, timeout_of(self->state), std::move(job))
+      .then([](core::JobId&) {},
+            [=](caf::error& err) {
+              auto* r = find_run(self, campaign);
+              if (!r || !r->test_wave) return;
+              r->test_followed.erase(pool);
+              self->state.by_job.erase(id.value);
+              spdlog::warn("campaign {}: the test job for pool {} was refused: {}", campaign.value, pool,
+                           self->system().render(err));
+              r->test_wave->ended(pool, -1, core::Duration{0});
+              if (r->test_wave->complete()) wave_complete(self, *r);
+            });
+}
+
+/// Asks the status of a followed job and feeds what it says to its campaign.
+void ask_status(self_ptr self, core::JobId job) {
+  auto it = self->state.by_job.find(job.value);
+  if (it == self->state.by_job.end()) return;
+  campaign_state::Followed f = it->second;
+  self->request(self->state.config.gateway, timeout_of(self->state), status_atom::value, job)
       .then(
-          [=](core::JobId&) {
-            if (auto* r = find_run(self, campaign)) r->test_followed.insert(pool);
+          [=](core::JobView& view) {
+            auto* r = find_run(self, f.campaign);
+            if (!r) return;
+            if (f.copy) {
+              if (r->followed.contains(*f.copy)) observe(self, *r, *f.copy, view);
+            } else if (r->test_followed.contains(f.test_pool)) {
+              observe_test(self, *r, f.test_pool, view);
+            }
           },
           [=](caf::error& err) {
-            auto* r = find_run(self, campaign);
-            if (!r || !r->test_wave) return;
-            spdlog::warn("campaign {}: the test job for pool {} was refused: {}", campaign.value, pool,
-                         self->system().render(err));
-            r->test_wave->ended(pool, -1, core::Duration{0});
-            if (r->test_wave->complete()) wave_complete(self, *r);
+            spdlog::debug("campaign {}: status of job {}: {}", f.campaign.value, job.value, self->system().render(err));
           });
 }
 
-/// Asks the status of every followed copy's job.
+/// The fallback: the status of jobs not heard of for `fallback_poll` (an
+/// event lost with a partition's owner, or a restart), at most
+/// `fallback_polls_per_round` of them, the most overdue campaign first.
 void follow_jobs(self_ptr self) {
-  for (auto& [id, run] : self->state.campaigns) {
-    for (const std::string& pool : run.test_followed) {
-      auto campaign = id;
-      self->request(self->state.config.gateway, timeout_of(self->state), status_atom::value, run.test_jobs.at(pool))
-          .then(
-              [=](core::JobView& view) {
-                if (auto* r = find_run(self, campaign); r && r->test_followed.contains(pool))
-                  observe_test(self, *r, pool, view);
-              },
-              [=](caf::error& err) {
-                spdlog::debug("campaign {}: status of the test on {}: {}", campaign.value, pool,
-                              self->system().render(err));
-              });
+  auto& st = self->state;
+  auto now = wall_now();
+  uint32_t budget = st.config.fallback_polls_per_round;
+  auto next = now + st.config.fallback_poll;
+  for (auto& [id, run] : st.campaigns) {
+    for (auto& [pool, due] : run.test_followed) {
+      if (budget == 0) return;
+      if (due > now) continue;
+      due = next;
+      --budget;
+      ask_status(self, run.test_jobs.at(pool));
     }
-    for (cc::CopyId copy : run.followed) {
-      auto campaign = id;
-      self->request(self->state.config.gateway, timeout_of(self->state), status_atom::value, run.job_of.at(copy))
-          .then(
-              [=](core::JobView& view) {
-                if (auto* r = find_run(self, campaign); r && r->followed.contains(copy)) observe(self, *r, copy, view);
-              },
-              [=](caf::error& err) {
-                spdlog::debug("campaign {}: status of copy {}: {}", campaign.value, copy, self->system().render(err));
-              });
+    for (auto& [copy, due] : run.followed) {
+      if (budget == 0) return;
+      if (due > now) continue;
+      due = next;
+      --budget;
+      ask_status(self, run.job_of.at(copy));
     }
   }
 }
@@ -420,7 +455,7 @@ caf::result<std::string> cancel(self_ptr self, CampaignRun& run) {
     }
     auto live = run.scheduler.cancel_all(wall_now());
     for (cc::CopyId copy : live) cancel_copy(self, run, copy);
-    for (const auto& pool : run.test_followed)
+    for (const auto& [pool, due] : run.test_followed)
       self->request(self->state.config.gateway, timeout_of(self->state), cancel_atom::value, run.test_jobs.at(pool))
           .then([](core::JobView&) {}, [](caf::error&) {});
     spdlog::info("campaign {}: cancelled ({} copies stopped)", run.id.value, live.size());
@@ -463,7 +498,9 @@ void restore(self_ptr self) {
       run.job_of[*copy] = c.job;
       if (!succeeded) resend.push_back(*copy);
     }
-    for (cc::CopyId copy : resend) send_copy(self, run, copy);
+    // Their status is asked at once (the fallback's budget spreads the
+    // requests): what ended while the server was down sends no event now.
+    for (cc::CopyId copy : resend) send_copy(self, run, copy, wall_now());
     for (core::JobId job : surplus)
       self->request(st.config.gateway, timeout_of(st), cancel_atom::value, job)
           .then([](core::JobView&) {}, [](caf::error&) {});
@@ -514,6 +551,9 @@ core::JobSpec job_for_copy(const CampaignRun& run, const cc::TaskCopy& copy, cor
   // The campaign waits for room itself; a pool without a node up now must
   // not refuse the copy.
   job.wait_for_nodes = true;
+  // Checked by the task's agent when it exits 0 (sink detection).
+  if (!spec.declared_output.empty())
+    job.expected_output = cc::render_command({spec.declared_output}, run.id, copy.index, param).front();
   return job;
 }
 
@@ -521,6 +561,8 @@ campaign_actor::behavior_type campaigns(self_ptr self, CampaignActorConfig confi
   self->state.config = std::move(config);
   self->set_default_handler(messages::reject_unexpected);
   if (self->state.config.store) restore(self);
+  // Job events from every partition, from now on (ask_status, follow_jobs).
+  self->send(self->state.config.gateway, watch_atom::value, caf::actor_cast<caf::actor>(self));
   self->delayed_send(self, self->state.config.round_interval, tick_atom::value);
   return {
       [=](campaign_atom, std::string& verb, std::string& argument) -> caf::result<std::string> {
@@ -538,6 +580,9 @@ campaign_actor::behavior_type campaigns(self_ptr self, CampaignActorConfig confi
                         "unknown campaign request '" + verb + "' (submit, status, list, cancel, explain)");
       },
       [=](tick_atom) { tick(self); },
+      [=](watch_atom, std::vector<core::JobId>& jobs) {
+        for (core::JobId job : jobs) ask_status(self, job);
+      },
   };
 }
 

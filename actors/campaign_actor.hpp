@@ -5,15 +5,19 @@
 // metascheduler order the campaigns and each campaign's scheduler decide,
 // and sends every task copy it dispatches as an ordinary one-task job through
 // the gateway, which routes it to the partition owning the copy's pool (a
-// campaign spans partitions that way). It then follows each of those jobs by
-// its status until it ends and feeds the end back to the campaign core
-// (finalize, sinks and retries live there).
+// campaign spans partitions that way). It then follows each of those jobs
+// until it ends and feeds the end back to the campaign core (finalize, sinks
+// and retries live there): the schedulers tell it which jobs were placed or
+// ended (watch_atom), and only then is that job's status asked; a job not
+// heard of for `fallback_poll` is asked anyway (an event lost with a
+// partition's owner, or sent before the watch was in place).
 
 #include <functional>
 #include <map>
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 
 #include "actors/actors.hpp"
 #include "core/campaign/campaign_scheduler.hpp"
@@ -32,8 +36,13 @@ struct CampaignActorConfig {
   /// The inverse: a campaign as that JSON (what the store keeps once a test
   /// wave has narrowed a campaign's pools).
   std::function<std::string(const core::campaign::CampaignSpec& spec)> write_campaign;
-  /// How often a round runs and the jobs are followed.
+  /// How often a round runs.
   core::Duration round_interval = std::chrono::seconds(1);
+  /// A followed job not heard of for this long has its status asked.
+  core::Duration fallback_poll = std::chrono::seconds(30);
+  /// At most this many of those fallback status requests per round (a
+  /// restart follows every live copy again without a burst of requests).
+  uint32_t fallback_polls_per_round = 500;
   core::Duration request_timeout = std::chrono::seconds(10);
   /// Where campaigns and their dispatched copies are recorded; the actor
   /// rebuilds every campaign from it when it starts. Null: nothing survives
@@ -60,8 +69,8 @@ struct CampaignRun {
   /// Each dispatched copy's job.
   std::map<core::campaign::CopyId, core::JobId> job_of;
   /// Copies whose job the gateway accepted and that have not been seen to
-  /// end: followed by status every round.
-  std::set<core::campaign::CopyId> followed;
+  /// end, with when their status is next asked unless an event comes first.
+  std::map<core::campaign::CopyId, core::TimePoint> followed;
   /// Copies whose job was asked to cancel (withdrawn, lost a replica race,
   /// abandoned pool, campaign cancelled).
   std::set<core::campaign::CopyId> cancelling;
@@ -69,9 +78,9 @@ struct CampaignRun {
   /// one task per pool (index 0), a report per pool. Kept once complete,
   /// for `campaign status`.
   std::optional<core::campaign::TestWave> test_wave;
-  /// Each tested pool's job; those still followed.
+  /// Each tested pool's job; those still followed (as `followed`).
   std::map<std::string, core::JobId> test_jobs;
-  std::set<std::string> test_followed;
+  std::map<std::string, core::TimePoint> test_followed;
   /// Why the campaign stopped by itself (no pool passed its test), or empty.
   std::string failure;
 
@@ -89,6 +98,14 @@ struct campaign_state {
   uint64_t next_id = 1;
   /// A round waits for the gateway's node list; ticks meanwhile are skipped.
   bool round_in_flight = false;
+  /// What each followed job is: its campaign and copy, or its campaign's
+  /// test on a pool (copy unset). Events for other jobs are ignored.
+  struct Followed {
+    core::campaign::CampaignId campaign;
+    std::optional<core::campaign::CopyId> copy;
+    std::string test_pool;
+  };
+  std::unordered_map<uint64_t, Followed> by_job;
   static inline const char* name = "campaigns";
 };
 

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
@@ -677,6 +678,16 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         if (!sender || sender->node() != self->node()) return;
         self->state.campaigns = std::move(campaigns);
       },
+      [=](watch_atom, caf::actor watcher) {
+        // Local only: job ids of every user are no client's business.
+        auto sender = self->current_sender();
+        if (!sender || sender->node() != self->node() || !watcher) return;
+        auto& watchers = self->state.job_watchers;
+        if (std::find(watchers.begin(), watchers.end(), watcher) != watchers.end()) return;
+        watchers.push_back(watcher);
+        for (const auto& p : self->state.config.partitions)
+          if (p.scheduler) self->send(p.scheduler, watch_atom::value, watcher);
+      },
       [=](metrics_atom) -> caf::result<std::string> {
         auto sender = self->current_sender();
         if (!sender || sender->node() != self->node())
@@ -708,6 +719,10 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         if (!p) return;
         bool newly_local = local && scheduler && (!p->local || p->scheduler != scheduler);
         if (scheduler && scheduler != p->scheduler && scheduler->node() != self->node()) self->monitor(scheduler);
+        // A new owner tells the job watchers too (what the old one had not
+        // told is found by their fallback status requests).
+        if (scheduler && scheduler != p->scheduler)
+          for (const auto& w : self->state.job_watchers) self->send(scheduler, watch_atom::value, w);
         p->scheduler = std::move(scheduler);
         p->feed = std::move(feed);
         p->epoch = epoch;

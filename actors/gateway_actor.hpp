@@ -96,6 +96,9 @@ struct gateway_state {
   std::map<uint64_t, Forward> forwards;
   /// This server's campaigns (null: campaign requests are refused).
   campaign_actor campaigns;
+  /// Local actors told of every partition's job events (watch_atom): each
+  /// owner's scheduler is asked to tell them, a new owner too.
+  std::vector<caf::actor> job_watchers;
   uint64_t next_forward = 0;
   /// When the heartbeat tick last ran (a late tick: this process stalled).
   core::TimePoint last_tick{0};

@@ -39,6 +39,38 @@ std::string ProcessExecutor::stderr_path(core::TaskRef task) const {
   return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + ".err";
 }
 
+namespace {
+
+/// The declared output is there: a non-empty file, or a directory with
+/// something in it.
+bool output_present(const std::string& path) {
+  std::error_code ec;
+  auto status = std::filesystem::status(path, ec);
+  if (ec) return false;
+  if (std::filesystem::is_regular_file(status)) {
+    auto size = std::filesystem::file_size(path, ec);
+    return !ec && size > 0;
+  }
+  if (std::filesystem::is_directory(status)) {
+    std::filesystem::directory_iterator it(path, ec);
+    return !ec && it != std::filesystem::directory_iterator();
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string ProcessExecutor::expected_output_path(const core::Allocation& a) const {
+  if (!a.launch || a.launch->expected_output.empty()) return "";
+  std::filesystem::path path(a.launch->expected_output);
+  if (path.is_relative()) {
+    std::string dir =
+        a.launch->workdir.empty() ? output_dir_ + "/" + std::to_string(a.task.job.value) : a.launch->workdir;
+    path = std::filesystem::path(dir) / path;
+  }
+  return path.lexically_normal().string();
+}
+
 std::string ProcessExecutor::exit_path(core::TaskRef task, core::ClaimId claim) const {
   return output_dir_ + "/" + std::to_string(task.job.value) + "/" + std::to_string(task.index) + "." +
          std::to_string(claim.value) + ".exit";
@@ -47,7 +79,7 @@ std::string ProcessExecutor::exit_path(core::TaskRef task, core::ClaimId claim) 
 core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec& spec,
                                     const core::Allocation& a) {
   const core::TaskLaunch& launch = *a.launch;
-  Queued q{node, a.task, a.claim_id, {}, std::chrono::steady_clock::now()};
+  Queued q{node, a.task, a.claim_id, expected_output_path(a), {}, std::chrono::steady_clock::now()};
   agent::LaunchSpec& ls = q.launch;
   ls.argv = launch.argv;
   ls.env = agent::task_environment(a.task.job, a.task.index, spec.name, a.resources);
@@ -102,7 +134,7 @@ void ProcessExecutor::launch(Queued q) {
     agent::TaskExit how;
     how.how = agent::TaskExit::How::failed_to_start;
     how.detail = why;
-    report(Running{q.node, q.task, q.claim}, std::move(how), core::TaskEnd::spawn_failed(stage, error_number));
+    report(Running{q.node, q.task, q.claim, ""}, std::move(how), core::TaskEnd::spawn_failed(stage, error_number));
   };
   if (ls.workdir.empty()) {
     ls.workdir = output_dir_ + "/" + std::to_string(q.task.job.value);
@@ -125,7 +157,7 @@ void ProcessExecutor::launch(Queued q) {
   }
   // Released while it was being started: it runs now, so it is stopped now.
   metrics_.started(std::chrono::steady_clock::now() - q.queued_at);
-  track(*handle, Running{q.node, q.task, q.claim}, std::move(kill_reason));
+  track(*handle, Running{q.node, q.task, q.claim, q.expected_output}, std::move(kill_reason));
   spdlog::debug("task {}.{}: started ({} us to launch)", q.task.job.value, q.task.index,
                 std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered)
                     .count());
@@ -247,7 +279,7 @@ bool ProcessExecutor::adopt(const caf::actor& node, const core::Allocation& allo
   }
   uint64_t handle = supervisor_->adopt(d);
   spdlog::info("task {}.{}: adopted from the previous agent (keeper pid {})", task.job.value, task.index, d.pid);
-  track(handle, Running{node, task, allocation.claim_id}, std::nullopt);
+  track(handle, Running{node, task, allocation.claim_id, expected_output_path(allocation)}, std::nullopt);
   return true;
 }
 
@@ -261,7 +293,7 @@ void ProcessExecutor::drop_unadopted() {
     spdlog::warn("task {}.{}: left running by the previous agent but no longer held by its node: killing it",
                  task.job.value, task.index);
     uint64_t handle = supervisor_->adopt(d);
-    track(handle, Running{caf::actor{}, task, core::ClaimId{}}, std::string("no longer held by its node"));
+    track(handle, Running{caf::actor{}, task, core::ClaimId{}, ""}, std::string("no longer held by its node"));
   }
   write_detached();
 }
@@ -342,7 +374,8 @@ std::optional<TaskEnded> ProcessExecutor::recorded_end(const core::Allocation& a
   if (!status) return std::nullopt;
   agent::TaskExit how = agent::exit_from_status(*status);
   how.detail += " while its agent was down";
-  return ended(Running{caf::actor{}, allocation.task, allocation.claim_id}, how, std::nullopt);
+  return ended(Running{caf::actor{}, allocation.task, allocation.claim_id, expected_output_path(allocation)}, how,
+               std::nullopt);
 }
 
 TaskEnded ProcessExecutor::ended(const Running& r, const agent::TaskExit& how, std::optional<core::TaskEnd> end) {
@@ -386,6 +419,12 @@ TaskEnded ProcessExecutor::ended(const Running& r, const agent::TaskExit& how, s
   }
   // Also for the ends made here: a cancelled task's peak is worth as much.
   if (e.end.peak_memory_bytes == 0) e.end.peak_memory_bytes = how.peak_memory_bytes;
+  // Checked here, on the task's node, which is the only place that can: the
+  // task still succeeded, its campaign weighs the missing output (sinks).
+  if (e.state == core::TaskState::succeeded && !r.expected_output.empty() && !output_present(r.expected_output)) {
+    e.end.output_missing = true;
+    e.detail += "; its declared output " + r.expected_output + " is missing or empty";
+  }
   return e;
 }
 

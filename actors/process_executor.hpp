@@ -76,11 +76,15 @@ class ProcessExecutor : public TaskExecutor {
     caf::actor node;
     core::TaskRef task;
     core::ClaimId claim;
+    /// The output its job declared (absolute), checked when it exits 0;
+    /// empty: none.
+    std::string expected_output;
   };
   struct Queued {
     caf::actor node;
     core::TaskRef task;
     core::ClaimId claim;
+    std::string expected_output;
     agent::LaunchSpec launch;
     /// When start() queued it (the start latency counts from here).
     std::chrono::steady_clock::time_point queued_at;
@@ -93,6 +97,9 @@ class ProcessExecutor : public TaskExecutor {
   /// Rewrites the list of detached tasks: the adopted ones still running.
   void write_detached();
   std::string detached_path() const { return output_dir_ + "/detached"; }
+  /// Where `allocation`'s declared output is (a relative name is under its
+  /// working directory, the job's or the default one); empty: none declared.
+  std::string expected_output_path(const core::Allocation& allocation) const;
   /// Where the keeper of the run confirmed under `claim` records its exit
   /// (one file per run: an older run's never speaks for a newer one).
   std::string exit_path(core::TaskRef task, core::ClaimId claim) const;

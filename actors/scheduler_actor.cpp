@@ -2,6 +2,8 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+
 #include "actors/clock.hpp"
 #include "actors/job_log.hpp"
 #include "core/policy/policy.hpp"
@@ -186,6 +188,19 @@ void answer_operation(self_ptr self, core::OperationEnd& ended) {
     promise.deliver(words + "done");
 }
 
+/// Job events for the watchers (the campaigns): one message per pass with
+/// the jobs that started or ended in it, nothing when none did.
+void tell_watchers(self_ptr self, const core::Outbox& out) {
+  auto& st = self->state;
+  if (st.watchers.empty() || (out.started_jobs.empty() && out.finished_jobs.empty())) return;
+  std::vector<core::JobId> jobs;
+  jobs.reserve(out.started_jobs.size() + out.finished_jobs.size());
+  jobs.insert(jobs.end(), out.started_jobs.begin(), out.started_jobs.end());
+  jobs.insert(jobs.end(), out.finished_jobs.begin(), out.finished_jobs.end());
+  // One-way and untyped: a watcher is any actor that takes the list.
+  for (const auto& w : st.watchers) caf::anon_send(w, watch_atom::value, jobs);
+}
+
 /// Runs a scheduling pass (if started) and sends what the core asked for.
 /// With a log, confirms wait for the write that holds their placements.
 void flush(self_ptr self, core::TimePoint t) {
@@ -218,6 +233,7 @@ void flush(self_ptr self, core::TimePoint t) {
   for (auto& ended : out.operations_ended) answer_operation(self, ended);
   st.jobs_finished += out.finished_jobs.size();
   log_jobs_ended(st.log_name, *st.core, out.finished_jobs);
+  tell_watchers(self, out);
   if (st.log && st.store_error.empty()) {
     auto journal = st.core->take_journal();
     if (!journal.empty()) st.journals.push_back(std::move(journal));
@@ -674,6 +690,12 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         st.operation_waiters.emplace(queued->first, promise);
         flush(self, t);  // carries it out now if nothing holds its locks
         return promise;
+      },
+      [=](watch_atom, caf::actor watcher) {
+        // Not monitored: each server's gateway registers its one watcher,
+        // and a message to one that went away is dropped.
+        auto& w = self->state.watchers;
+        if (watcher && std::find(w.begin(), w.end(), watcher) == w.end()) w.push_back(std::move(watcher));
       },
       [=](node_down_atom, core::NodeId node) {
         auto t = now(self);

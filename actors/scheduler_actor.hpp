@@ -106,6 +106,8 @@ struct scheduler_state {
   std::map<core::JobId, caf::typed_response_promise<std::string>> operation_waiters;
   /// Carries out partition moves (SchedulerActorConfig::member).
   member_actor member;
+  /// Told of placed and ended jobs after every pass (watch_atom).
+  std::vector<caf::actor> watchers;
 
   static inline const char* name = "scheduler";
 };

@@ -23,6 +23,7 @@ json end_json(const core::TaskEnd& e) {
     j["errno"] = e.exit_code;
   }
   j["peak_memory_bytes"] = e.peak_memory_bytes == 0 ? json(nullptr) : json(e.peak_memory_bytes);
+  j["output_missing"] = e.output_missing;
   return j;
 }
 

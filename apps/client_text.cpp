@@ -106,6 +106,7 @@ std::string task_line(const core::TaskView& t) {
   std::string end = end_text(t);
   if (!end.empty()) line += core::is_final(t.state) ? ": " + end : " (last run: " + end + ")";
   if (t.end.peak_memory_bytes > 0) line += ", peak memory " + core::format_memory(t.end.peak_memory_bytes);
+  if (t.end.output_missing) line += ", without its declared output";
   if (t.failures > 0) line += ", failed " + std::to_string(t.failures) + " time(s) before";
   if (t.losses > 0) line += ", lost " + std::to_string(t.losses) + " time(s)";
   return line;

@@ -59,7 +59,8 @@ Status validate(const JobSpec& job) {
     return too_many("command", job.command.size(), kMaxArguments, "kMaxArguments");
   if (job.env.size() > kMaxEnvironment)
     return too_many("env", job.env.size(), kMaxEnvironment, "kMaxEnvironment");
-  size_t text = job.name.size() + job.user.size() + job.job_class.size() + job.pool.size() + job.workdir.size();
+  size_t text = job.name.size() + job.user.size() + job.job_class.size() + job.pool.size() + job.workdir.size() +
+                job.expected_output.size();
   for (const auto& c : job.constraints) text += c.size();
   for (const auto& a : job.command) text += a.size();
   for (const auto& [k, v] : job.env) text += k.size() + v.size() + 1;
@@ -82,6 +83,7 @@ Status validate(const JobSpec& job) {
     if (v.find('\0') != std::string::npos) return bad("env", "the value of " + k + " contains a NUL byte");
   }
   if (!job.command.empty() && job.command.front().empty()) return bad("command", "the program name is empty");
+  if (job.expected_output.find('\0') != std::string::npos) return bad("expected_output", "contains a NUL byte");
   if (job.max_retries > 1000) return bad("max_retries", "at most 1000");
   if (job.max_lost_retries > 1000) return bad("max_lost_retries", "at most 1000");
   return Status::ok();

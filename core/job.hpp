@@ -51,6 +51,10 @@ struct TaskLaunch {
   std::string workdir;
   /// Killed (and failed) when running longer than this; zero: no limit.
   Duration max_run_time{0};
+  /// A file (relative to workdir) the task must leave, non-empty, when it
+  /// exits 0; its agent checks and says so in the end (TaskEnd::output_missing).
+  /// Empty: none declared.
+  std::string expected_output;
 
   friend bool operator==(const TaskLaunch&, const TaskLaunch&) = default;
 };
@@ -108,6 +112,11 @@ struct JobSpec {
   /// What it locks while it runs (Ganeti's lock declarations); empty: no
   /// locks, it never waits on one.
   LockDeclaration locks;
+  /// A file every task must leave, non-empty, when it exits 0 (a campaign's
+  /// declared output, rendered per task); relative to workdir. The task still
+  /// succeeds without it: its end says the output is missing (TaskEnd), and
+  /// the campaign counts that as sink evidence. Empty: none declared.
+  std::string expected_output;
 
   friend bool operator==(const JobSpec&, const JobSpec&) = default;
 };

@@ -78,6 +78,9 @@ struct TaskEnd {
   /// (cgroup memory.peak, or the largest of the process's own peak resident
   /// set and the agent's samples of its process group); 0: not measured.
   uint64_t peak_memory_bytes = 0;
+  /// It exited 0 without leaving the output its job declared (absent or
+  /// empty), as its agent checked (JobSpec::expected_output).
+  bool output_missing = false;
 
   friend bool operator==(const TaskEnd&, const TaskEnd&) = default;
 

@@ -317,6 +317,7 @@ Status read(const pb::TaskEnd& in, const Path& p, core::TaskEnd& out) {
   out.signal = static_cast<uint8_t>(in.signal());
   out.exit_code = in.exit_code();
   out.peak_memory_bytes = in.peak_memory_bytes();
+  out.output_missing = in.output_missing();
   return Status::ok();
 }
 
@@ -387,6 +388,13 @@ Status read_argv(const google::protobuf::RepeatedPtrField<std::string>& in, cons
   return Status::ok();
 }
 
+/// A file name the agent opens: no NUL byte (it would cut the name short).
+Status read_path(const std::string& in, const Path& p, std::string& out) {
+  if (in.find('\0') != std::string::npos) return corrupt(p, "contains a NUL byte");
+  out = in;
+  return Status::ok();
+}
+
 Status read_launch(bool present, const pb::TaskLaunch& in, const Path& p, core::LaunchRef& out) {
   if (!present) {
     out = core::LaunchRef{};
@@ -398,6 +406,7 @@ Status read_launch(bool present, const pb::TaskLaunch& in, const Path& p, core::
   CLAIMSCHED_TRY(read_env(in.env(), Path{p, "env"}, l.env));
   l.workdir = in.workdir();
   CLAIMSCHED_TRY(read_duration(in.max_run_time_ns(), Path{p, "max_run_time_ns"}, l.max_run_time));
+  CLAIMSCHED_TRY(read_path(in.expected_output(), Path{p, "expected_output"}, l.expected_output));
   out = core::LaunchRef(std::move(l));
   return Status::ok();
 }
@@ -428,6 +437,7 @@ Status read(const pb::JobSpec& in, const Path& p, core::JobSpec& out) {
   if (in.has_max_lost_retries())
     CLAIMSCHED_TRY(read_u32(in.max_lost_retries(), Path{p, "max_lost_retries"}, out.max_lost_retries));
   out.wait_for_nodes = in.wait_for_nodes();
+  CLAIMSCHED_TRY(read_path(in.expected_output(), Path{p, "expected_output"}, out.expected_output));
   out.locks = {};
   if (!in.locks().empty()) {
     auto locks = core::parse_lock_declaration(in.locks());

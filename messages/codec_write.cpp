@@ -27,6 +27,7 @@ void write_launch(const core::LaunchRef& in, pb::TaskLaunch& out) {
   }
   out.set_workdir(in->workdir);
   out.set_max_run_time_ns(in->max_run_time.count());
+  out.set_expected_output(in->expected_output);
 }
 
 void write_tasks(const std::vector<core::TaskIndex>& in,
@@ -62,6 +63,7 @@ void to_proto(const core::TaskEnd& in, pb::TaskEnd& out) {
   out.set_signal(in.signal);
   out.set_exit_code(in.exit_code);
   out.set_peak_memory_bytes(in.peak_memory_bytes);
+  out.set_output_missing(in.output_missing);
 }
 
 void to_proto(const core::NodeSpec& in, pb::NodeSpec& out) {
@@ -110,6 +112,7 @@ void to_proto(const core::JobSpec& in, pb::JobSpec& out) {
   out.set_max_lost_retries(in.max_lost_retries);
   out.set_wait_for_nodes(in.wait_for_nodes);
   out.set_locks(in.locks.to_string());
+  out.set_expected_output(in.expected_output);
 }
 
 void to_proto(const core::ClaimRequest& in, pb::ClaimRequest& out) {

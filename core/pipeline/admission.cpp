@@ -29,7 +29,8 @@ Expected<JobRecord> admit(const SchedulerConfig& config, const ClusterView& view
   r.class_index = static_cast<uint32_t>(cls - config.classes.data());
   r.priority = cls->priority;
   r.allotted = cls->policy == ClassPolicy::fixed_share;
-  if (!job.command.empty()) r.launch = LaunchRef(TaskLaunch{job.command, job.env, job.workdir, job.max_run_time});
+  if (!job.command.empty())
+    r.launch = LaunchRef(TaskLaunch{job.command, job.env, job.workdir, job.max_run_time, job.expected_output});
   r.spec = std::move(job);
   return r;
 }

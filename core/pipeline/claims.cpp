@@ -95,7 +95,7 @@ void Scheduler::confirm_claim(Claim& c, TimePoint now, Outbox& out) {
   out.confirms.push_back(window_.confirm_request(c.request));
 }
 
-void Scheduler::mark_running(JobRecord& j, const Claim& c, TimePoint now) {
+void Scheduler::mark_running(JobRecord& j, const Claim& c, TimePoint now, Outbox& out) {
   uint64_t placed = 0;
   for (auto t : c.request.tasks) {
     TaskRecord& r = j.tasks[t];
@@ -109,6 +109,7 @@ void Scheduler::mark_running(JobRecord& j, const Claim& c, TimePoint now) {
     r.started = now;
   }
   queue_.reset_backoff(j);
+  if (placed > 0 && j.first_running == kNever) out.started_jobs.push_back(j.spec.id);
   j.first_running = std::min(j.first_running, now);
   stats_.placements += placed;
   auto latency = now - std::max(j.spec.submit_time, started_at_);
@@ -223,7 +224,7 @@ void Scheduler::gang_step(GangId id, TimePoint now, Outbox& out) {
   }
   JobRecord& j = table_.at(g.job);
   for (auto cid : g.claims) {
-    mark_running(j, *window_.find(cid), now);
+    mark_running(j, *window_.find(cid), now, out);
     window_.erase(cid);
   }
   window_.close_gang(id);
@@ -297,7 +298,7 @@ void Scheduler::on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbo
     return;
   }
   if (confirmed) {
-    mark_running(j, *c, now);
+    mark_running(j, *c, now, out);
     // A task that ended while its confirm was out (keep_first_run): free it.
     std::vector<TaskIndex> ended;
     for (auto t : c->request.tasks)

@@ -82,7 +82,7 @@ void Scheduler::process_events(const NodeDelta& delta, TimePoint now, Outbox& ou
       if (c->phase != ClaimPhase::confirming && c->phase != ClaimPhase::confirmed) continue;
       if (!c->gang) {
         view_.remove_change_in_flight(c->node);
-        mark_running(j, *c, now);
+        mark_running(j, *c, now, out);
         window_.erase(ev.claim_id);
       } else {
         table_.set_state(j, ev.task.index, ev.final_state);

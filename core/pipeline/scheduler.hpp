@@ -122,6 +122,9 @@ struct Outbox {
   std::vector<NodeId> snapshot_requests;
   /// Jobs that reached a final state since the last drain.
   std::vector<JobId> finished_jobs;
+  /// Jobs whose first task started running since the last drain (with
+  /// finished_jobs: what a watcher of job events hears, e.g. the campaigns).
+  std::vector<JobId> started_jobs;
   /// Operator operations that hold their locks: carry them out, then call
   /// Scheduler::finish_operation.
   std::vector<std::pair<JobId, Operation>> operations;
@@ -131,7 +134,7 @@ struct Outbox {
 
   bool empty() const {
     return claims.empty() && confirms.empty() && releases.empty() && snapshot_requests.empty() &&
-           finished_jobs.empty() && operations.empty() && operations_ended.empty();
+           finished_jobs.empty() && started_jobs.empty() && operations.empty() && operations_ended.empty();
   }
   void clear() {
     claims.clear();
@@ -139,6 +142,7 @@ struct Outbox {
     releases.clear();
     snapshot_requests.clear();
     finished_jobs.clear();
+    started_jobs.clear();
     operations.clear();
     operations_ended.clear();
   }
@@ -455,7 +459,7 @@ class Scheduler {
   void rerank(JobRecord& j);
   // claims (claims.cpp)
   void confirm_claim(Claim& c, TimePoint now, Outbox& out);
-  void mark_running(JobRecord& j, const Claim& c, TimePoint now);
+  void mark_running(JobRecord& j, const Claim& c, TimePoint now, Outbox& out);
   void claim_failed(ClaimId id, const std::string& why, bool count_attempt, TimePoint now, Outbox& out);
   void gang_step(GangId gang, TimePoint now, Outbox& out);
   void abort_gang(GangId gang, TimePoint now, Outbox& out);

@@ -46,7 +46,7 @@ core::ClaimRequest claim(uint64_t id, uint64_t job, std::vector<core::TaskIndex>
   c.job = core::JobId{job};
   c.per_task = Resources::cpu_memory(1000, 0);
   c.tasks = std::move(tasks);
-  if (with_command) c.launch = core::LaunchRef(core::TaskLaunch{{"/bin/true"}, {}, "", {}});
+  if (with_command) c.launch = core::LaunchRef(core::TaskLaunch{{"/bin/true"}, {}, "", {}, ""});
   return c;
 }
 

@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/actors/actor_fixture.hpp"
@@ -37,7 +38,7 @@ class ProcessExecutorTest : public ActorTest {
     a.task = core::TaskRef{core::JobId{7}, index};
     a.claim_id = core::ClaimId{100 + index};
     a.running = true;
-    a.launch = core::LaunchRef(core::TaskLaunch{{"/bin/sleep", "30"}, {}, "", core::Duration{0}});
+    a.launch = core::LaunchRef(core::TaskLaunch{{"/bin/sleep", "30"}, {}, "", core::Duration{0}, ""});
     return a;
   }
 
@@ -74,6 +75,48 @@ TEST_F(ProcessExecutorTest, StartsThatCannotLaunchInTimeAreNotStartedAfterTheSto
   for (uint32_t i = 0; i < 3; ++i) adopted += next.adopt(node_, sleeping(i)) ? 1 : 0;
   EXPECT_EQ(adopted, left) << "every task left running, and only those, is adopted";
   for (uint32_t i = 0; i < 3; ++i) next.kill(sleeping(i).task, "the test is over");
+}
+
+TEST_F(ProcessExecutorTest, AnExitZeroWithoutTheDeclaredOutputSaysSoInTheTaskEnd) {
+  // Each task runs in <dir>/7 (no workdir) and is declared to leave
+  // out-INDEX.txt there, relative to it.
+  auto task = [](uint32_t index, const std::string& script) {
+    core::Allocation a;
+    a.task = core::TaskRef{core::JobId{7}, index};
+    a.claim_id = core::ClaimId{200 + index};
+    a.running = true;
+    a.launch = core::LaunchRef(
+        core::TaskLaunch{{"/bin/sh", "-c", script}, {}, "", {}, "out-" + std::to_string(index) + ".txt"});
+    return a;
+  };
+  std::vector<core::Allocation> tasks = {
+      task(0, "echo result > out-0.txt"),  // left it
+      task(1, ": > out-1.txt"),            // empty: not an output
+      task(2, "true"),                     // nothing at all
+      task(3, "exit 4"),                   // failed: no verdict needed
+  };
+  actors::ProcessExecutor agent(dir_);
+  for (const auto& a : tasks) ASSERT_TRUE(agent.start(node_, spec_, a));
+  std::vector<std::optional<actors::TaskEnded>> ends(tasks.size());
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline) {
+    bool all = true;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      if (!ends[i]) ends[i] = agent.recorded_end(tasks[i]);
+      all = all && ends[i].has_value();
+    }
+    if (all) break;
+    std::this_thread::sleep_for(20ms);
+  }
+  for (size_t i = 0; i < tasks.size(); ++i) ASSERT_TRUE(ends[i]) << "task " << i << " did not end";
+  EXPECT_EQ(ends[0]->state, core::TaskState::succeeded);
+  EXPECT_FALSE(ends[0]->end.output_missing);
+  EXPECT_EQ(ends[1]->state, core::TaskState::succeeded) << "a missing output does not fail the task";
+  EXPECT_TRUE(ends[1]->end.output_missing);
+  EXPECT_TRUE(ends[2]->end.output_missing);
+  EXPECT_NE(ends[2]->detail.find("out-2.txt"), std::string::npos) << ends[2]->detail;
+  EXPECT_EQ(ends[3]->state, core::TaskState::failed);
+  EXPECT_FALSE(ends[3]->end.output_missing);
 }
 
 }  // namespace

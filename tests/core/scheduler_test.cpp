@@ -514,6 +514,23 @@ TEST_F(SchedulerTest, ALostReplyIsSurvivedByExpiry) {
   EXPECT_EQ(allocated_on(0, 1), 2u);
 }
 
+TEST_F(SchedulerTest, AJobsFirstStartAndItsEndAreEachReportedOnce) {
+  // What the scheduler actor tells its job watchers (the campaigns), which
+  // then look at the job instead of polling it.
+  add_nodes(1, "cpu=2");
+  start();
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(3).cpu("1").runtime(ms(10)).build()));
+  run();
+  EXPECT_EQ(cluster.started_jobs(s), (std::vector<JobId>{JobId{1}})) << "two of its tasks run: one start";
+  EXPECT_TRUE(cluster.finished_jobs(s).empty());
+  cluster.advance_by(ms(10));
+  run();  // the third task starts: not a new start of the job
+  cluster.advance_by(ms(10));
+  run();
+  EXPECT_EQ(cluster.started_jobs(s), (std::vector<JobId>{JobId{1}}));
+  EXPECT_EQ(cluster.finished_jobs(s), (std::vector<JobId>{JobId{1}}));
+}
+
 TEST_F(SchedulerTest, ExhaustedAttemptsRecordWhichNodeDidNotAnswer) {
   add_nodes(1);
   SchedulerConfig config = scheduler_config();

@@ -300,6 +300,16 @@ void SimCluster::route(size_t s, Outbox& out) {
                 " finished but it is not");
     slot.finished.push_back(id);
   }
+  for (auto id : out.started_jobs) {
+    // A job's first start, once: what a watcher (the campaigns) is told.
+    if (!slot.started_set.insert(id).second)
+      violation("scheduler " + std::to_string(s) + " reported job " + std::to_string(id.value) + " started twice");
+    const JobRecord* j = sched.job(id);
+    if (!j || j->first_running == kNever)
+      violation("scheduler " + std::to_string(s) + " reported job " + std::to_string(id.value) +
+                " started but it has not");
+    slot.started.push_back(id);
+  }
   out.clear();
 }
 

@@ -87,6 +87,8 @@ class SimCluster {
   size_t scheduler_count() const { return schedulers_.size(); }
   /// Jobs the scheduler reported finished (Outbox::finished_jobs), in order.
   const std::vector<JobId>& finished_jobs(size_t s) const { return schedulers_[s].finished; }
+  /// Jobs the scheduler reported started (Outbox::started_jobs), in order.
+  const std::vector<JobId>& started_jobs(size_t s) const { return schedulers_[s].started; }
   /// Operator operations the scheduler sent out (Outbox::operations), in
   /// order; the test carries them out and calls finish_operation.
   std::vector<std::pair<JobId, Operation>>& operations(size_t s) { return schedulers_[s].operations; }
@@ -152,6 +154,8 @@ class SimCluster {
     std::unique_ptr<Scheduler> scheduler;
     std::vector<JobId> finished;
     std::set<JobId> finished_set;
+    std::vector<JobId> started;
+    std::set<JobId> started_set;
     std::vector<std::pair<JobId, Operation>> operations;
     std::vector<OperationEnd> operations_ended;
   };

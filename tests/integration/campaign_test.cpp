@@ -3,6 +3,7 @@
 // appends its index and parameter to a file once it has done its work, so
 // the file shows which indices ran to success, and how often.
 
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -83,7 +84,12 @@ TEST_F(CampaignTest, EveryIndexRunsOnceWithItsParameterAndTheStatusSaysDone) {
   auto submitted = cluster.client("campaign submit " + campaign_file(log, 12, 0.1));
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
   uint64_t id = std::stoull(submitted.out);
+  auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE(wait_for_state(id, "done", 60s)) << campaign_status(id).value_or(nlohmann::json{}).dump(2);
+  // The campaign hears of its jobs' starts and ends from the scheduler: were
+  // it left to its fallback status requests (one per job every 30 s), 12
+  // tasks of 0.1 s on 4 slots would take over 30 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 25s);
   EXPECT_EQ(check_each_index_once(log, 12, id), "");
   auto s = *campaign_status(id);
   EXPECT_EQ(s.value("done", 0), 12) << s.dump(2);
@@ -187,6 +193,48 @@ TEST(CampaignAcrossPartitions, ACampaignOverPoolsOfTwoPartitionsRunsInBothAndEve
   EXPECT_EQ(check_completed_once(log, 16), "");
   for (const auto& pool : last["pools"])
     EXPECT_GT(pool.value("succeeded", 0), 0) << "both partitions' pools ran tasks: " << last.dump(2);
+}
+
+TEST(CampaignSinks, APoolWhoseTasksSucceedWithoutTheDeclaredOutputIsAbandonedAndItsIndicesRunElsewhere) {
+  LocalCluster cluster("[[pools]]\nname = \"p1\"\n[[pools]]\nname = \"p2\"\n");
+  cluster.start_server();
+  cluster.start_agent("a1", "cpu=4,memory=4Gi", {"--pool", "p1"});
+  cluster.start_agent("a2", "cpu=4,memory=4Gi", {"--pool", "p2"});
+  ASSERT_TRUE(cluster.wait_for_alive_nodes(2)) << LocalCluster::read_file(cluster.server_log());
+  std::string out = cluster.dir() + "/out";
+  std::filesystem::create_directories(out);
+  // Every task runs as long as the others (the run-time rule cannot fire)
+  // and exits 0; on a2 it writes nothing.
+  std::string path = cluster.dir() + "/campaign.toml";
+  constexpr int kTasks = 12;
+  std::ofstream(path) << "name = \"outputs\"\n"
+                      << "command = [\"/bin/sh\", \"-c\", \"sleep 1.2; test $CLAIMSCHED_NODE = a2 || "
+                      << "echo $CLAIMSCHED_TASK_INDEX > " << out << "/$CLAIMSCHED_TASK_INDEX.txt\"]\n"
+                      << "output = \"" << out << "/{index}.txt\"\n"
+                      << "range = \"1.." << kTasks << "\"\nresources = \"cpu=1,memory=100Mi\"\n"
+                      << "pools = [\"p1\", \"p2\"]\nmax_waiting = 100\nallowed_waiting = 100\nfinalize_replicas = 0\n";
+  auto submitted = cluster.client("campaign submit " + path);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  std::string id = std::to_string(std::stoull(submitted.out));
+  nlohmann::json last;
+  ASSERT_TRUE(LocalCluster::wait_until(
+      [&] {
+        last = nlohmann::json::parse(cluster.client("campaign status --json " + id).out, nullptr, false);
+        return last.is_object() && last.value("state", "") == "done";
+      },
+      90s))
+      << last.dump(2);
+  ASSERT_EQ(last["pools"].size(), 2u) << last.dump(2);
+  EXPECT_FALSE(last["pools"][0].value("abandoned", true)) << last.dump(2);
+  EXPECT_TRUE(last["pools"][1].value("abandoned", false)) << "p2 is a sink: " << last.dump(2);
+  EXPECT_NE(last["pools"][1].value("sink_reason", "").find("without the declared output"), std::string::npos)
+      << last.dump(2);
+  EXPECT_EQ(last["pools"][1].value("succeeded", -1), 0) << "no success of the sink counts: " << last.dump(2);
+  // Every index done means every index left its output (run again on p1).
+  for (int i = 0; i < kTasks; ++i)
+    EXPECT_FALSE(LocalCluster::read_file(out + "/" + std::to_string(i) + ".txt").empty()) << "index " << i;
+  auto explained = cluster.client("campaign explain " + id);
+  EXPECT_NE(explained.out.find("without the declared output"), std::string::npos) << explained.out;
 }
 
 TEST(CampaignTestWave, TestFirstRunsTheBulkOnlyWhereTheTestPassedAndATestCampaignReportsEachPool) {

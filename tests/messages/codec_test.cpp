@@ -263,6 +263,36 @@ TEST(Codec, AnEndWithoutAReasonKeepsWhatItSays) {
   EXPECT_EQ(round_trip(event), event);
 }
 
+TEST(Codec, DeclaredOutputAndItsAbsenceTravel) {
+  // A campaign's declared output goes with the job to the task's agent, and
+  // the agent's verdict comes back in the task's end (sink detection).
+  auto job = sample_job();
+  job.expected_output = "out/{index}.txt rendered as out/7.txt";
+  EXPECT_EQ(round_trip(job).expected_output, job.expected_output);
+  auto claim = sample_claim();
+  EXPECT_EQ(round_trip(claim).launch->expected_output, "results/7.csv");
+  core::NodeEvent event;
+  event.task = core::TaskRef{core::JobId{7}, 0};
+  event.end = core::TaskEnd::exited(0);
+  event.end.output_missing = true;
+  EXPECT_TRUE(round_trip(event).end.output_missing);
+  event.end.output_missing = false;
+  EXPECT_FALSE(round_trip(event).end.output_missing);
+  auto view = sample<core::JobView>();
+  view.tasks[1].end.output_missing = false;
+  auto back = round_trip(view);
+  ASSERT_EQ(back.tasks.size(), 2u);
+  EXPECT_TRUE(back.tasks[0].end.output_missing);
+  EXPECT_FALSE(back.tasks[1].end.output_missing);
+}
+
+TEST(CodecErrors, ADeclaredOutputWithANulByteIsNamed) {
+  pb::JobSpec job;
+  to_proto(sample_job(), job);
+  job.set_expected_output(std::string("out\0x", 5));
+  EXPECT_EQ(decode_error_of<core::JobSpec>(job).message, "JobSpec.expected_output: contains a NUL byte");
+}
+
 TEST(Codec, ExpectedGenerationZeroIsNotAbsent) {
   auto claim = sample_claim();
   claim.expected_generation = 0;

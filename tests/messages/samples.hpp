@@ -77,11 +77,13 @@ inline core::JobSpec sample_job(bool preemptible = true) {
   j.max_lost_retries = 5;
   j.wait_for_nodes = true;
   j.locks = *core::parse_lock_declaration("group=shared:gpu instance=unknown-exclusive node=exclusive:n1,n2");
+  j.expected_output = "out/model-7.pt";
   return j;
 }
 
 inline core::LaunchRef sample_launch() {
-  return core::LaunchRef(core::TaskLaunch{{"/bin/sh", "-c", "echo $MODE"}, {{"MODE", "fast"}}, "/tmp", 90s});
+  return core::LaunchRef(
+      core::TaskLaunch{{"/bin/sh", "-c", "echo $MODE"}, {{"MODE", "fast"}}, "/tmp", 90s, "results/7.csv"});
 }
 
 inline core::ClaimRequest sample_claim() {
@@ -156,6 +158,7 @@ inline core::NodeEvent sample_event(int n = 0) {
   e.end = core::TaskEnd::spawn_failed(core::SpawnStage::bad_workdir, 2);
   e.end.signal = 9;
   e.end.peak_memory_bytes = 3u << 20;
+  e.end.output_missing = true;
   return e;
 }
 
@@ -278,6 +281,7 @@ inline core::TaskView sample_task_view(int n = 0) {
   t.end = core::TaskEnd::observed(core::EndReason::preempted, 0, 15);
   t.end.exit_code = 7;
   t.end.peak_memory_bytes = 123456789;
+  t.end.output_missing = true;
   t.preempted_by = core::JobId{99};
   t.node_name = "node-17";
   return t;
@@ -319,6 +323,7 @@ inline core::TaskEnd sample<core::TaskEnd>() {
   core::TaskEnd e = core::TaskEnd::spawn_failed(core::SpawnStage::permission_denied, 13);
   e.signal = 6;
   e.peak_memory_bytes = (5ull << 30) + 17;
+  e.output_missing = true;
   return e;
 }
 
