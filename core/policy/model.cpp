@@ -133,8 +133,7 @@ Status validate(const Snapshot& snap) {
     if (n.pool.empty()) return invalid(what() + ": pool is required");
     // Nodes come in runs of one pool: a name equal to the last one found is a pool.
     if (!(known_pool && *known_pool == n.pool)) {
-      if (!pools.count(n.pool))
-        return make_error(Errc::unknown_name, what() + ": pool '" + n.pool + "' is not a pool");
+      if (!pools.count(n.pool)) return make_error(Errc::unknown_name, what() + ": pool '" + n.pool + "' is not a pool");
       known_pool = &n.pool;
     }
     if (n.capacity.any_negative()) return invalid(what() + ": capacity must not be negative");
