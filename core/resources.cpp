@@ -202,27 +202,6 @@ std::string Resources::to_string() const {
   return out;
 }
 
-int64_t Resources::copies_fitting_in(const Resources& available) const {
-  int64_t best = std::numeric_limits<int64_t>::max();
-  for (size_t i = 0; i < kMaxDimensions; ++i) {
-    if (values_[i] <= 0) continue;
-    best = std::min(best, std::max<int64_t>(available.values_[i], 0) / values_[i]);
-  }
-  return best;
-}
-
-Resources Resources::min(const Resources& o) const {
-  Resources r;
-  for (size_t i = 0; i < kMaxDimensions; ++i) r.values_[i] = std::min(values_[i], o.values_[i]);
-  return r;
-}
-
-Resources Resources::max(const Resources& o) const {
-  Resources r;
-  for (size_t i = 0; i < kMaxDimensions; ++i) r.values_[i] = std::max(values_[i], o.values_[i]);
-  return r;
-}
-
 double Resources::dominant_share(const Resources& total) const {
   double best = 0;
   for (size_t i = 0; i < kMaxDimensions; ++i) {

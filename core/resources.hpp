@@ -4,8 +4,10 @@
 // millicores, memory and disk in bytes, gpu and operator-defined dimensions in
 // units. This is the one place that does resource arithmetic and `fits`.
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -95,10 +97,27 @@ class Resources {
     return true;
   }
   /// How many copies of this fit in `available` (a large number if this is zero).
-  int64_t copies_fitting_in(const Resources& available) const;
+  /// Inline, as min and max: placement and the capacity index call them
+  /// millions of times a replay.
+  int64_t copies_fitting_in(const Resources& available) const {
+    int64_t best = std::numeric_limits<int64_t>::max();
+    for (size_t i = 0; i < kMaxDimensions; ++i) {
+      if (values_[i] <= 0) continue;
+      best = std::min(best, std::max<int64_t>(available.values_[i], 0) / values_[i]);
+    }
+    return best;
+  }
   /// Element-wise minimum / maximum.
-  Resources min(const Resources& o) const;
-  Resources max(const Resources& o) const;
+  Resources min(const Resources& o) const {
+    Resources r;
+    for (size_t i = 0; i < kMaxDimensions; ++i) r.values_[i] = values_[i] < o.values_[i] ? values_[i] : o.values_[i];
+    return r;
+  }
+  Resources max(const Resources& o) const {
+    Resources r;
+    for (size_t i = 0; i < kMaxDimensions; ++i) r.values_[i] = values_[i] < o.values_[i] ? o.values_[i] : values_[i];
+    return r;
+  }
 
   bool is_zero() const {
     for (auto v : values_)

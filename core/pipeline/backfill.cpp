@@ -41,7 +41,10 @@ uint64_t BackfillProfile::print() const {
   uint64_t h = mix64(ends_.size());
   for (const auto& e : ends_) {
     h = mix64(h ^ e.node) ^ mix64(static_cast<uint64_t>(e.at.count()));
-    for (int64_t v : e.room.values()) h = mix64(h ^ static_cast<uint64_t>(v));
+    // The dimensions in use only, each with its number (this runs every
+    // backfilling pass, over every running task).
+    for (size_t d = 0; d < kMaxDimensions; ++d)
+      if (int64_t v = e.room.values()[d]; v != 0) h = mix64(h ^ (d << 59) ^ static_cast<uint64_t>(v));
   }
   return h;
 }

@@ -115,7 +115,8 @@ void Scheduler::backfill_begin(TimePoint now) {
       const NodeView& v = view_.node(n);
       print = mix64(print ^ n) ^ mix64(static_cast<uint64_t>(v.state));
       Resources free = v.available();
-      for (int64_t x : free.values()) print = mix64(print ^ static_cast<uint64_t>(x));
+      for (size_t d = 0; d < kMaxDimensions; ++d)
+        if (int64_t x = free.values()[d]; x != 0) print = mix64(print ^ (d << 59) ^ static_cast<uint64_t>(x));
     }
   bool still = now == booked_at_;
   if (!still) {

@@ -25,6 +25,17 @@ Resources round_node(Resources r, int64_t quantum) {
 
 /// Keeps the capacities not dominated by another one, sorted.
 void pareto(std::vector<Resources>& shapes) {
+  // A pool's nodes are mostly alike: repeats are dropped first by a scan
+  // against the few distinct shapes (this runs every policy cycle), so the
+  // sort sees those only. Many distinct shapes: the sort alone.
+  constexpr size_t kScanned = 16;
+  size_t distinct = 0;
+  for (size_t i = 0; i < shapes.size() && distinct <= kScanned; ++i) {
+    bool seen = false;
+    for (size_t k = 0; k < distinct && !seen; ++k) seen = shapes[k] == shapes[i];
+    if (!seen) shapes[distinct++] = shapes[i];
+  }
+  if (distinct <= kScanned) shapes.resize(distinct);
   std::sort(shapes.begin(), shapes.end(),
             [](const Resources& a, const Resources& b) { return a.values() < b.values(); });
   shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
@@ -204,6 +215,20 @@ Expected<Model> build_model(const Snapshot& snap) {
   for (const auto& u : snap.users)
     if (u.allotment) m.users[user_of(u.name)].allotment = &*u.allotment;
 
+  // Nodes and jobs come in runs of one pool and class: the last name looked
+  // up is asked first (these run for every node and job every cycle).
+  auto cached = [](auto& index) {
+    return [&index, last = std::string_view(), value = kNone](std::string_view name) mutable {
+      if (value == kNone || name != last) {
+        value = index.at(name);
+        last = name;
+      }
+      return value;
+    };
+  };
+  auto pool_of = cached(pool_index);
+  auto class_of = cached(class_index);
+
   // Nodes, by id.
   std::vector<const NodeInfo*> node_specs;
   for (const auto& n : snap.nodes) node_specs.push_back(&n);
@@ -212,7 +237,7 @@ Expected<Model> build_model(const Snapshot& snap) {
   for (uint32_t i = 0; i < node_specs.size(); ++i) {
     auto& n = m.nodes[i];
     n.info = node_specs[i];
-    n.pool = pool_index.at(n.info->pool);
+    n.pool = pool_of(n.info->pool);
     n.schedulable = n.info->state == NodeState::up;
     n.alive = n.info->state != NodeState::down;
     Resources cap = round_node(n.info->capacity, quantum);
@@ -266,10 +291,10 @@ Expected<Model> build_model(const Snapshot& snap) {
   for (uint32_t i = 0; i < job_specs.size(); ++i) {
     auto& j = m.jobs[i];
     j.info = job_specs[i];
-    j.cls = class_index.at(j.info->job_class.empty() ? settings.default_class : j.info->job_class);
+    j.cls = class_of(j.info->job_class.empty() ? settings.default_class : j.info->job_class);
     const auto& cls = *m.classes[j.cls].spec;
     j.pool = m.classes[j.cls].pool;
-    j.domain = j.info->pool.empty() ? j.pool : pool_index.at(j.info->pool);
+    j.domain = j.info->pool.empty() ? j.pool : pool_of(j.info->pool);
     j.user = user_of(j.info->user);
     j.policy = cls.policy;
     j.preemptible = cls.policy == ClassPolicy::fair_share && j.info->preemptible;

@@ -126,15 +126,20 @@ Status validate(const Snapshot& snap) {
     if (node_ids[i] == node_ids[i - 1])
       return make_error(Errc::duplicate, "node " + std::to_string(node_ids[i]) + " is defined twice");
   auto is_node = [&](NodeId id) { return std::binary_search(node_ids.begin(), node_ids.end(), id.value); };
+  const std::string* known_pool = nullptr;
   for (const auto& n : snap.nodes) {
-    std::string what = "node " + std::to_string(n.id.value);
-    if (n.pool.empty()) return invalid(what + ": pool is required");
-    if (!pools.count(n.pool))
-      return make_error(Errc::unknown_name, what + ": pool '" + n.pool + "' is not a pool");
-    if (n.capacity.any_negative()) return invalid(what + ": capacity must not be negative");
-    if (n.free && !n.free->fits_in(n.capacity)) return invalid(what + ": free exceeds capacity");
+    // Built only for an error: this runs for every node every policy cycle.
+    auto what = [&] { return "node " + std::to_string(n.id.value); };
+    if (n.pool.empty()) return invalid(what() + ": pool is required");
+    // Nodes come in runs of one pool: a name equal to the last one found is a pool.
+    if (!(known_pool && *known_pool == n.pool)) {
+      if (!pools.count(n.pool)) return make_error(Errc::unknown_name, what() + ": pool '" + n.pool + "' is not a pool");
+      known_pool = &n.pool;
+    }
+    if (n.capacity.any_negative()) return invalid(what() + ": capacity must not be negative");
+    if (n.free && !n.free->fits_in(n.capacity)) return invalid(what() + ": free exceeds capacity");
     for (const auto& l : n.labels)
-      if (l.empty()) return invalid(what + ": empty label");
+      if (l.empty()) return invalid(what() + ": empty label");
   }
 
   {

@@ -69,6 +69,8 @@ void Planner::init() {
     usage_[j] = m_.jobs[j].usage;
   }
   removed_.assign(m_.allocs.size(), 0);
+  any_preemptible_ = std::any_of(m_.allocs.begin(), m_.allocs.end(),
+                                 [&](const ModelAlloc& a) { return !a.info->landing && m_.jobs[a.job].preemptible; });
   pool_usage_.assign(m_.pools.size(), Resources{});
   for (const auto& a : m_.allocs)
     if (!a.lost) add_pool_usage(m_.jobs[a.job].pool, a.res, +1);

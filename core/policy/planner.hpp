@@ -180,6 +180,10 @@ class Planner {
   std::vector<uint32_t> placed_, removed_count_;
   std::vector<std::string> notes_;
   std::vector<char> removed_;
+  /// Some allocation of the model could be a victim (its job is
+  /// preemptible and it runs already). Removals only lower that: when none
+  /// can, no node runs preemptible work, asked per node and stage.
+  bool any_preemptible_ = false;
   std::vector<Resources> pool_usage_;
   std::vector<uint32_t> preorder_pos_, subtree_end_;
   std::vector<std::vector<uint32_t>> node_order_;
@@ -204,6 +208,7 @@ inline const std::vector<uint32_t>& Planner::victims_on(uint32_t n) {
 }
 
 inline bool Planner::runs_preemptible_work(uint32_t n, uint32_t c) const {
+  if (!any_preemptible_) return false;
   for (uint32_t a : m_.nodes[n].allocs) {
     const auto& alloc = m_.allocs[a];
     if (!removed_[a] && alloc.job != c && !alloc.info->landing && m_.jobs[alloc.job].preemptible) return true;

@@ -1,6 +1,7 @@
 #include "core/policy/stage.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <map>
 #include <set>
@@ -53,6 +54,14 @@ std::string class_pool(const ClassConfig& c, const PolicyConfig& config, const s
   return pools.empty() ? std::string() : pools.front().name;
 }
 
+/// "node-<id>", a node's name when none was observed: written in place
+/// (short enough to need no allocation; this runs per node per cycle).
+std::string default_name(NodeId id) {
+  char buf[32] = "node-";
+  auto end = std::to_chars(buf + 5, buf + sizeof buf, id.value).ptr;
+  return std::string(buf, end);
+}
+
 bool below(const std::vector<PoolSpec>& pools, const std::string& pool, const std::string& ancestor) {
   std::string at = pool;
   for (size_t steps = 0; steps <= pools.size(); ++steps) {
@@ -79,8 +88,16 @@ namespace {
 class InputHash {
  public:
   void add(uint64_t v) { sum_ += mix64(v ^ (position_++ * 0x9e3779b97f4a7c15ULL)); }
+  /// The dimensions in use only (most are zero), each with its number, and how many.
   void add(const Resources& r) {
-    for (size_t d = 0; d < kMaxDimensions; ++d) add(static_cast<uint64_t>(r[static_cast<DimensionId>(d)]));
+    uint64_t used = 0;
+    for (size_t d = 0; d < kMaxDimensions; ++d)
+      if (int64_t v = r[static_cast<DimensionId>(d)]; v != 0) {
+        add(d);
+        add(static_cast<uint64_t>(v));
+        ++used;
+      }
+    add(used);
   }
   void add(const std::string& s) { add(std::hash<std::string>{}(s)); }
   uint64_t value() const { return mix64(sum_ ^ position_); }
@@ -235,7 +252,7 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
     NodeInfo info;
     info.id = v.id;
     auto named = names_.find(v.id);
-    info.name = named != names_.end() ? named->second : "node-" + std::to_string(v.id.value);
+    info.name = named != names_.end() ? named->second : default_name(v.id);
     info.pool = view.pool(v.pool).name;
     info.capacity = v.capacity;
     info.free = (v.available() + freeing[n]).min(v.capacity);

@@ -763,5 +763,33 @@ TEST(PolicyDeterminism, InputOrderDoesNotMatter) {
   EXPECT_EQ(a.next_state, b.next_state);
 }
 
+// Whether any node can hold one task of a job is asked of the pool's node
+// shapes (the Pareto front of their capacities). Many nodes of few shapes and
+// many distinct shapes are kept apart differently; in both, a job that only
+// the one largest node in a dimension can hold is placeable, and one no node
+// can hold is unresolvable.
+TEST(PolicyModel, AJobFitsWhenAnyNodeShapeHoldsIt) {
+  for (uint32_t shapes : {3u, 24u}) {
+    SnapshotBuilder s;
+    s.pool("root").cls("batch", "root");
+    // Node i has i cpus and (shapes + 1 - i) GiB: no shape dominates another.
+    // Every shape twice, in two runs, so repeats are not next to each other.
+    for (uint32_t round = 0; round < 2; ++round)
+      for (uint32_t i = 1; i <= shapes; ++i)
+        s.node(round * shapes + i, "root",
+               "cpu=" + std::to_string(i) + ",memory=" + std::to_string(shapes + 1 - i) + "Gi");
+    s.job(1, "u1", "batch").per_task("cpu=" + std::to_string(shapes) + ",memory=1Gi").pending(1);
+    s.job(2, "u2", "batch").per_task("cpu=1,memory=" + std::to_string(shapes) + "Gi").pending(1);
+    s.job(3, "u3", "batch").per_task("cpu=" + std::to_string(shapes) + ",memory=2Gi").pending(1);
+    auto r = run(s.build());
+    EXPECT_EQ(job(r, 1).pending_reason.find("unresolvable"), std::string::npos)
+        << shapes << " shapes: " << job(r, 1).pending_reason;
+    EXPECT_EQ(job(r, 2).pending_reason.find("unresolvable"), std::string::npos)
+        << shapes << " shapes: " << job(r, 2).pending_reason;
+    EXPECT_NE(job(r, 3).pending_reason.find("unresolvable"), std::string::npos)
+        << shapes << " shapes: " << job(r, 3).pending_reason;
+  }
+}
+
 }  // namespace
 }  // namespace claimsched::core::policy
