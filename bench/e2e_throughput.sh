@@ -86,6 +86,20 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+# Every cluster's directory is removed at the end, not after its run: on an
+# ext4 without a journal (this machine's), the kernel skips inodes deleted in
+# the last 1-6 minutes when it allocates new ones, so the next run's agents,
+# which create a directory and two files per task, paid several times their CPU
+# in inode allocation right after the previous run's ~9,000 inodes went
+# (see bench/README.md, "With TLS").
+finished_dirs=()
+dir=""
+cleanup() {
+  if [[ -n "$dir" ]]; then "$here/deploy/local-cluster.sh" stop >/dev/null 2>&1 || true; finished_dirs+=("$dir"); fi
+  if [[ "${#finished_dirs[@]}" -gt 0 ]]; then rm -rf "${finished_dirs[@]}"; fi
+}
+trap cleanup EXIT
+
 for layout in $layouts; do
   agents="${layout%x*}"
   slots="${layout#*x}"
@@ -96,7 +110,6 @@ for layout in $layouts; do
   for mode in "${tls_modes[@]}"; do
   dir="$(mktemp -d /tmp/claimsched-e2e-XXXXXX)"
   export CLAIMSCHED_LOCAL_DIR="$dir"
-  trap '"$here/deploy/local-cluster.sh" stop >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
   start_flags=()
   if [[ "$simulate" == 1 ]]; then start_flags+=(--simulate "$per_agent"); fi
   unset CLAIMSCHED_TLS_CA CLAIMSCHED_TLS_CERT CLAIMSCHED_TLS_KEY
@@ -150,8 +163,8 @@ PY
   echo "$line"
   lines+=("$line")
   "$here/deploy/local-cluster.sh" stop >/dev/null
-  rm -rf "$dir"
-  trap - EXIT
+  finished_dirs+=("$dir")
+  dir=""
   done
   if [[ "${#tls_modes[@]}" -gt 1 ]]; then
     python3 - "${lines[@]}" <<'PY'
