@@ -68,10 +68,12 @@ struct ClientSession::Impl {
     }
   }
 
-  /// Asks `remote` for a session, presenting the token; sets gateway and user.
-  std::optional<ClientError> log_in_by_token(const actors::gateway_actor& remote) {
+  /// Sends `remote` a login (`login` and its proof); a session answered
+  /// sets gateway and user.
+  template <class... Login>
+  std::optional<ClientError> request_session(const actors::gateway_actor& remote, const Login&... login) {
     std::optional<ClientError> refused;
-    self->request(remote, attempt_timeout(), actors::login_atom::value, token)
+    self->request(remote, attempt_timeout(), actors::login_atom::value, login...)
         .receive(
             [&](caf::actor& session, std::string& name) {
               gateway = caf::actor_cast<actors::gateway_actor>(session);
@@ -79,6 +81,11 @@ struct ClientSession::Impl {
             },
             [&](caf::error& err) { refused = error_of(err); });
     return refused;
+  }
+
+  /// Asks `remote` for a session, presenting the token.
+  std::optional<ClientError> log_in_by_token(const actors::gateway_actor& remote) {
+    return request_session(remote, token);
   }
 
   /// Asks `remote` for a session by proving this client holds its
@@ -109,15 +116,7 @@ struct ClientSession::Impl {
     auto message = actors::login_message(nonce, verified->cn);
     auto signature = actors::sign_with_own_key(message);
     if (!signature) return ClientError{2, "cannot sign the login with this client's key: " + signature.error().message};
-    self->request(remote, attempt_timeout(), actors::login_atom::value, actors::own_certificate_pem(), message,
-                  *signature)
-        .receive(
-            [&](caf::actor& session, std::string& name) {
-              gateway = caf::actor_cast<actors::gateway_actor>(session);
-              user = std::move(name);
-            },
-            [&](caf::error& err) { refused = error_of(err); });
-    return refused;
+    return request_session(remote, actors::own_certificate_pem(), message, *signature);
   }
 
   /// Whether `err` says "ask again, maybe elsewhere": no answer, or the

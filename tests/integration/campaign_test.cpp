@@ -16,6 +16,19 @@ namespace {
 
 using namespace std::chrono_literals;
 
+/// Polls campaign `id` of `c` until it is done or `timeout` passes; its last
+/// status (check `state` for which).
+nlohmann::json wait_until_done(const LocalCluster& c, const std::string& id, std::chrono::seconds timeout) {
+  nlohmann::json last;
+  LocalCluster::wait_until(
+      [&] {
+        last = nlohmann::json::parse(c.client("campaign status --json " + id).out, nullptr, false);
+        return last.is_object() && last.value("state", "") == "done";
+      },
+      timeout);
+  return last;
+}
+
 class CampaignTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -182,14 +195,8 @@ TEST(CampaignAcrossPartitions, ACampaignOverPoolsOfTwoPartitionsRunsInBothAndEve
   auto submitted = cluster.client("campaign submit " + path);
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
   std::string id = std::to_string(std::stoull(submitted.out));
-  nlohmann::json last;
-  ASSERT_TRUE(LocalCluster::wait_until(
-      [&] {
-        last = nlohmann::json::parse(cluster.client("campaign status --json " + id).out, nullptr, false);
-        return last.is_object() && last.value("state", "") == "done";
-      },
-      60s))
-      << last.dump(2);
+  nlohmann::json last = wait_until_done(cluster, id, 60s);
+  ASSERT_EQ(last.value("state", ""), "done") << last.dump(2);
   EXPECT_EQ(check_completed_once(log, 16), "");
   for (const auto& pool : last["pools"])
     EXPECT_GT(pool.value("succeeded", 0), 0) << "both partitions' pools ran tasks: " << last.dump(2);
@@ -216,14 +223,8 @@ TEST(CampaignSinks, APoolWhoseTasksSucceedWithoutTheDeclaredOutputIsAbandonedAnd
   auto submitted = cluster.client("campaign submit " + path);
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
   std::string id = std::to_string(std::stoull(submitted.out));
-  nlohmann::json last;
-  ASSERT_TRUE(LocalCluster::wait_until(
-      [&] {
-        last = nlohmann::json::parse(cluster.client("campaign status --json " + id).out, nullptr, false);
-        return last.is_object() && last.value("state", "") == "done";
-      },
-      90s))
-      << last.dump(2);
+  nlohmann::json last = wait_until_done(cluster, id, 90s);
+  ASSERT_EQ(last.value("state", ""), "done") << last.dump(2);
   ASSERT_EQ(last["pools"].size(), 2u) << last.dump(2);
   EXPECT_FALSE(last["pools"][0].value("abandoned", true)) << last.dump(2);
   EXPECT_TRUE(last["pools"][1].value("abandoned", false)) << "p2 is a sink: " << last.dump(2);
@@ -254,14 +255,8 @@ TEST(CampaignTestWave, TestFirstRunsTheBulkOnlyWhereTheTestPassedAndATestCampaig
                         << extra;
   };
   auto wait_done = [&](const std::string& id) {
-    nlohmann::json last;
-    bool done = LocalCluster::wait_until(
-        [&] {
-          last = nlohmann::json::parse(cluster.client("campaign status --json " + id).out, nullptr, false);
-          return last.is_object() && last.value("state", "") == "done";
-        },
-        60s);
-    EXPECT_TRUE(done) << last.dump(2);
+    nlohmann::json last = wait_until_done(cluster, id, 60s);
+    EXPECT_EQ(last.value("state", ""), "done") << last.dump(2);
     return last;
   };
   auto expect_report = [](const nlohmann::json& s) {

@@ -27,13 +27,25 @@
 namespace claimsched::testing {
 namespace {
 
-TEST(TlsRegisterTest, AClientCertificateCannotRegisterANode) {
+/// A fresh directory with a CA and a server, agent-1 and client certificates.
+std::string make_certs() {
   char tmpl[] = "/tmp/claimsched-tlsreg-XXXXXX";
   const std::string certs = std::string(mkdtemp(tmpl));
-  ASSERT_EQ(
+  EXPECT_EQ(
       run_command(std::string(CLAIMSCHED_SOURCE_DIR) + "/deploy/tls-certs.sh local " + certs + " 1 2>&1").exit_code, 0);
-  LocalCluster c("[tls]\nca = \"" + certs + "/ca.pem\"\ncert = \"" + certs + "/server.pem\"\nkey = \"" + certs +
-                 "/server.key\"\n");
+  return certs;
+}
+
+/// The server's [tls] section for the certificates of `certs`.
+std::string server_tls(const std::string& certs) {
+  return "[tls]\nca = \"" + certs + "/ca.pem\"\ncert = \"" + certs + "/server.pem\"\nkey = \"" + certs +
+         "/server.key\"\n";
+}
+
+TEST(TlsRegisterTest, AClientCertificateCannotRegisterANode) {
+  const std::string certs = make_certs();
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  LocalCluster c(server_tls(certs));
   c.start_server();
   auto hp = actors::split_address(c.address());
   ASSERT_TRUE(hp);
@@ -113,12 +125,9 @@ TEST(TlsRegisterTest, AClientCertificateCannotRegisterANode) {
 TEST(TlsRegisterTest, AnAgentCertificateCannotLogInAsAClientAndTheRefusalIsAudited) {
   if (auto own = actors::own_identity(); own && own->role != actors::PeerRole::agent)
     GTEST_SKIP() << "this process already speaks TLS as " << actors::to_string(own->role) << " (run it alone)";
-  char tmpl[] = "/tmp/claimsched-tlslogin-XXXXXX";
-  const std::string certs = std::string(mkdtemp(tmpl));
-  ASSERT_EQ(
-      run_command(std::string(CLAIMSCHED_SOURCE_DIR) + "/deploy/tls-certs.sh local " + certs + " 1 2>&1").exit_code, 0);
-  LocalCluster c("[tls]\nca = \"" + certs + "/ca.pem\"\ncert = \"" + certs + "/server.pem\"\nkey = \"" + certs +
-                 "/server.key\"\n[auth]\ntokens_file = \"tokens\"\naudit_log = \"audit.log\"\n");
+  const std::string certs = make_certs();
+  ASSERT_FALSE(::testing::Test::HasFailure());
+  LocalCluster c(server_tls(certs) + "[auth]\ntokens_file = \"tokens\"\naudit_log = \"audit.log\"\n");
   // agent-1 is even named as a user: the certificate's role decides.
   std::ofstream(c.dir() + "/tokens") << "- client\n- agent-1\n";
   c.start_server();
