@@ -31,6 +31,10 @@ RoundPlan CampaignScheduler::round(TimePoint now, const std::vector<PoolOffer>& 
       plan.withdrawn.insert(plan.withdrawn.end(), back.begin(), back.end());
     }
     auto sent = tasks_.dispatch(offer.pool, decision.dispatch, now);
+    if (!sent.empty()) {
+      throughput_.dispatched(now);
+      flow.throughput.dispatched(now);
+    }
     plan.dispatched.insert(plan.dispatched.end(), sent.begin(), sent.end());
     uint32_t left_free = offer.free - std::min<uint32_t>(offer.free, static_cast<uint32_t>(sent.size()));
     if (spec_.finalize_replicas > 0 && tasks_.finalizing()) {

@@ -65,7 +65,10 @@ double Throughput::per_second(TimePoint now) const {
   auto in_window = std::upper_bound(recent_.begin(), recent_.end(), now - window_);
   auto until_now = std::upper_bound(recent_.begin(), recent_.end(), now);
   auto count = std::max<std::ptrdiff_t>(0, until_now - in_window);
-  return static_cast<double>(count) / std::chrono::duration<double>(window_).count();
+  Duration measured = window_;
+  if (first_dispatch_ && now - *first_dispatch_ < window_) measured = now - *first_dispatch_;
+  if (measured <= Duration::zero()) return 0;
+  return static_cast<double>(count) / std::chrono::duration<double>(measured).count();
 }
 
 std::optional<Duration> Throughput::mean_run_time() const {

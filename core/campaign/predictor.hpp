@@ -85,7 +85,10 @@ FlowDecision flow_control(const RatioUpdate& update, uint32_t free, uint32_t wai
                           uint32_t undispatched);
 
 /// Throughput over a sliding window, mean run time and ETA of a campaign or
-/// of one of its pools. Fed in time order; time is a parameter.
+/// of one of its pools. Fed in time order; time is a parameter. Once the
+/// first dispatch is known, the rate divides by the part of the window that
+/// has elapsed since it: early on the window's empty start (before anything
+/// ran) would make the throughput, and so the ETA, look far worse than it is.
 class Throughput {
  public:
   explicit Throughput(Duration window) : window_(window) {}
@@ -93,7 +96,13 @@ class Throughput {
   /// A task succeeded at `at` (not before the previous one) after running
   /// `run_time`.
   void record(TimePoint at, Duration run_time);
-  /// Successes per second over (now - window, now].
+  /// A task was dispatched at `at`; the earliest counts (the start of the
+  /// measured time). Without one the whole window is the measured time.
+  void dispatched(TimePoint at) {
+    if (!first_dispatch_ || at < *first_dispatch_) first_dispatch_ = at;
+  }
+  /// Successes per second over (now - window, now], the window cut to what
+  /// has elapsed since the first dispatch.
   double per_second(TimePoint now) const;
   /// Mean run time of every success recorded; nullopt before the first.
   std::optional<Duration> mean_run_time() const;
@@ -107,6 +116,7 @@ class Throughput {
   std::deque<TimePoint> recent_;
   Duration total_run_time_{0};
   uint64_t successes_ = 0;
+  std::optional<TimePoint> first_dispatch_;
 };
 
 }  // namespace claimsched::core::campaign

@@ -112,10 +112,11 @@ TEST(CampaignScheduler, ThroughputAndEtaPerCampaignAndPool) {
   for (CopyId c : plan.dispatched) s.started(c, seconds(0));
   EXPECT_EQ(s.eta(seconds(0)), std::nullopt);
   for (CopyId c : plan.dispatched) (void)s.succeeded(c, seconds(60));
-  // 4 successes in a 10-minute window: 4/600 per second; 6 left take 900 s.
-  EXPECT_DOUBLE_EQ(s.throughput(seconds(60)), 4.0 / 600);
-  EXPECT_EQ(s.eta(seconds(60)), std::optional<TimePoint>(seconds(960)));
-  EXPECT_DOUBLE_EQ(s.flows().at("lyon").throughput.per_second(seconds(60)), 2.0 / 600);
+  // 4 successes in the 60 s since the first dispatch (not the whole 10-minute
+  // window): 4/60 per second; 6 left take 90 s.
+  EXPECT_DOUBLE_EQ(s.throughput(seconds(60)), 4.0 / 60);
+  EXPECT_EQ(s.eta(seconds(60)), std::optional<TimePoint>(seconds(150)));
+  EXPECT_DOUBLE_EQ(s.flows().at("lyon").throughput.per_second(seconds(60)), 2.0 / 60);
   EXPECT_EQ(s.mean_run_time(), std::optional<Duration>(seconds(60)));
 }
 

@@ -121,5 +121,20 @@ TEST(Throughput, EtaIsRemainingOverThroughput) {
   EXPECT_EQ(t.eta(seconds(5), 0), std::optional<TimePoint>(seconds(5)));
 }
 
+TEST(Throughput, EarlyEtaUsesOnlyTheElapsedPartOfTheWindow) {
+  // Rounds every 10 s from t=100 s; 2 tasks end per round: 0.2 tasks/s. The
+  // 10-minute window has barely started: counting its empty start would say
+  // 4 / 600 per second and an ETA 4000 s after the second round.
+  Throughput t(std::chrono::minutes(10));
+  t.dispatched(seconds(100));
+  t.dispatched(seconds(110));  // later dispatches do not move the start
+  for (int round = 1; round <= 2; ++round)
+    for (int task = 0; task < 2; ++task) t.record(seconds(100 + 10 * round), seconds(10));
+  EXPECT_DOUBLE_EQ(t.per_second(seconds(120)), 0.2);
+  EXPECT_EQ(t.eta(seconds(120), 20), std::optional<TimePoint>(seconds(220))) << "20 left at 0.2/s: 100 s";
+  // Past the window's length the rate is the window's again.
+  EXPECT_DOUBLE_EQ(t.per_second(seconds(700)), 4.0 / 600);
+}
+
 }  // namespace
 }  // namespace claimsched::core::campaign
