@@ -312,11 +312,10 @@ using change_feed_actor = caf::typed_actor<
 /// actor over core/campaign that turns each task into an ordinary job sent
 /// through the gateway, and follows those jobs to their end.
 using campaign_actor = caf::typed_actor<
-    /// A client's campaign request: a verb (submit, status, list, cancel,
-    /// explain) and its argument (the campaign as JSON, or its id); answers a
-    /// JSON document, or an error naming what is wrong. Plain strings cross
-    /// the network: the campaign's JSON is the campaign file's own keys.
-    caf::replies_to<campaign_atom, std::string, std::string>::with<std::string>,
+    /// A client's campaign request (submit, status, list, cancel, explain;
+    /// core/campaign/report.hpp); answers the campaign(s) it is about, or an
+    /// error naming what is wrong (a refused submit names the field).
+    caf::replies_to<campaign_atom, core::campaign::CampaignRequest>::with<core::campaign::CampaignReply>,
     /// Internal timer: one metascheduler round, then follow the jobs.
     caf::reacts_to<tick_atom>,
     /// From a scheduler (see its watch_atom): these jobs were placed or
@@ -390,7 +389,7 @@ using gateway_actor = caf::typed_actor<
     caf::reacts_to<route_atom, uint32_t, scheduler_actor, change_feed_actor, uint64_t, bool>,
     /// A campaign request (see campaign_actor), passed on to this server's
     /// campaigns; Errc::unavailable where none runs.
-    caf::replies_to<campaign_atom, std::string, std::string>::with<std::string>,
+    caf::replies_to<campaign_atom, core::campaign::CampaignRequest>::with<core::campaign::CampaignReply>,
     /// Local only (the server): the campaign actor requests go to.
     caf::reacts_to<campaign_atom, campaign_actor>,
     /// Local only: pass on the job events of every partition (each owner's

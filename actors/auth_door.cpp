@@ -120,57 +120,52 @@ caf::result<std::string> admin_operation(self_ptr self, Action action, const std
   return promise;
 }
 
-caf::result<std::string> campaign_request(self_ptr self, std::string verb, std::string argument) {
-  std::string object = verb == "submit" || verb == "list" ? "campaigns" : "campaign " + argument;
-  Action action = verb == "submit"   ? Action::submit
-                  : verb == "list"   ? Action::list_jobs
-                  : verb == "cancel" ? Action::cancel_job
-                                     : Action::read_job;
+caf::result<core::campaign::CampaignReply> campaign_request(self_ptr self, core::campaign::CampaignRequest request) {
+  using core::campaign::CampaignReply;
+  using core::campaign::CampaignVerb;
+  CampaignVerb verb = request.verb;
+  std::string id = std::to_string(request.id.value);
+  std::string object = verb == CampaignVerb::submit || verb == CampaignVerb::list ? "campaigns" : "campaign " + id;
+  Action action = verb == CampaignVerb::submit   ? Action::submit
+                  : verb == CampaignVerb::list   ? Action::list_jobs
+                  : verb == CampaignVerb::cancel ? Action::cancel_job
+                                                 : Action::read_job;
   caf::error refusal;
   const auto* who = principal(self, action, object, refusal);
   if (!who) return refusal;
   // Refusals are returned before the promise is made: a promise takes the
   // answer over, and an error returned after it would never reach the client.
-  if (verb == "submit") {
-    auto spec = nlohmann::json::parse(argument, nullptr, false);
-    if (!spec.is_object())
-      return messages::to_caf_error(core::make_error(core::Errc::parse_error, "campaign: not a JSON object"));
-    std::string named = spec.contains("user") && spec["user"].is_string() ? spec["user"].get<std::string>() : "";
-    if (auto s = check(self, action, "a campaign", named); !s) return messages::to_caf_error(s.error());
-    spec["user"] = who->user;
-    auto promise = self->make_response_promise<std::string>();
-    pass_on(self, promise, campaign_atom::value, verb, spec.dump());
+  if (verb == CampaignVerb::submit) {
+    if (auto s = check(self, action, "a campaign", request.spec.user); !s) return messages::to_caf_error(s.error());
+    request.spec.user = who->user;
+    auto promise = self->make_response_promise<CampaignReply>();
+    pass_on(self, promise, campaign_atom::value, std::move(request));
     return promise;
   }
-  auto promise = self->make_response_promise<std::string>();
+  auto promise = self->make_response_promise<CampaignReply>();
   bool operator_role = who->is_operator();
   std::string user = who->user;
   // A campaign's owner is in its status; the list is cut to one's own.
-  std::string ask = verb == "list" ? "list" : "status";
-  self->request(self->state.gateway, timeout_of(self), campaign_atom::value, ask, argument)
+  core::campaign::CampaignRequest ask = request;
+  if (verb != CampaignVerb::list) ask.verb = CampaignVerb::status;
+  self->request(self->state.gateway, timeout_of(self), campaign_atom::value, std::move(ask))
       .then(
-          [=](std::string& answer) mutable {
-            auto doc = nlohmann::json::parse(answer, nullptr, false);
-            if (verb == "list") {
-              if (!operator_role && doc.is_object() && doc["campaigns"].is_array()) {
-                auto mine = nlohmann::json::array();
-                for (auto& c : doc["campaigns"])
-                  if (c.value("user", "") == user) mine.push_back(std::move(c));
-                doc["campaigns"] = std::move(mine);
-                answer = doc.dump();
-              }
+          [=](CampaignReply& answer) mutable {
+            if (verb == CampaignVerb::list) {
+              if (!operator_role)
+                std::erase_if(answer.campaigns, [&](const auto& c) { return c.user != user; });
               promise.deliver(std::move(answer));
               return;
             }
-            std::string owner = doc.is_object() ? doc.value("user", "") : "";
+            std::string owner = answer.campaigns.empty() ? "" : answer.campaigns.front().user;
             if (auto s = check(self, action, object, owner); !s) {
               promise.deliver(messages::to_caf_error(s.error()));
               return;
             }
-            if (verb == "status")
+            if (verb == CampaignVerb::status)
               promise.deliver(std::move(answer));
             else
-              pass_on(self, promise, campaign_atom::value, verb, argument);
+              pass_on(self, promise, campaign_atom::value, request);
           },
           [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
   return promise;
@@ -392,8 +387,8 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
         return admin_operation(self, Action::move_partition, "partition " + std::to_string(id) + " to " + member, a, id,
                                member, wait);
       },
-      [=](campaign_atom, std::string& verb, std::string& argument) {
-        return campaign_request(self, std::move(verb), std::move(argument));
+      [=](campaign_atom, core::campaign::CampaignRequest& request) {
+        return campaign_request(self, std::move(request));
       },
       [=](partition_atom a, uint32_t id) -> caf::result<scheduler_actor, change_feed_actor, uint64_t> {
         if (!self->state.config.ha_peers) return local_only("a partition's scheduler");

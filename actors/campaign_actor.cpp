@@ -424,14 +424,19 @@ void tick(self_ptr self) {
           });
 }
 
-core::Expected<cc::CampaignId> parse_campaign_id(const std::string& text) {
-  if (text.empty() || text.size() > 19 || text.find_first_not_of("0123456789") != std::string::npos)
-    return core::make_error(core::Errc::parse_error, "'" + text + "' is not a campaign id (a positive number)");
-  return cc::CampaignId{std::stoull(text)};
+/// One reply: the campaign a request is about.
+cc::CampaignReply reply_of(cc::CampaignReport report) {
+  cc::CampaignReply out;
+  out.campaigns.push_back(std::move(report));
+  return out;
 }
 
-caf::result<std::string> submit(self_ptr self, const std::string& json) {
+caf::result<cc::CampaignReply> submit(self_ptr self, const cc::CampaignSpec& sent) {
   auto& st = self->state;
+  // Checked as a campaign file is (the reader names the field: unknown pool,
+  // bad template, no parameters, out-of-range limits), through the JSON the
+  // store keeps: one validation for files, requests and restarts.
+  std::string json = st.config.write_campaign(sent);
   auto spec = st.config.read_campaign(json);
   if (!spec) return messages::to_caf_error(spec.error());
   cc::CampaignId id{st.next_id};
@@ -443,10 +448,10 @@ caf::result<std::string> submit(self_ptr self, const std::string& json) {
   spdlog::info("campaign {} ({}) of {}: {} task(s) on {}", id.value, run.scheduler.spec().name,
                run.scheduler.spec().user, run.scheduler.tasks().task_count(), run.scheduler.spec().all_pools().size());
   auto& placed = st.campaigns.emplace(id, std::move(run)).first->second;
-  return campaign_summary_json(placed, wall_now());
+  return reply_of(campaign_summary(placed));
 }
 
-caf::result<std::string> cancel(self_ptr self, CampaignRun& run) {
+caf::result<cc::CampaignReply> cancel(self_ptr self, CampaignRun& run) {
   if (!finished(run)) {
     run.cancelled = true;
     if (auto saved = save(self, run); !saved) {
@@ -460,7 +465,7 @@ caf::result<std::string> cancel(self_ptr self, CampaignRun& run) {
           .then([](core::JobView&) {}, [](caf::error&) {});
     spdlog::info("campaign {}: cancelled ({} copies stopped)", run.id.value, live.size());
   }
-  return campaign_summary_json(run, wall_now());
+  return reply_of(campaign_summary(run));
 }
 
 /// Rebuilds every recorded campaign: succeeded copies make their index done,
@@ -565,19 +570,14 @@ campaign_actor::behavior_type campaigns(self_ptr self, CampaignActorConfig confi
   self->send(self->state.config.gateway, watch_atom::value, caf::actor_cast<caf::actor>(self));
   self->delayed_send(self, self->state.config.round_interval, tick_atom::value);
   return {
-      [=](campaign_atom, std::string& verb, std::string& argument) -> caf::result<std::string> {
+      [=](campaign_atom, cc::CampaignRequest& request) -> caf::result<cc::CampaignReply> {
         auto& st = self->state;
-        if (verb == "submit") return submit(self, argument);
-        if (verb == "list") return campaign_list_json(st.campaigns, wall_now());
-        auto id = parse_campaign_id(argument);
-        if (!id) return messages::to_caf_error(id.error());
-        CampaignRun* run = find_run(self, *id);
-        if (!run) return error_of(core::Errc::unknown_name, "no campaign " + argument);
-        if (verb == "status") return campaign_status_json(*run, wall_now());
-        if (verb == "explain") return campaign_explain_json(*run, wall_now());
-        if (verb == "cancel") return cancel(self, *run);
-        return error_of(core::Errc::invalid_argument,
-                        "unknown campaign request '" + verb + "' (submit, status, list, cancel, explain)");
+        if (request.verb == cc::CampaignVerb::submit) return submit(self, request.spec);
+        if (request.verb == cc::CampaignVerb::list) return campaign_list(st.campaigns);
+        CampaignRun* run = find_run(self, request.id);
+        if (!run) return error_of(core::Errc::unknown_name, "no campaign " + std::to_string(request.id.value));
+        if (request.verb == cc::CampaignVerb::cancel) return cancel(self, *run);
+        return reply_of(campaign_report(*run, wall_now()));
       },
       [=](tick_atom) { tick(self); },
       [=](watch_atom, std::vector<core::JobId>& jobs) {

@@ -29,12 +29,13 @@ namespace claimsched::actors {
 struct CampaignActorConfig {
   /// Where jobs go and where free nodes are learned.
   gateway_actor gateway;
-  /// Reads a campaign's JSON (the campaign file's keys) and checks it against
-  /// the cluster's pools; the error names the field. Supplied by the server
-  /// (apps/campaign_file.*), so that files and requests read the same.
+  /// Reads a campaign's JSON (the campaign file's keys: what the store keeps)
+  /// and checks it against the cluster's pools; the error names the field.
+  /// Supplied by the server (apps/campaign_file.*), so that files, submitted
+  /// campaigns and restarts are checked alike.
   std::function<core::Expected<core::campaign::CampaignSpec>(const std::string& json)> read_campaign;
-  /// The inverse: a campaign as that JSON (what the store keeps once a test
-  /// wave has narrowed a campaign's pools).
+  /// The inverse: a campaign as that JSON (a submitted campaign, to check and
+  /// store; one whose test wave has narrowed its pools).
   std::function<std::string(const core::campaign::CampaignSpec& spec)> write_campaign;
   /// How often a round runs.
   core::Duration round_interval = std::chrono::seconds(1);
@@ -61,7 +62,7 @@ struct CampaignRun {
   core::TimePoint submitted_at{0};
   core::campaign::CampaignScheduler scheduler;
   bool cancelled = false;
-  /// As the client sent it: what the store keeps.
+  /// The campaign as the JSON the store keeps.
   std::string spec_json;
   /// The time of the last start or end fed to the core: its throughput
   /// window wants events in time order.

@@ -1,25 +1,24 @@
 #pragma once
 
-// Campaigns as clients read them: JSON documents for `campaign submit`,
-// `status`, `list` and `explain` (apps/client_campaign.cpp prints them as
-// text, or as they are with --json; deploy/CLI.md has the keys). Times are
-// ISO 8601 UTC strings, null when not known. Plain C++: no CAF here.
+// Campaigns as clients see them: the reports `campaign submit`, `status`,
+// `list`, `cancel` and `explain` answer (core/campaign/report.hpp; the client
+// prints them as text or JSON, apps/client_campaign.cpp). Plain C++: no CAF.
 
 #include <map>
-#include <string>
 
 #include "actors/campaign_actor.hpp"
+#include "core/campaign/report.hpp"
 
 namespace claimsched::actors {
 
-/// Id, name, user, type, state (running, done, cancelled) and task counts.
-std::string campaign_summary_json(const CampaignRun& run, core::TimePoint now);
-/// The summary of each campaign, oldest first, under "campaigns".
-std::string campaign_list_json(const std::map<core::campaign::CampaignId, CampaignRun>& runs, core::TimePoint now);
-/// The summary plus, per pool, what waits and runs there, throughput and ETA.
-std::string campaign_status_json(const CampaignRun& run, core::TimePoint now);
-/// The status plus the predictor's state per pool (ratio, its last move,
-/// the flood limits) and why each abandoned pool was found a sink.
-std::string campaign_explain_json(const CampaignRun& run, core::TimePoint now);
+/// Id, name, user, type, state (testing, running, done, cancelled, failed)
+/// and task counts.
+core::campaign::CampaignReport campaign_summary(const CampaignRun& run);
+/// The summary of each campaign, oldest first.
+core::campaign::CampaignReply campaign_list(const std::map<core::campaign::CampaignId, CampaignRun>& runs);
+/// The summary plus, per pool, what waits and runs there, the predictor's
+/// state and why an abandoned pool was found a sink; throughput and ETA; the
+/// flood limits; the test wave's report; why it failed.
+core::campaign::CampaignReport campaign_report(const CampaignRun& run, core::TimePoint now);
 
 }  // namespace claimsched::actors

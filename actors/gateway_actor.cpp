@@ -650,12 +650,12 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
                 [=](caf::error& err) mutable { promise.deliver(err); });
         return promise;
       },
-      [=](campaign_atom, std::string& verb, std::string& argument) -> caf::result<std::string> {
+      [=](campaign_atom, core::campaign::CampaignRequest& request) -> caf::result<core::campaign::CampaignReply> {
         auto& st = self->state;
         if (!st.campaigns) return error_of(core::Errc::unavailable, "this server runs no campaigns");
-        auto promise = self->make_response_promise<std::string>();
-        self->request(st.campaigns, timeout_of(st), campaign_atom::value, std::move(verb), std::move(argument))
-            .then([=](std::string& answer) mutable { promise.deliver(std::move(answer)); },
+        auto promise = self->make_response_promise<core::campaign::CampaignReply>();
+        self->request(st.campaigns, timeout_of(st), campaign_atom::value, std::move(request))
+            .then([=](core::campaign::CampaignReply& answer) mutable { promise.deliver(std::move(answer)); },
                   [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
         return promise;
       },

@@ -3,12 +3,14 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
 #include "apps/campaign_file.hpp"
 #include "apps/client.hpp"
 #include "apps/client_commands.hpp"
+#include "apps/client_json.hpp"
 #include "apps/client_session.hpp"
 #include "apps/client_text.hpp"
 #include "core/duration.hpp"
@@ -20,9 +22,9 @@ namespace {
 using nlohmann::json;
 
 /// The campaign a file describes, with its parameters read and its user
-/// filled in, as the JSON the server reads; exit 2 on a bad file (the error
-/// names the field). Pools are checked by the server, which knows them.
-ClientResult<std::string> campaign_request(const CampaignOptions& o, const std::string& user) {
+/// filled in; exit 2 on a bad file (the error names the field). Pools are
+/// checked by the server, which knows them.
+ClientResult<core::campaign::CampaignSpec> campaign_request(const CampaignOptions& o, const std::string& user) {
   std::ifstream in(o.target);
   if (!in) return ClientError{kExitUsage, "cannot read campaign file " + o.target};
   std::stringstream text;
@@ -35,7 +37,7 @@ ClientResult<std::string> campaign_request(const CampaignOptions& o, const std::
   if (spec.user.empty()) spec.user = user.empty() ? account_name() : user;
   if (o.test_first) spec.test_first = true;
   if (auto st = core::campaign::check_template(spec.command); !st) return ClientError{kExitUsage, st.error().message};
-  return campaign_json(spec);
+  return std::move(spec);
 }
 
 std::string eta_words(const json& c) {
@@ -79,13 +81,21 @@ void print_pools(const json& c, bool predictor) {
   }
 }
 
-int print_answer(const CampaignOptions& o, const std::string& answer) {
+int print_answer(const CampaignOptions& o, const core::campaign::CampaignReply& reply) {
+  json c;
+  if (o.action == "list") {
+    c = campaign_list_json(reply);
+  } else {
+    if (reply.campaigns.size() != 1) return fail(kExitFailed, "the server's answer names no campaign");
+    CampaignDetail detail = o.action == "explain"  ? CampaignDetail::explain
+                            : o.action == "status" ? CampaignDetail::status
+                                                   : CampaignDetail::summary;
+    c = campaign_report_json(reply.campaigns.front(), detail);
+  }
   if (o.json) {
-    std::printf("%s\n", answer.c_str());
+    std::printf("%s\n", c.dump().c_str());
     return kExitOk;
   }
-  json c = json::parse(answer, nullptr, false);
-  if (c.is_discarded()) return fail(kExitFailed, "the server's answer is not JSON: " + answer);
   if (o.action == "list") {
     const auto& all = c.value("campaigns", json::array());
     if (all.empty()) std::printf("no campaigns\n");
@@ -148,14 +158,24 @@ void add_campaign_commands(CLI::App& app, CampaignOptions& o) {
 }
 
 int run_campaign(const CampaignOptions& o) {
-  std::string argument = o.target;
+  core::campaign::CampaignRequest request;
+  const std::map<std::string, core::campaign::CampaignVerb> verbs{{"submit", core::campaign::CampaignVerb::submit},
+                                                                  {"status", core::campaign::CampaignVerb::status},
+                                                                  {"list", core::campaign::CampaignVerb::list},
+                                                                  {"cancel", core::campaign::CampaignVerb::cancel},
+                                                                  {"explain", core::campaign::CampaignVerb::explain}};
+  auto verb = verbs.find(o.action);
+  if (verb == verbs.end()) return fail(kExitUsage, "unknown campaign command '" + o.action + "'");
+  request.verb = verb->second;
   if (o.action == "submit") {
-    auto request = campaign_request(o, "");
-    if (!request) return fail(request.error());
-    argument = std::move(*request);
+    auto spec = campaign_request(o, "");
+    if (!spec) return fail(spec.error());
+    request.spec = std::move(*spec);
   } else if (o.action != "list") {
-    if (argument.empty() || argument.find_first_not_of("0123456789") != std::string::npos)
-      return fail(kExitUsage, "'" + argument + "' is not a campaign id (a positive number)");
+    const std::string& id = o.target;
+    if (id.empty() || id.size() > 19 || id.find_first_not_of("0123456789") != std::string::npos)
+      return fail(kExitUsage, "'" + id + "' is not a campaign id (a positive number)");
+    request.id = core::campaign::CampaignId{std::stoull(id)};
   }
   auto token = client_token(o.token_file);
   if (!token) return fail(kExitUsage, token.error().message);
@@ -163,11 +183,11 @@ int run_campaign(const CampaignOptions& o) {
   if (!session) return fail(session.error());
   if (o.action == "submit" && !(*session)->user().empty()) {
     // [auth]: a campaign that names no user is the token's user's.
-    auto request = campaign_request(o, (*session)->user());
-    if (!request) return fail(request.error());
-    argument = std::move(*request);
+    auto spec = campaign_request(o, (*session)->user());
+    if (!spec) return fail(spec.error());
+    request.spec = std::move(*spec);
   }
-  auto answer = (*session)->campaign(o.action, argument);
+  auto answer = (*session)->campaign(request);
   if (!answer) return fail(answer.error());
   return print_answer(o, *answer);
 }

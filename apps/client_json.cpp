@@ -223,4 +223,80 @@ core::JobFilter queue_filter(core::JobFilter filter) {
   return filter;
 }
 
+namespace {
+
+nlohmann::json iso_or_null(core::TimePoint wall) {
+  auto s = messages::iso_time(wall);
+  return s.empty() ? nlohmann::json(nullptr) : nlohmann::json(s);
+}
+
+nlohmann::json campaign_pool_json(const core::campaign::PoolReport& p, CampaignDetail detail) {
+  nlohmann::json out{{"pool", p.pool},        {"affinity", p.affinity},   {"waiting", p.waiting},
+                     {"running", p.running},  {"succeeded", p.succeeded}, {"abandoned", p.abandoned}};
+  if (p.abandoned) out["sink_reason"] = p.sink_reason;
+  if (p.offered) {
+    out["throughput_per_s"] = p.throughput_per_s;
+    if (detail == CampaignDetail::explain) {
+      out["ratio"] = p.ratio;
+      out["last_move"] = p.last_move == core::campaign::RatioMove::increase ? "increase" : "decrease";
+      out["last_free"] = p.last_free;
+    }
+  } else if (detail == CampaignDetail::explain) {
+    out["ratio"] = nullptr;  // never offered: no round has looked at it
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json campaign_report_json(const core::campaign::CampaignReport& c, CampaignDetail detail) {
+  namespace cc = core::campaign;
+  nlohmann::json out{{"id", c.id.value},
+                     {"name", c.name},
+                     {"user", c.user},
+                     {"type", std::string(cc::to_string(c.type))},
+                     {"algorithm", std::string(cc::to_string(c.algorithm))},
+                     {"state", std::string(cc::to_string(c.state))},
+                     {"tasks", c.tasks},
+                     {"done", c.done},
+                     {"pending", c.pending},
+                     {"waiting", c.waiting},
+                     {"running", c.running},
+                     {"copies", c.copies},
+                     {"submitted_at", messages::iso_time(c.submitted_at)}};
+  if (detail == CampaignDetail::summary) return out;
+  out["throughput_per_s"] = c.throughput_per_s;
+  out["eta"] = c.eta ? iso_or_null(*c.eta) : nlohmann::json(nullptr);
+  out["mean_run_time_s"] =
+      c.mean_run_time ? nlohmann::json(std::chrono::duration<double>(*c.mean_run_time).count()) : nlohmann::json(nullptr);
+  if (detail == CampaignDetail::explain) {
+    out["max_waiting"] = c.max_waiting;
+    out["allowed_waiting"] = c.allowed_waiting;
+    out["finalize_replicas"] = c.finalize_replicas;
+    out["finalizing"] = c.finalizing;
+  }
+  out["pools"] = nlohmann::json::array();
+  for (const auto& p : c.pools) out["pools"].push_back(campaign_pool_json(p, detail));
+  if (!c.test.empty()) {
+    out["test"] = nlohmann::json::array();
+    for (const auto& r : c.test) {
+      nlohmann::json t{{"pool", r.pool}, {"reported", r.reported}};
+      if (r.reported) {
+        t["exit_code"] = r.exit_code;
+        t["run_time_s"] = std::chrono::duration<double>(r.run_time).count();
+        t["passed"] = r.exit_code == 0;
+      }
+      out["test"].push_back(std::move(t));
+    }
+  }
+  if (!c.failure.empty()) out["failure"] = c.failure;
+  return out;
+}
+
+nlohmann::json campaign_list_json(const core::campaign::CampaignReply& reply) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& c : reply.campaigns) all.push_back(campaign_report_json(c, CampaignDetail::summary));
+  return nlohmann::json{{"campaigns", std::move(all)}};
+}
+
 }  // namespace claimsched::apps

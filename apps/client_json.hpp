@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "core/campaign/report.hpp"
 #include "core/error.hpp"
 #include "core/status.hpp"
 
@@ -33,6 +34,14 @@ core::Expected<nlohmann::json> pools_json(const std::vector<std::string>& docs);
 /// `explain --json`, `status --json` without a job: the server's document;
 /// `what` names it in the error when it is not a JSON object.
 core::Expected<nlohmann::json> document_json(const std::string& doc, std::string_view what);
+
+/// How much of a campaign `campaign ... --json` prints: the summary (submit,
+/// cancel, each of a list), status (plus ETA, pools, tests, failure) or
+/// explain (plus the predictor's state per pool and the flood limits).
+enum class CampaignDetail { summary, status, explain };
+nlohmann::json campaign_report_json(const core::campaign::CampaignReport& c, CampaignDetail detail);
+/// `campaign list --json`: {"campaigns": [each summary]}.
+nlohmann::json campaign_list_json(const core::campaign::CampaignReply& reply);
 
 /// What `queue` lists when no --state is given: the jobs that have not ended.
 core::JobFilter queue_filter(core::JobFilter filter);

@@ -284,8 +284,9 @@ ClientResult<core::LogChunk> ClientSession::logs(const core::LogRequest& request
 
 ClientResult<std::string> ClientSession::members() { return impl_->ask<std::string>(actors::members_atom::value); }
 
-ClientResult<std::string> ClientSession::campaign(const std::string& verb, const std::string& argument) {
-  return impl_->ask_with<std::string>(verb != "submit", actors::campaign_atom::value, verb, argument);
+ClientResult<core::campaign::CampaignReply> ClientSession::campaign(const core::campaign::CampaignRequest& request) {
+  return impl_->ask_with<core::campaign::CampaignReply>(request.verb != core::campaign::CampaignVerb::submit,
+                                                        actors::campaign_atom::value, request);
 }
 
 }  // namespace claimsched::apps

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/campaign/report.hpp"
 #include "core/error.hpp"
 #include "core/job.hpp"
 #include "core/status.hpp"
@@ -68,10 +69,10 @@ class ClientSession {
   ClientResult<core::LogChunk> logs(const core::LogRequest& request);
   /// Members, partition owners, epochs and standbys (a JSON document).
   ClientResult<std::string> members();
-  /// A campaign request (`verb`: submit, status, list, cancel, explain) and
-  /// its JSON answer. A submit is sent once, never retried on another
-  /// member: a retry would be a second campaign.
-  ClientResult<std::string> campaign(const std::string& verb, const std::string& argument);
+  /// A campaign request and the campaign(s) it is about. A submit is sent
+  /// once, never retried on another member: a retry would be a second
+  /// campaign.
+  ClientResult<core::campaign::CampaignReply> campaign(const core::campaign::CampaignRequest& request);
 
  private:
   struct Impl;

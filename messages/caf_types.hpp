@@ -48,6 +48,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(claimsched, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(claimsched, (claimsched::core::JobFilter))
   CAF_ADD_TYPE_ID(claimsched, (claimsched::core::LogRequest))
   CAF_ADD_TYPE_ID(claimsched, (claimsched::core::LogChunk))
+  CAF_ADD_TYPE_ID(claimsched, (claimsched::core::campaign::CampaignRequest))
+  CAF_ADD_TYPE_ID(claimsched, (claimsched::core::campaign::CampaignReply))
 
 CAF_END_TYPE_ID_BLOCK(claimsched)
 
@@ -132,9 +134,16 @@ CLAIMSCHED_INSPECT_AS_PROTO(JobFilter)
 CLAIMSCHED_INSPECT_AS_PROTO(LogRequest)
 CLAIMSCHED_INSPECT_AS_PROTO(LogChunk)
 
-#undef CLAIMSCHED_INSPECT_AS_PROTO
-
 }  // namespace claimsched::core
+
+namespace claimsched::core::campaign {
+
+CLAIMSCHED_INSPECT_AS_PROTO(CampaignRequest)
+CLAIMSCHED_INSPECT_AS_PROTO(CampaignReply)
+
+}  // namespace claimsched::core::campaign
+
+#undef CLAIMSCHED_INSPECT_AS_PROTO
 
 namespace claimsched::messages {
 

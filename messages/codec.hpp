@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "core/campaign/report.hpp"
 #include "core/error.hpp"
 #include "core/job.hpp"
 #include "core/node.hpp"
@@ -52,5 +53,18 @@ CLAIMSCHED_CODEC(LogRequest)
 CLAIMSCHED_CODEC(LogChunk)
 
 #undef CLAIMSCHED_CODEC
+
+// Campaign requests and replies (core/campaign/report.hpp).
+#define CLAIMSCHED_CAMPAIGN_CODEC(Type)                                         \
+  void to_proto(const core::campaign::Type& in, pb::Type& out);                \
+  core::Status from_proto(const pb::Type& in, core::campaign::Type& out);      \
+  std::string encode(const core::campaign::Type& in);                          \
+  core::Status decode(std::string_view bytes, core::campaign::Type& out);
+
+CLAIMSCHED_CAMPAIGN_CODEC(CampaignSpec)
+CLAIMSCHED_CAMPAIGN_CODEC(CampaignRequest)
+CLAIMSCHED_CAMPAIGN_CODEC(CampaignReply)
+
+#undef CLAIMSCHED_CAMPAIGN_CODEC
 
 }  // namespace claimsched::messages

@@ -75,6 +75,8 @@ struct CampaignSpec {
   /// declared. Success without it is suspect.
   std::string declared_output;
 
+  friend bool operator==(const CampaignSpec&, const CampaignSpec&) = default;
+
   /// Every pool, affinity pools first.
   std::vector<std::string> all_pools() const;
   uint32_t effective_allowed_waiting() const;

@@ -38,9 +38,12 @@ void visit_wire_type(size_t index, F&& f) {
               Named<core::NodeDelta>{"NodeDelta"}, Named<core::LiveClaim>{"LiveClaim"},
               Named<core::Allocation>{"Allocation"}, Named<core::NodeReport>{"NodeReport"},
               Named<core::TaskView>{"TaskView"}, Named<core::JobView>{"JobView"},
-              Named<core::NodeStatus>{"NodeStatus"});
+              Named<core::NodeStatus>{"NodeStatus"},
+              Named<core::campaign::CampaignSpec>{"CampaignSpec"},
+              Named<core::campaign::CampaignRequest>{"CampaignRequest"},
+              Named<core::campaign::CampaignReply>{"CampaignReply"});
 }
-inline constexpr size_t kWireTypes = 17;
+inline constexpr size_t kWireTypes = 20;
 
 template <class F>
 void visit_record_type(size_t index, F&& f) {

@@ -143,7 +143,8 @@ using CafTypes =
                      core::ClaimRequest, core::ClaimReply, core::ConfirmRequest, core::ConfirmReply,
                      core::ReleaseRequest, core::ReleaseReply, core::NodeDelta, core::NodeReport,
                      messages::ChangeBatch, core::JobView, core::NodeStatus, core::JobFilter,
-                     core::LogRequest, core::LogChunk>;
+                     core::LogRequest, core::LogChunk, core::campaign::CampaignRequest,
+                     core::campaign::CampaignReply>;
 
 struct CafTypeNames {
   template <class T>
@@ -155,7 +156,7 @@ struct CafTypeNames {
 
 TYPED_TEST_SUITE(CafTyped, CafTypes, CafTypeNames);
 
-static_assert(caf::id_block::claimsched::end - caf::id_block::claimsched::begin == 19,
+static_assert(caf::id_block::claimsched::end - caf::id_block::claimsched::begin == 21,
               "CafTypes must list every type of the claimsched block");
 
 TYPED_TEST(CafTyped, RoundTripThroughBinarySerializer) {

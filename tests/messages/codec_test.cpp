@@ -56,6 +56,16 @@ CLAIMSCHED_PROTO_OF(JobFilter)
 CLAIMSCHED_PROTO_OF(LogRequest)
 CLAIMSCHED_PROTO_OF(LogChunk)
 #undef CLAIMSCHED_PROTO_OF
+#define CLAIMSCHED_CAMPAIGN_PROTO_OF(Type) \
+  template <>                              \
+  struct ProtoOf<core::campaign::Type> {   \
+    using type = pb::Type;                 \
+    static constexpr auto name = #Type;    \
+  };
+CLAIMSCHED_CAMPAIGN_PROTO_OF(CampaignSpec)
+CLAIMSCHED_CAMPAIGN_PROTO_OF(CampaignRequest)
+CLAIMSCHED_CAMPAIGN_PROTO_OF(CampaignReply)
+#undef CLAIMSCHED_CAMPAIGN_PROTO_OF
 
 /// Fails for every field (recursively) that holds its Protobuf default: the
 /// sample leaves part of the schema untested.
@@ -91,7 +101,8 @@ using AllTypes =
                      core::ClaimReply, core::ConfirmRequest, core::ConfirmReply,
                      core::ReleaseRequest, core::ReleaseReply, core::NodeEvent, core::NodeDelta,
                      core::LiveClaim, core::Allocation, core::NodeReport, core::TaskView,
-                     core::JobView, core::NodeStatus, core::TaskEnd, core::LogRequest>;
+                     core::JobView, core::NodeStatus, core::TaskEnd, core::LogRequest,
+                     core::campaign::CampaignSpec, core::campaign::CampaignRequest>;
 
 struct TypeNames {
   template <class T>
@@ -152,7 +163,8 @@ TYPED_TEST(CodecTyped, EmptyBytesAreNeverAValue) {
 // job; an empty chunk is an empty file): all defaults decode to the default.
 template <class T>
 class CodecAllDefaults : public ::testing::Test {};
-using AllDefaultTypes = ::testing::Types<core::JobFilter, core::LogChunk>;
+// (An empty campaign reply: a list with no campaign.)
+using AllDefaultTypes = ::testing::Types<core::JobFilter, core::LogChunk, core::campaign::CampaignReply>;
 TYPED_TEST_SUITE(CodecAllDefaults, AllDefaultTypes, TypeNames);
 
 TYPED_TEST(CodecAllDefaults, SampleSetsEveryFieldAndRoundTrips) {
@@ -725,6 +737,45 @@ TEST(CodecErrors, UnknownFieldsAreIgnored) {
   auto st = decode(bytes, out);
   ASSERT_TRUE(st) << st.error().to_string();
   EXPECT_EQ(out, sample_confirm());
+}
+
+// -- campaigns ----------------------------------------------------------------
+
+TEST(CampaignCodec, ARequestRoundTripsAndOnlyASubmitCarriesItsCampaign) {
+  core::campaign::CampaignRequest submit = sample<core::campaign::CampaignRequest>();
+  core::campaign::CampaignRequest out;
+  ASSERT_TRUE(decode(encode(submit), out));
+  EXPECT_EQ(out, submit);
+  EXPECT_EQ(out.spec.parameters, (std::vector<std::string>{"1", "2", "three"}));
+
+  core::campaign::CampaignRequest status{core::campaign::CampaignVerb::status, core::campaign::CampaignId{7},
+                                         sample_campaign_spec()};
+  ASSERT_TRUE(decode(encode(status), out));
+  EXPECT_EQ(out.verb, core::campaign::CampaignVerb::status);
+  EXPECT_EQ(out.id, core::campaign::CampaignId{7});
+  EXPECT_EQ(out.spec, core::campaign::CampaignSpec{}) << "a status request does not carry a campaign";
+
+  pb::CampaignRequest no_spec;
+  no_spec.set_verb(pb::CAMPAIGN_VERB_SUBMIT);
+  auto e = decode_error<core::campaign::CampaignRequest>(no_spec.SerializeAsString());
+  EXPECT_EQ(e.message, "CampaignRequest.spec: missing (a submit carries the campaign)");
+}
+
+TEST(CampaignCodec, BadFieldsOfACampaignAreNamed) {
+  pb::CampaignRequest msg;
+  to_proto(sample<core::campaign::CampaignRequest>(), msg);
+  msg.mutable_spec()->set_algorithm(static_cast<pb::RatioAlgorithm>(9));
+  EXPECT_EQ(decode_error<core::campaign::CampaignRequest>(msg.SerializeAsString()).message,
+            "CampaignRequest.spec.algorithm: unknown enum value 9");
+  to_proto(sample<core::campaign::CampaignRequest>(), msg);
+  msg.mutable_spec()->set_sink_runtime_ns(-1);
+  EXPECT_THAT(decode_error<core::campaign::CampaignRequest>(msg.SerializeAsString()).message,
+              StartsWith("CampaignRequest.spec.sink_runtime_ns: negative duration"));
+  pb::CampaignReply reply;
+  to_proto(sample<core::campaign::CampaignReply>(), reply);
+  reply.mutable_campaigns(1)->mutable_pools(0)->set_waiting(uint64_t{1} << 40);
+  EXPECT_THAT(decode_error<core::campaign::CampaignReply>(reply.SerializeAsString()).message,
+              StartsWith("CampaignReply.campaigns[1].pools[0].waiting: value"));
 }
 
 }  // namespace

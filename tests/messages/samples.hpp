@@ -9,6 +9,7 @@
 #include <limits>
 #include <string>
 
+#include "core/campaign/report.hpp"
 #include "core/protocol.hpp"
 #include "core/resources.hpp"
 
@@ -359,6 +360,73 @@ inline core::LogChunk sample<core::LogChunk>() {
   c.running = true;
   c.node = "gpu-01";
   return c;
+}
+
+// -- campaigns ----------------------------------------------------------------
+
+inline core::campaign::CampaignSpec sample_campaign_spec() {
+  namespace cc = core::campaign;
+  cc::CampaignSpec c;
+  c.name = "sweep";
+  c.user = "alice";
+  c.command = {"/bin/sim", "--seed={param}", "--out=out/{index}.txt"};
+  c.parameters = {"1", "2", "three"};
+  c.per_task = sample_resources(5);
+  c.pools = {"lyon", "nancy"};
+  c.other_pools = {"grenoble"};
+  c.type = cc::CampaignType::test;
+  c.priority = -3;
+  c.best_effort = true;
+  c.test_first = true;
+  c.algorithm = cc::RatioAlgorithm::adaptive_down_exp_up;
+  c.max_waiting = 40;
+  c.allowed_waiting = 10;
+  c.finalize_replicas = 2;
+  c.sink_runtime = 1500ms;
+  c.declared_output = "out/{index}.txt";
+  return c;
+}
+
+template <>
+inline core::campaign::CampaignSpec sample<core::campaign::CampaignSpec>() {
+  return sample_campaign_spec();
+}
+template <>
+inline core::campaign::CampaignRequest sample<core::campaign::CampaignRequest>() {
+  return {core::campaign::CampaignVerb::submit, core::campaign::CampaignId{12}, sample_campaign_spec()};
+}
+template <>
+inline core::campaign::CampaignReply sample<core::campaign::CampaignReply>() {
+  namespace cc = core::campaign;
+  cc::CampaignReport c;
+  c.id = cc::CampaignId{12};
+  c.name = "sweep";
+  c.user = "alice";
+  c.type = cc::CampaignType::test;
+  c.algorithm = cc::RatioAlgorithm::two_way_adaptive;
+  c.state = cc::CampaignState::failed;
+  c.tasks = 100;
+  c.done = 40;
+  c.pending = 30;
+  c.waiting = 10;
+  c.running = 20;
+  c.copies = 75;
+  c.submitted_at = core::TimePoint{1'700'000'000'000'000'000};
+  c.throughput_per_s = 0.25;
+  c.eta = core::TimePoint{1'700'000'240'000'000'000};
+  c.mean_run_time = 12s;
+  c.max_waiting = 40;
+  c.allowed_waiting = 10;
+  c.finalize_replicas = 2;
+  c.finalizing = true;
+  c.pools = {{"lyon", true, 4, 5, 6, true, "succeeded without the declared output", true, 0.5, 1.5,
+              cc::RatioMove::decrease, 7}};
+  c.test = {{"lyon", true, 3, 2500ms}};
+  c.failure = "no task produced the declared output out/{index}.txt in any pool";
+  cc::CampaignReply r;
+  r.campaigns = {c, c};
+  r.campaigns[1].id = cc::CampaignId{13};
+  return r;
 }
 
 }  // namespace claimsched::messages::samples
