@@ -149,6 +149,17 @@ core::TimePoint event_time(CampaignRun& run, core::TimePoint reported, core::Tim
   return run.last_event;
 }
 
+/// The core failed the campaign (its declared output is wrong): it stops as
+/// a cancelled one does, with the reason for `campaign status`.
+void note_failure(self_ptr self, CampaignRun& run) {
+  const auto& failure = run.scheduler.failure();
+  if (!failure || !run.failure.empty()) return;
+  run.cancelled = true;
+  run.failure = *failure;
+  spdlog::warn("campaign {}: failed: {}", run.id.value, run.failure);
+  if (auto st = save(self, run); !st) spdlog::error("campaign {}: {}", run.id.value, st.error().message);
+}
+
 /// A copy's job as the gateway reports it now: feed the change to the core.
 void observe(self_ptr self, CampaignRun& run, cc::CopyId copy, const core::JobView& view) {
   auto now = wall_now();
@@ -184,6 +195,7 @@ void observe(self_ptr self, CampaignRun& run, cc::CopyId copy, const core::JobVi
       record_end(self, run, copy,
                  outcome.counted ? storage::StoredCopy::State::succeeded : storage::StoredCopy::State::ended);
       for (cc::CopyId other : outcome.cancel) cancel_copy(self, run, other);
+      note_failure(self, run);
       break;
     }
     case core::JobState::failed:
@@ -401,6 +413,7 @@ void run_round(self_ptr self, const std::vector<core::NodeStatus>& nodes) {
     for (cc::CopyId copy : plan.cancel) cancel_copy(self, *run, copy);
     for (cc::CopyId copy : plan.dispatched) ++taken[run->scheduler.tasks().copy(copy).pool];
     dispatch_copies(self, *run, plan.dispatched);
+    note_failure(self, *run);
   }
 }
 

@@ -9,6 +9,12 @@ CampaignScheduler::CampaignScheduler(CampaignSpec spec)
 
 RoundPlan CampaignScheduler::round(TimePoint now, const std::vector<PoolOffer>& offers) {
   RoundPlan plan;
+  if (failure_) return plan;
+  plan.cancel = check_output(now);
+  if (failure_) {
+    plan.failure = failure_;
+    return plan;
+  }
   for (const PoolOffer& offer : offers) {
     if (tasks_.abandoned(offer.pool)) continue;
     if (auto reason = tasks_.sink_reason(offer.pool, now, spec_.sink_runtime)) {
@@ -56,7 +62,19 @@ SuccessOutcome CampaignScheduler::succeeded(CopyId copy, TimePoint now, bool out
     throughput_.record(now, now - started);
     flows_[tasks_.copy(copy).pool].throughput.record(now, now - started);
   }
+  if (!output_present) {
+    for (CopyId other : check_output(now))
+      if (std::find(out.cancel.begin(), out.cancel.end(), other) == out.cancel.end()) out.cancel.push_back(other);
+  }
   return out;
+}
+
+std::vector<CopyId> CampaignScheduler::check_output(TimePoint now) {
+  if (failure_) return {};
+  auto reason = wrong_output_reason(spec_.declared_output, tasks_.output_histories());
+  if (!reason) return {};
+  failure_ = std::move(reason);
+  return tasks_.cancel_all(now);
 }
 
 }  // namespace claimsched::core::campaign

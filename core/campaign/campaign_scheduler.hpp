@@ -3,6 +3,8 @@
 // One campaign's scheduler (the seed's "Scheduler", one per running
 // campaign): each round, for every pool the metascheduler offers it, in
 // order, it
+//   0. fails the whole campaign if no pool ever produced its declared output
+//      (a wrong path, not a sink: abandoning pool after pool would not help);
 //   1. abandons the pool if it has become a sink (its live copies are to be
 //      cancelled, its suspect tasks run again elsewhere);
 //   2. moves the pool's job ratio with the campaign's algorithm (the first
@@ -15,6 +17,7 @@
 // caller runs the copies and says what happened, with the time.
 
 #include <map>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +45,9 @@ struct RoundPlan {
   std::vector<CopyId> cancel;
   /// Pools abandoned this round as sinks, with the reason.
   std::vector<std::pair<std::string, std::string>> abandoned;
+  /// The campaign failed this round (its declared output is wrong): `cancel`
+  /// holds every live copy.
+  std::optional<std::string> failure;
 };
 
 /// Throughput window of the ETA (the seed's Spritz uses recent history).
@@ -64,8 +70,12 @@ class CampaignScheduler {
   RoundPlan round(TimePoint now, const std::vector<PoolOffer>& offers);
 
   void started(CopyId copy, TimePoint now) { tasks_.started(copy, now); }
-  /// Success: returns the other live copies of the index, to cancel.
+  /// Success: returns the other live copies of the index, to cancel (every
+  /// live copy when this success shows the declared output wrong: failure()).
   SuccessOutcome succeeded(CopyId copy, TimePoint now, bool output_present = true);
+  /// Why the campaign failed by itself: no pool ever produced the declared
+  /// output (wrong_output_reason). Nothing is dispatched after that.
+  const std::optional<std::string>& failure() const { return failure_; }
   void failed(CopyId copy, TimePoint now) { tasks_.failed(copy, now); }
   void cancelled(CopyId copy, TimePoint now) { tasks_.cancelled(copy, now); }
   /// The campaign's cancel: nothing more is dispatched; returns the live
@@ -95,6 +105,11 @@ class CampaignScheduler {
   CampaignTasks tasks_;
   std::map<std::string, PoolFlow> flows_;
   Throughput throughput_{kThroughputWindow};
+  std::optional<std::string> failure_;
+
+  /// Fails the campaign if its declared output is wrong; returns the live
+  /// copies it cancels (none if it does not fail now).
+  std::vector<CopyId> check_output(TimePoint now);
 };
 
 }  // namespace claimsched::core::campaign

@@ -42,6 +42,7 @@ std::vector<CopyId> CampaignTasks::launch(const std::string& pool, const std::ve
     in_flight_.insert(i);
     pending_.erase(i);
     ++stats.waiting;
+    ++stats.dispatched;
     out.push_back(id);
   }
   return out;
@@ -163,6 +164,34 @@ std::vector<CopyId> CampaignTasks::replicate(const std::string& pool, uint32_t f
     ++tasks_[i].replicas;
   }
   return launch(pool, indices, now, true);
+}
+
+std::optional<std::string> wrong_output_reason(const std::string& declared_output,
+                                               const std::vector<OutputHistory>& pools) {
+  if (declared_output.empty()) return std::nullopt;
+  uint32_t tried = 0;
+  uint32_t missing_total = 0;
+  std::vector<std::string> missing;
+  for (const OutputHistory& p : pools) {
+    if (p.successes > p.without_output) return std::nullopt;  // produced somewhere: the path is right
+    tried += p.tried;
+    if (p.without_output == 0) continue;
+    missing.push_back(p.pool);
+    missing_total += p.without_output;
+  }
+  bool everywhere = !missing.empty() && missing.size() == tried && missing_total >= kSinkEvidence;
+  if (missing.size() < 2 && !everywhere) return std::nullopt;
+  std::string where;
+  for (const auto& pool : missing) where += (where.empty() ? "" : ", ") + pool;
+  return "no task produced the declared output " + declared_output + " in any pool (" +
+         std::to_string(missing_total) + " succeeded without it, in " + where + "): is the path right?";
+}
+
+std::vector<OutputHistory> CampaignTasks::output_histories() const {
+  std::vector<OutputHistory> out;
+  for (const auto& [pool, stats] : pools_)
+    out.push_back({pool, stats.dispatched > 0, stats.successes, stats.without_output});
+  return out;
 }
 
 std::optional<std::string> CampaignTasks::sink_reason(const std::string& pool, TimePoint now,

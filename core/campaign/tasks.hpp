@@ -71,6 +71,24 @@ struct SuccessOutcome {
 inline constexpr uint32_t kSinkEvidence = 3;
 inline constexpr uint32_t kSinkMuchLonger = 10;
 
+/// One pool's record for the declared-output rule (wrong_output_reason).
+struct OutputHistory {
+  std::string pool;
+  /// A copy was ever dispatched there.
+  bool tried = false;
+  /// Counted successes, and how many of them came without the declared output.
+  uint32_t successes = 0;
+  uint32_t without_output = 0;
+};
+
+/// Whether the campaign's declared output is wrong rather than some pool a
+/// sink: no success anywhere produced it, and it was missing in at least two
+/// pools, or in every pool tried (then on at least kSinkEvidence tasks).
+/// The reason names the template. Nullopt when none is declared, or when
+/// some pool produced it (a pool missing it then is a sink: sink_reason).
+std::optional<std::string> wrong_output_reason(const std::string& declared_output,
+                                               const std::vector<OutputHistory>& pools);
+
 class CampaignTasks {
  public:
   explicit CampaignTasks(uint32_t task_count);
@@ -102,6 +120,8 @@ class CampaignTasks {
   /// indices first, each with fewer than `max_replicas` replicas already.
   std::vector<CopyId> replicate(const std::string& pool, uint32_t free, uint32_t max_replicas, TimePoint now);
 
+  /// Every pool's record for wrong_output_reason, by pool name.
+  std::vector<OutputHistory> output_histories() const;
   /// Why `pool` looks like a sink now, or nullopt.
   std::optional<std::string> sink_reason(const std::string& pool, TimePoint now, Duration sink_runtime) const;
   /// Stops dispatch to `pool`; its successes become suspect and run again.
@@ -144,6 +164,7 @@ class CampaignTasks {
     uint32_t running = 0;
     uint32_t successes = 0;
     uint32_t without_output = 0;
+    uint32_t dispatched = 0;
     std::vector<Duration> success_run_times;
   };
 

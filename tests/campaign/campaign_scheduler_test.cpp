@@ -120,5 +120,26 @@ TEST(CampaignScheduler, ThroughputAndEtaPerCampaignAndPool) {
   EXPECT_EQ(s.mean_run_time(), std::optional<Duration>(seconds(60)));
 }
 
+TEST(CampaignScheduler, AWrongDeclaredOutputFailsTheCampaignInsteadOfAbandoningEveryPool) {
+  CampaignSpec spec = round_spec(20, RatioAlgorithm::slow_start);
+  spec.declared_output = "out/{index}.txt";
+  CampaignScheduler s(spec);
+  RoundPlan first = s.round(seconds(0), {{"lyon", 2, 2}, {"blackhole", 2, 2}});
+  ASSERT_EQ(first.dispatched.size(), 4u);
+  for (CopyId c : first.dispatched) s.started(c, seconds(0));
+  // Both pools' first tasks exit 0 without the output.
+  SuccessOutcome a = s.succeeded(first.dispatched[0], seconds(30), /*output_present=*/false);
+  EXPECT_EQ(s.failure(), std::nullopt) << "one pool's miss proves nothing yet";
+  EXPECT_TRUE(a.cancel.empty());
+  SuccessOutcome b = s.succeeded(first.dispatched[2], seconds(30), /*output_present=*/false);
+  ASSERT_TRUE(s.failure().has_value());
+  EXPECT_NE(s.failure()->find("out/{index}.txt"), std::string::npos) << *s.failure();
+  EXPECT_EQ(b.cancel.size(), 2u) << "the two copies still running are cancelled";
+  RoundPlan next = s.round(seconds(40), {{"lyon", 2, 2}, {"blackhole", 2, 2}});
+  EXPECT_TRUE(next.dispatched.empty());
+  EXPECT_TRUE(next.abandoned.empty()) << "no pool is abandoned: the path is wrong, not the pools";
+  EXPECT_TRUE(s.tasks().abandoned_pools().empty());
+}
+
 }  // namespace
 }  // namespace claimsched::core::campaign

@@ -187,5 +187,38 @@ TEST(Withdrawal, ACopyFoundRunningAfterItsWithdrawalCountsOnceAndItsIndexIsNotSe
   EXPECT_FALSE(tasks.reclaim(sent[1], seconds(4))) << "only a withdrawn copy comes back";
 }
 
+TEST(WrongOutput, OnePoolMissingTheOutputWhileAnotherProducesItIsASinkNotAWrongPath) {
+  std::vector<OutputHistory> pools{{"blackhole", true, 3, 3}, {"lyon", true, 2, 0}};
+  EXPECT_EQ(wrong_output_reason("out/{index}.txt", pools), std::nullopt);
+  // And the pool rule still flags the sink (CampaignTasks, real events).
+  CampaignTasks tasks(10);
+  auto sink = tasks.dispatch("blackhole", 3, seconds(0));
+  auto good = tasks.dispatch("lyon", 1, seconds(0));
+  start_all(tasks, sink, seconds(0));
+  start_all(tasks, good, seconds(0));
+  (void)tasks.succeeded(good[0], seconds(20), /*output_present=*/true);
+  for (CopyId c : sink) (void)tasks.succeeded(c, seconds(20), /*output_present=*/false);
+  EXPECT_EQ(wrong_output_reason("out/{index}.txt", tasks.output_histories()), std::nullopt);
+  EXPECT_TRUE(tasks.sink_reason("blackhole", seconds(20), seconds(1)).has_value());
+}
+
+TEST(WrongOutput, TheOutputMissingInTwoPoolsAndProducedNowhereIsAWrongPathNamingTheTemplate) {
+  std::vector<OutputHistory> pools{{"lyon", true, 1, 1}, {"grenoble", true, 1, 1}, {"nancy", true, 0, 0}};
+  auto reason = wrong_output_reason("out/{index}.txt", pools);
+  ASSERT_TRUE(reason.has_value());
+  EXPECT_NE(reason->find("no task produced the declared output out/{index}.txt in any pool"), std::string::npos)
+      << *reason;
+  EXPECT_NE(reason->find("lyon, grenoble"), std::string::npos) << *reason;
+  EXPECT_EQ(wrong_output_reason("", pools), std::nullopt) << "no output declared: nothing to be wrong";
+}
+
+TEST(WrongOutput, EveryPoolTriedMissingItIsAWrongPathOnceThereIsEnoughEvidence) {
+  // The only pool tried: two misses could be bad luck, three are not.
+  EXPECT_EQ(wrong_output_reason("o", {{"lyon", true, 2, 2}, {"grenoble", false, 0, 0}}), std::nullopt);
+  EXPECT_TRUE(wrong_output_reason("o", {{"lyon", true, 3, 3}, {"grenoble", false, 0, 0}}).has_value());
+  // A second pool tried but silent so far: wait for its first task.
+  EXPECT_EQ(wrong_output_reason("o", {{"lyon", true, 3, 3}, {"grenoble", true, 0, 0}}), std::nullopt);
+}
+
 }  // namespace
 }  // namespace claimsched::core::campaign

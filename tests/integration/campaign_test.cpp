@@ -238,6 +238,44 @@ TEST(CampaignSinks, APoolWhoseTasksSucceedWithoutTheDeclaredOutputIsAbandonedAnd
   EXPECT_NE(explained.out.find("without the declared output"), std::string::npos) << explained.out;
 }
 
+TEST(CampaignSinks, AWrongDeclaredOutputFailsTheCampaignNamingTheTemplateInsteadOfAbandoningEveryPool) {
+  LocalCluster cluster("[[pools]]\nname = \"p1\"\n[[pools]]\nname = \"p2\"\n");
+  cluster.start_server();
+  cluster.start_agent("a1", "cpu=2,memory=4Gi", {"--pool", "p1"});
+  cluster.start_agent("a2", "cpu=2,memory=4Gi", {"--pool", "p2"});
+  ASSERT_TRUE(cluster.wait_for_alive_nodes(2)) << LocalCluster::read_file(cluster.server_log());
+  std::string out = cluster.dir() + "/out";
+  std::filesystem::create_directories(out);
+  // Every task writes <index>.txt and exits 0, but the file declares .dat.
+  std::string path = cluster.dir() + "/campaign.toml";
+  std::string declared = out + "/{index}.dat";
+  std::ofstream(path) << "name = \"typo\"\n"
+                      << "command = [\"/bin/sh\", \"-c\", \"sleep 0.5; echo $CLAIMSCHED_TASK_INDEX > " << out
+                      << "/$CLAIMSCHED_TASK_INDEX.txt\"]\n"
+                      << "output = \"" << declared << "\"\n"
+                      << "range = \"1..40\"\nresources = \"cpu=1,memory=100Mi\"\n"
+                      << "pools = [\"p1\", \"p2\"]\nmax_waiting = 4\nfinalize_replicas = 0\n";
+  auto submitted = cluster.client("campaign submit " + path);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  std::string id = std::to_string(std::stoull(submitted.out));
+  nlohmann::json last;
+  LocalCluster::wait_until(
+      [&] {
+        last = nlohmann::json::parse(cluster.client("campaign status --json " + id).out, nullptr, false);
+        return last.is_object() && last.value("state", "") != "running";
+      },
+      60s);
+  ASSERT_EQ(last.value("state", ""), "failed") << last.dump(2);
+  EXPECT_NE(last.value("failure", "").find("no task produced the declared output " + declared + " in any pool"),
+            std::string::npos)
+      << last.dump(2);
+  for (const auto& pool : last["pools"])
+    EXPECT_FALSE(pool.value("abandoned", true)) << "no pool is blamed for a wrong path: " << last.dump(2);
+  EXPECT_LT(last.value("done", 0), 40) << "it stopped early, not after running everything: " << last.dump(2);
+  auto status = cluster.client("campaign status " + id);
+  EXPECT_NE(status.out.find("is the path right?"), std::string::npos) << status.out;
+}
+
 TEST(CampaignTestWave, TestFirstRunsTheBulkOnlyWhereTheTestPassedAndATestCampaignReportsEachPool) {
   LocalCluster cluster("[[pools]]\nname = \"p1\"\n[[pools]]\nname = \"p2\"\n");
   cluster.start_server();
