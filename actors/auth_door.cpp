@@ -152,8 +152,7 @@ caf::result<core::campaign::CampaignReply> campaign_request(self_ptr self, core:
       .then(
           [=](CampaignReply& answer) mutable {
             if (verb == CampaignVerb::list) {
-              if (!operator_role)
-                std::erase_if(answer.campaigns, [&](const auto& c) { return c.user != user; });
+              if (!operator_role) std::erase_if(answer.campaigns, [&](const auto& c) { return c.user != user; });
               promise.deliver(std::move(answer));
               return;
             }

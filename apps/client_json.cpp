@@ -231,8 +231,8 @@ nlohmann::json iso_or_null(core::TimePoint wall) {
 }
 
 nlohmann::json campaign_pool_json(const core::campaign::PoolReport& p, CampaignDetail detail) {
-  nlohmann::json out{{"pool", p.pool},        {"affinity", p.affinity},   {"waiting", p.waiting},
-                     {"running", p.running},  {"succeeded", p.succeeded}, {"abandoned", p.abandoned}};
+  nlohmann::json out{{"pool", p.pool},       {"affinity", p.affinity},   {"waiting", p.waiting},
+                     {"running", p.running}, {"succeeded", p.succeeded}, {"abandoned", p.abandoned}};
   if (p.abandoned) out["sink_reason"] = p.sink_reason;
   if (p.offered) {
     out["throughput_per_s"] = p.throughput_per_s;
@@ -267,8 +267,8 @@ nlohmann::json campaign_report_json(const core::campaign::CampaignReport& c, Cam
   if (detail == CampaignDetail::summary) return out;
   out["throughput_per_s"] = c.throughput_per_s;
   out["eta"] = c.eta ? iso_or_null(*c.eta) : nlohmann::json(nullptr);
-  out["mean_run_time_s"] =
-      c.mean_run_time ? nlohmann::json(std::chrono::duration<double>(*c.mean_run_time).count()) : nlohmann::json(nullptr);
+  out["mean_run_time_s"] = c.mean_run_time ? nlohmann::json(std::chrono::duration<double>(*c.mean_run_time).count())
+                                           : nlohmann::json(nullptr);
   if (detail == CampaignDetail::explain) {
     out["max_waiting"] = c.max_waiting;
     out["allowed_waiting"] = c.allowed_waiting;

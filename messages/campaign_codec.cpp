@@ -240,14 +240,10 @@ void to_proto(const cc::CampaignReply& in, pb::CampaignReply& out) {
   for (const auto& c : in.campaigns) write(c, *out.add_campaigns());
 }
 
-#define CLAIMSCHED_CAMPAIGN_CODEC_IMPL(Type)                                              \
-  core::Status from_proto(const pb::Type& in, cc::Type& out) {                            \
-    return from_proto_as(in, #Type, out);                                                 \
-  }                                                                                       \
-  std::string encode(const cc::Type& in) { return encode_as<pb::Type>(in); }              \
-  core::Status decode(std::string_view bytes, cc::Type& out) {                            \
-    return decode_as<pb::Type>(bytes, #Type, out);                                        \
-  }
+#define CLAIMSCHED_CAMPAIGN_CODEC_IMPL(Type)                                                           \
+  core::Status from_proto(const pb::Type& in, cc::Type& out) { return from_proto_as(in, #Type, out); } \
+  std::string encode(const cc::Type& in) { return encode_as<pb::Type>(in); }                           \
+  core::Status decode(std::string_view bytes, cc::Type& out) { return decode_as<pb::Type>(bytes, #Type, out); }
 
 CLAIMSCHED_CAMPAIGN_CODEC_IMPL(CampaignSpec)
 CLAIMSCHED_CAMPAIGN_CODEC_IMPL(CampaignRequest)

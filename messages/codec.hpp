@@ -55,10 +55,10 @@ CLAIMSCHED_CODEC(LogChunk)
 #undef CLAIMSCHED_CODEC
 
 // Campaign requests and replies (core/campaign/report.hpp).
-#define CLAIMSCHED_CAMPAIGN_CODEC(Type)                                         \
-  void to_proto(const core::campaign::Type& in, pb::Type& out);                \
-  core::Status from_proto(const pb::Type& in, core::campaign::Type& out);      \
-  std::string encode(const core::campaign::Type& in);                          \
+#define CLAIMSCHED_CAMPAIGN_CODEC(Type)                                   \
+  void to_proto(const core::campaign::Type& in, pb::Type& out);           \
+  core::Status from_proto(const pb::Type& in, core::campaign::Type& out); \
+  std::string encode(const core::campaign::Type& in);                     \
   core::Status decode(std::string_view bytes, core::campaign::Type& out);
 
 CLAIMSCHED_CAMPAIGN_CODEC(CampaignSpec)

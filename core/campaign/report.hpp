@@ -21,11 +21,16 @@ enum class CampaignVerb : uint8_t { submit, status, list, cancel, explain };
 
 inline std::string_view to_string(CampaignVerb verb) {
   switch (verb) {
-    case CampaignVerb::submit: return "submit";
-    case CampaignVerb::status: return "status";
-    case CampaignVerb::list: return "list";
-    case CampaignVerb::cancel: return "cancel";
-    case CampaignVerb::explain: return "explain";
+    case CampaignVerb::submit:
+      return "submit";
+    case CampaignVerb::status:
+      return "status";
+    case CampaignVerb::list:
+      return "list";
+    case CampaignVerb::cancel:
+      return "cancel";
+    case CampaignVerb::explain:
+      return "explain";
   }
   return "?";
 }
@@ -43,11 +48,16 @@ enum class CampaignState : uint8_t { testing, running, done, cancelled, failed }
 
 inline std::string_view to_string(CampaignState state) {
   switch (state) {
-    case CampaignState::testing: return "testing";
-    case CampaignState::running: return "running";
-    case CampaignState::done: return "done";
-    case CampaignState::cancelled: return "cancelled";
-    case CampaignState::failed: return "failed";
+    case CampaignState::testing:
+      return "testing";
+    case CampaignState::running:
+      return "running";
+    case CampaignState::done:
+      return "done";
+    case CampaignState::cancelled:
+      return "cancelled";
+    case CampaignState::failed:
+      return "failed";
   }
   return "?";
 }

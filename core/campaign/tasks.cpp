@@ -183,8 +183,8 @@ std::optional<std::string> wrong_output_reason(const std::string& declared_outpu
   if (missing.size() < 2 && !everywhere) return std::nullopt;
   std::string where;
   for (const auto& pool : missing) where += (where.empty() ? "" : ", ") + pool;
-  return "no task produced the declared output " + declared_output + " in any pool (" +
-         std::to_string(missing_total) + " succeeded without it, in " + where + "): is the path right?";
+  return "no task produced the declared output " + declared_output + " in any pool (" + std::to_string(missing_total) +
+         " succeeded without it, in " + where + "): is the path right?";
 }
 
 std::vector<OutputHistory> CampaignTasks::output_histories() const {

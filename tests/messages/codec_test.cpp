@@ -97,11 +97,10 @@ template <class T>
 class CodecTyped : public ::testing::Test {};
 
 using AllTypes =
-    ::testing::Types<core::NodeSpec, core::NodeSnapshot, core::JobSpec, core::ClaimRequest,
-                     core::ClaimReply, core::ConfirmRequest, core::ConfirmReply,
-                     core::ReleaseRequest, core::ReleaseReply, core::NodeEvent, core::NodeDelta,
-                     core::LiveClaim, core::Allocation, core::NodeReport, core::TaskView,
-                     core::JobView, core::NodeStatus, core::TaskEnd, core::LogRequest,
+    ::testing::Types<core::NodeSpec, core::NodeSnapshot, core::JobSpec, core::ClaimRequest, core::ClaimReply,
+                     core::ConfirmRequest, core::ConfirmReply, core::ReleaseRequest, core::ReleaseReply,
+                     core::NodeEvent, core::NodeDelta, core::LiveClaim, core::Allocation, core::NodeReport,
+                     core::TaskView, core::JobView, core::NodeStatus, core::TaskEnd, core::LogRequest,
                      core::campaign::CampaignSpec, core::campaign::CampaignRequest>;
 
 struct TypeNames {
