@@ -89,5 +89,32 @@ TEST(ClientJson, BytesThatAreNotUtf8BecomeReplacementCharactersNotABrokenList) {
   EXPECT_EQ(j["name"], "caf\xEF\xBF\xBD ok");
 }
 
+TEST(ClientJson, ACampaignShowsThePredictorOnlyInExplainAndNullsWhatIsNotKnownYet) {
+  namespace cc = core::campaign;
+  cc::CampaignReport c;
+  c.id = cc::CampaignId{3};
+  c.name = "sweep";
+  c.state = cc::CampaignState::failed;
+  c.failure = "no task produced the declared output out/{index}.txt in any pool";
+  c.pools = {{"lyon", true, 1, 2, 3, false, "", true, 0.5, 2.0, cc::RatioMove::decrease, 4},
+             {"grenoble", false, 0, 0, 0, true, "3 tasks succeeded without the declared output"}};
+  json summary = campaign_report_json(c, CampaignDetail::summary);
+  EXPECT_EQ(summary["state"], "failed");
+  EXPECT_FALSE(summary.contains("pools")) << "a summary (submit, cancel, list) has no pools";
+  json status = campaign_report_json(c, CampaignDetail::status);
+  EXPECT_TRUE(status["eta"].is_null()) << "nothing succeeded yet: no ETA";
+  EXPECT_EQ(status["failure"], c.failure);
+  EXPECT_FALSE(status["pools"][0].contains("ratio")) << "status leaves the predictor to explain";
+  EXPECT_EQ(status["pools"][1]["sink_reason"], "3 tasks succeeded without the declared output");
+  json explain = campaign_report_json(c, CampaignDetail::explain);
+  EXPECT_EQ(explain["pools"][0]["ratio"], 2.0);
+  EXPECT_EQ(explain["pools"][0]["last_move"], "decrease");
+  EXPECT_TRUE(explain["pools"][1]["ratio"].is_null()) << "never offered";
+  EXPECT_EQ(explain["max_waiting"], 0);
+  cc::CampaignReply two;
+  two.campaigns = {c, c};
+  EXPECT_EQ(campaign_list_json(two)["campaigns"].size(), 2u);
+}
+
 }  // namespace
 }  // namespace claimsched::apps
