@@ -1,10 +1,11 @@
 // Fuzz target `campaign_file`: campaign files for `claimsched campaign submit`,
 // TOML or JSON (apps/campaign_file.hpp). The server reads them too: the
-// client sends a finished campaign as campaign_json, and the server parses it
-// with the same parser, so these bytes are attacker-controlled. Beyond "never
-// a crash": errors name the file; what parses keeps the documented bounds (a
-// range expands to at most kMaxTasksPerJob parameters); and a campaign that
-// finishes (validates) crosses to the server unchanged through campaign_json.
+// client sends a finished campaign as a Protobuf CampaignSpec, and the server
+// checks it through campaign_json and the same parser, so these bytes are
+// attacker-controlled. Beyond "never a crash": errors name the file; what
+// parses keeps the documented bounds (a range expands to at most
+// kMaxTasksPerJob parameters); and a campaign that finishes (validates)
+// crosses to the server unchanged: through the wire, then campaign_json.
 
 #include <cstddef>
 #include <cstdint>
@@ -14,6 +15,7 @@
 #include "apps/campaign_file.hpp"
 #include "core/job.hpp"
 #include "core/limits.hpp"
+#include "messages/codec.hpp"
 #include "tests/fuzz/fuzz_util.hpp"
 
 using namespace claimsched;
@@ -72,8 +74,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     fuzz::require_message(finished.error(), text);
     return 0;
   }
-  // What the client sends; the server parses and finishes it as its own.
-  std::string json = apps::campaign_json(*finished);
+  // What the client sends: it decodes on the server as it was sent.
+  cc::CampaignSpec sent;
+  if (auto st = messages::decode(messages::encode(*finished), sent); !st)
+    fuzz::fail("a finished campaign does not decode on the server", st.error().message);
+  fuzz::require(same(sent, *finished), "a campaign changed on the wire", text);
+  // The server checks it as a file, through the JSON its store keeps.
+  std::string json = apps::campaign_json(sent);
   auto received = apps::parse_campaign_file(json, "request");
   if (!received) fuzz::fail("a finished campaign does not parse on the server", received.error().message + "\n" + json);
   auto again = apps::finish_campaign(std::move(*received), ".", pools, "someone else");
