@@ -124,6 +124,92 @@ TEST_F(HaTest, AnOperatorsPartitionMoveWaitsForTheJobHoldingItsPoolThenTheNewOwn
   EXPECT_NE(back.out.find("partition 1: owned by " + first), std::string::npos) << back.out;
 }
 
+/// A campaign of `tasks` tasks in pool p1 that each take `seconds`, then
+/// append their index to `log`; its file's path.
+std::string ha_campaign_file(const HaCluster& cluster, const std::string& log, int tasks, double seconds) {
+  std::string path = cluster.dir() + "/campaign.toml";
+  std::ofstream(path) << "name = \"sweep\"\n"
+                      << "command = [\"/bin/sh\", \"-c\", \"sleep " << seconds
+                      << "; echo $CLAIMSCHED_TASK_INDEX >> " << log << "\"]\n"
+                      << "range = \"1.." << tasks << "\"\nresources = \"cpu=1,memory=100Mi\"\npools = [\"p1\"]\n"
+                      // Nothing withdrawn, no replicas: each index runs once
+                      // unless something is lost or sent twice.
+                      << "max_waiting = 100\nallowed_waiting = 100\nfinalize_replicas = 0\n";
+  return path;
+}
+
+/// Campaign `id`'s status through member `via` (null if it does not answer).
+std::optional<nlohmann::json> ha_campaign_status(const HaCluster& cluster, const std::string& via, uint64_t id) {
+  auto r = via.empty() ? cluster.client("campaign status --json " + std::to_string(id))
+                       : cluster.client_via(via, "campaign status --json " + std::to_string(id));
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (r.exit_code != 0 || !j.is_object()) return std::nullopt;
+  return j;
+}
+
+TEST_F(HaTest, ACampaignSubmittedThroughAMemberThatDoesNotRunTheCampaignsRunsToTheEnd) {
+  start_all();
+  std::string runner = cluster.owner(1);  // the campaign partition's owner
+  std::string other = runner == "m1" ? "m2" : "m1";
+  std::string log = cluster.dir() + "/ran.log";
+  auto submitted = cluster.client_via(other, "campaign submit " + ha_campaign_file(cluster, log, 12, 0.1));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << HaCluster::read_file(cluster.log(other));
+  uint64_t id = std::stoull(submitted.out);
+  ASSERT_TRUE(HaCluster::wait_until(
+      [&] {
+        auto s = ha_campaign_status(cluster, other, id);
+        return s && s->value("state", "") == "done";
+      },
+      60s))
+      << ha_campaign_status(cluster, other, id).value_or(nlohmann::json{}).dump(2);
+  EXPECT_EQ(check_completed_once(log, 12), "");
+  // One campaign actor in the cluster: every member answers for the same one.
+  for (const char* m : {"m1", "m2", "m3"}) {
+    auto s = ha_campaign_status(cluster, m, id);
+    ASSERT_TRUE(s) << m;
+    EXPECT_EQ(s->value("done", 0), 12) << m << ": " << s->dump(2);
+  }
+  EXPECT_NE(HaCluster::read_file(cluster.log(runner)).find("runs the cluster's campaigns"), std::string::npos);
+  EXPECT_EQ(HaCluster::read_file(cluster.log(other)).find("runs the cluster's campaigns"), std::string::npos);
+}
+
+TEST_F(HaTest, ACampaignWhoseMemberIsKilledFinishesOnAnotherWithEveryIndexOnce) {
+  constexpr int kTasks = 40;
+  start_all();
+  std::string runner = cluster.owner(1);
+  std::string log = cluster.dir() + "/ran.log";
+  auto submitted = cluster.client("campaign submit " + ha_campaign_file(cluster, log, kTasks, 0.5));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  uint64_t id = std::stoull(submitted.out);
+  auto lines = [&] {
+    std::istringstream in(HaCluster::read_file(log));
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  };
+  ASSERT_TRUE(HaCluster::wait_until([&] { return lines() >= kTasks / 4; }, 60s));
+  ASSERT_LT(lines(), kTasks) << "killed mid-campaign, not at its end";
+  cluster.signal_member(runner, SIGKILL);
+  std::string next = cluster.wait_for_new_owner(1, runner, 15s);
+  ASSERT_NE(next, "");
+  std::optional<nlohmann::json> last;
+  ASSERT_TRUE(HaCluster::wait_until(
+      [&] {
+        last = ha_campaign_status(cluster, next, id);
+        return last && last->value("state", "") == "done";
+      },
+      120s))
+      << last.value_or(nlohmann::json{}).dump(2) << HaCluster::read_file(cluster.log(next));
+  // Late runs would show as extra lines: give them a moment.
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(check_completed_once(log, kTasks), "");
+  EXPECT_EQ(last->value("done", 0), kTasks);
+  // Rebuilt from the partition's standby copy, not started afresh.
+  EXPECT_NE(HaCluster::read_file(cluster.log(next)).find("campaign " + std::to_string(id) + ": restored"),
+            std::string::npos)
+      << HaCluster::read_file(cluster.log(next));
+}
+
 TEST(HaPoolRemove, EveryMemberLearnsOfARemovalThatWentThroughAnother) {
   HaCluster cluster(2);
   for (const char* m : {"m1", "m2"}) ASSERT_NO_FATAL_FAILURE(cluster.start_member(m));
