@@ -104,8 +104,9 @@ core::Status CampaignStore::put(const StoredCampaign& campaign) {
   if (partition_) {
     auto& db = partition_->database();
     rocksdb::WriteBatch batch;
-    batch.Put(db.handle(PartitionStore::kMeta), std::string(keys::kCampaignPrefix) + campaign_key(campaign.id),
-              encode(campaign))
+    batch
+        .Put(db.handle(PartitionStore::kMeta), std::string(keys::kCampaignPrefix) + campaign_key(campaign.id),
+             encode(campaign))
         .PermitUncheckedError();
     return write_in_partition(std::move(batch));
   }
@@ -122,8 +123,9 @@ core::Status CampaignStore::put(const std::vector<StoredCopy>& copies) {
   if (partition_) {
     auto& db = partition_->database();
     for (const auto& c : copies)
-      batch.Put(db.handle(PartitionStore::kMeta), std::string(keys::kCampaignPrefix) + copy_key(c.campaign, c.job),
-                encode(c))
+      batch
+          .Put(db.handle(PartitionStore::kMeta), std::string(keys::kCampaignPrefix) + copy_key(c.campaign, c.job),
+               encode(c))
           .PermitUncheckedError();
     return write_in_partition(std::move(batch));
   }
@@ -154,8 +156,8 @@ core::Status CampaignStore::read_record(std::string_view key, std::string_view v
     auto f = lines(value, 4);
     int64_t at = 0;
     int state = 0;
-    if (f.size() != 5 || !number(f[0], c.index) || f[1].empty() || (f[2] != "0" && f[2] != "1") ||
-        !number(f[3], at) || !number(f[4], state) || state < 0 || state > 2)
+    if (f.size() != 5 || !number(f[0], c.index) || f[1].empty() || (f[2] != "0" && f[2] != "1") || !number(f[3], at) ||
+        !number(f[4], state) || state < 0 || state > 2)
       return corrupt(path_, key, "expected index, pool, replica, dispatch time and state");
     c.pool = std::string(f[1]);
     c.replica = f[2] == "1";

@@ -129,9 +129,10 @@ TEST_F(HaTest, AnOperatorsPartitionMoveWaitsForTheJobHoldingItsPoolThenTheNewOwn
 std::string ha_campaign_file(const HaCluster& cluster, const std::string& log, int tasks, double seconds) {
   std::string path = cluster.dir() + "/campaign.toml";
   std::ofstream(path) << "name = \"sweep\"\n"
-                      << "command = [\"/bin/sh\", \"-c\", \"sleep " << seconds
-                      << "; echo $CLAIMSCHED_TASK_INDEX >> " << log << "\"]\n"
-                      << "range = \"1.." << tasks << "\"\nresources = \"cpu=1,memory=100Mi\"\npools = [\"p1\"]\n"
+                      << "command = [\"/bin/sh\", \"-c\", \"sleep " << seconds << "; echo $CLAIMSCHED_TASK_INDEX >> "
+                      << log << "\"]\n"
+                      << "range = \"1.." << tasks
+                      << "\"\nresources = \"cpu=1,memory=100Mi\"\npools = [\"p1\"]\n"
                       // Nothing withdrawn, no replicas: each index runs once
                       // unless something is lost or sent twice.
                       << "max_waiting = 100\nallowed_waiting = 100\nfinalize_replicas = 0\n";
@@ -210,6 +211,42 @@ TEST_F(HaTest, ACampaignWhoseMemberIsKilledFinishesOnAnotherWithEveryIndexOnce) 
       << HaCluster::read_file(cluster.log(next));
 }
 
+TEST(HaCampaigns, ACampaignHearsOfItsJobsOnAnotherMembersPartitionWithoutPollingThem) {
+  HaCluster cluster(2);
+  for (const char* m : {"m1", "m2", "m3"}) ASSERT_NO_FATAL_FAILURE(cluster.start_member(m));
+  ASSERT_TRUE(cluster.wait_for_owners()) << HaCluster::read_file(cluster.log("m1"));
+  // Partitions spread over the members: the one owning p2 is not the one
+  // running the campaigns (the owner of partition 1).
+  ASSERT_TRUE(HaCluster::wait_until([&] { return cluster.owner(1) != cluster.owner(2); }, 20s));
+  cluster.start_agent("a1", "p1", "cpu=2,memory=4Gi");
+  cluster.start_agent("a2", "p2", "cpu=2,memory=4Gi");
+  ASSERT_TRUE(HaCluster::wait_until([&] { return cluster.alive_nodes() == 2; }, 20s));
+  std::string log = cluster.dir() + "/ran.log";
+  std::string path = cluster.dir() + "/campaign.toml";
+  std::ofstream(path)
+      << "name = \"split\"\ncommand = [\"/bin/sh\", \"-c\", \"sleep 0.2; echo $CLAIMSCHED_TASK_INDEX >> " << log
+      << "\"]\nrange = \"1..16\"\nresources = \"cpu=1,memory=100Mi\"\npools = [\"p1\", \"p2\"]\n"
+      << "max_waiting = 100\nallowed_waiting = 100\nfinalize_replicas = 0\n";
+  auto submitted = cluster.client("campaign submit " + path);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  uint64_t id = std::stoull(submitted.out);
+  auto start = std::chrono::steady_clock::now();
+  std::optional<nlohmann::json> last;
+  ASSERT_TRUE(HaCluster::wait_until(
+      [&] {
+        last = ha_campaign_status(cluster, "", id);
+        return last && last->value("state", "") == "done";
+      },
+      60s))
+      << last.value_or(nlohmann::json{}).dump(2);
+  // Left to its fallback status requests (one per job every 30 s), the
+  // copies on p2's owner would hold the campaign past 30 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 25s);
+  EXPECT_EQ(check_completed_once(log, 16), "");
+  for (const auto& pool : (*last)["pools"])
+    EXPECT_GT(pool.value("succeeded", 0), 0) << "both partitions' pools ran tasks: " << last->dump(2);
+}
+
 TEST(HaPoolRemove, EveryMemberLearnsOfARemovalThatWentThroughAnother) {
   HaCluster cluster(2);
   for (const char* m : {"m1", "m2"}) ASSERT_NO_FATAL_FAILURE(cluster.start_member(m));
@@ -225,7 +262,8 @@ TEST(HaPoolRemove, EveryMemberLearnsOfARemovalThatWentThroughAnother) {
           return HaCluster::read_file(cluster.log(m)).find("node a2: pool 'p2' was removed") != std::string::npos;
         },
         15s))
-        << m << ":\n" << HaCluster::read_file(cluster.log(m));
+        << m << ":\n"
+        << HaCluster::read_file(cluster.log(m));
 }
 
 TEST_F(HaTest, AMemberWaitsForEtcdAndSaysSo) {

@@ -25,10 +25,9 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <memory>
-
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <memory>
 
 #include "actors/connect.hpp"
 #include "actors/registration.hpp"

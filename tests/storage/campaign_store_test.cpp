@@ -65,9 +65,9 @@ TEST(CampaignStore, RecordsInAPartitionStoreReachItsStandbyAndLeaveItsRecoveryAl
 
   auto store = CampaignStore::in_partition(shared);
   ASSERT_TRUE(store->put(StoredCampaign{3, 1, core::TimePoint{10}, false, "{\"name\": \"sweep\"}"}));
-  ASSERT_TRUE(store->put({StoredCopy{3, core::JobId{40}, 0, "lyon", false, core::TimePoint{11}},
-                          StoredCopy{3, core::JobId{41}, 1, "lyon", false, core::TimePoint{11},
-                                     StoredCopy::State::succeeded}}));
+  ASSERT_TRUE(store->put(
+      {StoredCopy{3, core::JobId{40}, 0, "lyon", false, core::TimePoint{11}},
+       StoredCopy{3, core::JobId{41}, 1, "lyon", false, core::TimePoint{11}, StoredCopy::State::succeeded}}));
   auto b = shared->batch();
   b.set_epoch(5);
   ASSERT_TRUE(shared->write(std::move(b)));
