@@ -390,8 +390,14 @@ using gateway_actor = caf::typed_actor<
     /// A campaign request (see campaign_actor), passed on to this server's
     /// campaigns; Errc::unavailable where none runs.
     caf::replies_to<campaign_atom, core::campaign::CampaignRequest>::with<core::campaign::CampaignReply>,
-    /// Local only (the server): the campaign actor requests go to.
+    /// Local only (the server, or the HA member coordinator): the campaign
+    /// actor requests go to, in this process or (HA) the one of the member
+    /// that runs the campaigns; null: none for now.
     caf::reacts_to<campaign_atom, campaign_actor>,
+    /// HA peers: the campaign actor running in this process (the member
+    /// coordinator of a member that does not run the campaigns forwards
+    /// requests to it); Errc::unavailable if none runs here.
+    caf::replies_to<campaign_atom>::with<campaign_actor>,
     /// Local only: pass on the job events of every partition (each owner's
     /// scheduler, also owners that take over later) to this actor (see the
     /// scheduler's watch_atom).

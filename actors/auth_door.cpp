@@ -393,6 +393,10 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
         if (!self->state.config.ha_peers) return local_only("a partition's scheduler");
         return self->delegate(self->state.gateway, a, id);
       },
+      [=](campaign_atom a) -> caf::result<campaign_actor> {
+        if (!self->state.config.ha_peers) return local_only("the campaign actor");
+        return self->delegate(self->state.gateway, a);
+      },
       // Local-only messages never pass: forwarded, they would seem to come
       // from this process.
       [=](campaign_atom, campaign_actor) {},

@@ -652,7 +652,11 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
       },
       [=](campaign_atom, core::campaign::CampaignRequest& request) -> caf::result<core::campaign::CampaignReply> {
         auto& st = self->state;
-        if (!st.campaigns) return error_of(core::Errc::unavailable, "this server runs no campaigns");
+        if (!st.campaigns)
+          return error_of(core::Errc::unavailable,
+                          st.config.member ? "no member runs the campaigns right now (the campaign partition's owner "
+                                             "is changing); try again"
+                                           : "this server runs no campaigns");
         auto promise = self->make_response_promise<core::campaign::CampaignReply>();
         self->request(st.campaigns, timeout_of(st), campaign_atom::value, std::move(request))
             .then([=](core::campaign::CampaignReply& answer) mutable { promise.deliver(std::move(answer)); },
@@ -676,7 +680,27 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         // Only this process may say where campaigns run.
         auto sender = self->current_sender();
         if (!sender || sender->node() != self->node()) return;
-        self->state.campaigns = std::move(campaigns);
+        auto& st = self->state;
+        auto& watchers = st.job_watchers;
+        auto remote = [&](const campaign_actor& c) { return c && c->node() != self->node(); };
+        // Another member's campaigns hear of this member's jobs through this
+        // gateway: its schedulers take watchers from local senders only.
+        if (remote(st.campaigns))
+          watchers.erase(std::remove(watchers.begin(), watchers.end(), caf::actor_cast<caf::actor>(st.campaigns)),
+                         watchers.end());
+        st.campaigns = std::move(campaigns);
+        if (remote(st.campaigns)) {
+          auto watcher = caf::actor_cast<caf::actor>(st.campaigns);
+          watchers.push_back(watcher);
+          for (const auto& p : st.config.partitions)
+            if (p.local && p.scheduler) self->send(p.scheduler, watch_atom::value, watcher);
+        }
+      },
+      [=](campaign_atom) -> caf::result<campaign_actor> {
+        auto& c = self->state.campaigns;
+        if (!c || c->node() != self->node())
+          return error_of(core::Errc::unavailable, "this member does not run the campaigns");
+        return c;
       },
       [=](watch_atom, caf::actor watcher) {
         // Local only: job ids of every user are no client's business.
@@ -720,7 +744,9 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         bool newly_local = local && scheduler && (!p->local || p->scheduler != scheduler);
         if (scheduler && scheduler != p->scheduler && scheduler->node() != self->node()) self->monitor(scheduler);
         // A new owner tells the job watchers too (what the old one had not
-        // told is found by their fallback status requests).
+        // told is found by their fallback status requests). A scheduler takes
+        // them from a local sender only: another member's owner is told of its
+        // watchers by that member's gateway.
         if (scheduler && scheduler != p->scheduler)
           for (const auto& w : self->state.job_watchers) self->send(scheduler, watch_atom::value, w);
         p->scheduler = std::move(scheduler);

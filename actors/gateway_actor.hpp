@@ -94,7 +94,8 @@ struct gateway_state {
     std::function<void(const caf::error&)> fail;
   };
   std::map<uint64_t, Forward> forwards;
-  /// This server's campaigns (null: campaign requests are refused).
+  /// Where campaign requests go: this server's campaigns, or (HA) those of
+  /// the member that runs them (null: campaign requests are refused).
   campaign_actor campaigns;
   /// Local actors told of every partition's job events (watch_atom): each
   /// owner's scheduler is asked to tell them, a new owner too.

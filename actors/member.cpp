@@ -9,6 +9,7 @@
 
 #include "actors/clock.hpp"
 #include "actors/connect.hpp"
+#include "actors/member_campaigns.hpp"
 
 namespace claimsched::actors {
 
@@ -89,6 +90,8 @@ void resign(self_ptr self, core::PartitionId p, int64_t revision) {
 void step_down(self_ptr self, core::PartitionId p, Local& loc, const std::string& why) {
   if (!loc.owned) return;
   spdlog::warn("{}: steps down from partition {} ({})", self->state.log_name, p.value, why);
+  // The campaigns write to this partition's store: they stop before it closes.
+  if (member_campaigns::home(self, p)) member_campaigns::stop_here(self);
   set_owned(self, loc.owned->scheduler, false);
   disassemble_partition(self->system(), *loc.owned);
   loc.owned.reset();
@@ -392,15 +395,20 @@ void act(self_ptr self, core::PartitionId p, Local& loc, const std::string& desi
         step_down(self, p, loc, "its owner key is not the one it created");
         return;
       }
+      if (member_campaigns::home(self, p)) member_campaigns::run_here(self, loc, o.create_revision);
       check_store(self, p, loc);
       handover(self, p, loc, desired);
       return;
     }
     step_down(self, p, loc, "member " + o.member + " owns it now");
     follow(self, p, loc, o);
+    if (member_campaigns::home(self, p))
+      if (auto m = st.state.members.find(o.member); m != st.state.members.end())
+        if (auto g = peer(self, m->second.address)) member_campaigns::follow_owner(self, *g, o.create_revision);
     return;
   }
   step_down(self, p, loc, "its owner key is gone");
+  if (member_campaigns::home(self, p)) member_campaigns::stop_here(self);
   campaign(self, p, loc, ps, desired);
 }
 

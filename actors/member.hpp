@@ -30,6 +30,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/campaign_actor.hpp"
 #include "actors/partition.hpp"
 #include "etcd/etcd_client.hpp"
 #include "etcd/ha_state.hpp"
@@ -59,6 +60,13 @@ struct MemberConfig {
   /// store directory, recovery); the same directory holds the standby copy.
   std::vector<PartitionSetup> partitions;
   storage::StoreOptions replica_options;
+  /// The cluster's campaigns (issue 16): how campaigns are read and written
+  /// back (the server's campaign file reader). They run on the owner of the
+  /// first partition (the lowest id), recorded in that partition's store
+  /// (storage::CampaignStore::in_partition), so its standbys hold them and
+  /// its next owner runs them on; the gateway and store are filled in here.
+  /// Unset: no member runs campaigns.
+  std::optional<CampaignActorConfig> campaigns;
 
   core::Status validate() const;
   /// What an etcd client of this member is given (endpoints, timeout, TLS).
@@ -131,6 +139,13 @@ struct member_state {
   core::TimePoint requests_until{0};
   /// Asked to stop: it quits with this reason at the pending tick.
   std::optional<caf::error> stopping;
+  /// The campaigns (see MemberConfig::campaigns): the actor running here
+  /// while this member owns the campaign partition, and the revision of the
+  /// owner key whose campaign actor the gateway was last given (here or a
+  /// peer's), with a fetch of a peer's under way.
+  campaign_actor campaigns;
+  int64_t campaigns_revision = 0;
+  bool fetching_campaigns = false;
 };
 
 member_actor::behavior_type member(member_actor::stateful_pointer<member_state> self, MemberConfig config);

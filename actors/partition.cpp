@@ -82,6 +82,7 @@ core::Expected<AssembledPartition> assemble_partition(caf::actor_system& sys, Pa
     fc.primary = out.store;
     fc.scheduler = out.scheduler;
     fc.ack = setup.ack;
+    if (setup.ack != AckMode::owner) out.replicated = fc.replicated_out = std::make_shared<std::atomic<uint64_t>>(0);
     fc.history = std::move(setup.history);
     // Replicas of an older epoch that hold this epoch's first sequence
     // diverged from it (core::consistent_with_history).

@@ -60,6 +60,10 @@ struct AssembledPartition {
   /// Null without a store.
   std::shared_ptr<storage::PartitionStore> store;
   std::shared_ptr<CommitRelay> relay;
+  /// Where the standbys hold the store up to under the [ha] ack rule (see
+  /// ChangeFeedConfig::replicated_out); null without a feed or with ack
+  /// "owner" (nothing to wait for).
+  std::shared_ptr<std::atomic<uint64_t>> replicated;
   /// The epoch the scheduler runs with, and the sequence of its first write
   /// (the fence; 0 without a store).
   core::Epoch epoch = 0;

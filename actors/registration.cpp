@@ -19,6 +19,8 @@ void configure(caf::actor_system_config& cfg, const LinkOptions& link) {
   cfg.add_message_type<scheduler_actor>("claimsched::scheduler_actor");
   cfg.add_message_type<change_feed_actor>("claimsched::change_feed_actor");
   cfg.add_message_type<replica_actor>("claimsched::replica_actor");
+  // HA members pass campaign requests to the member that runs the campaigns.
+  cfg.add_message_type<campaign_actor>("claimsched::campaign_actor");
   cfg.load<caf::io::middleman>();
   auto ms = [](core::Duration d) {
     return caf::timespan{std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()};

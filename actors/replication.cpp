@@ -89,6 +89,7 @@ void report_replicated(feed_ptr self) {
   auto pos = replicated_position(st.config.ack, acked);
   if (!pos || *pos <= st.replicated) return;
   st.replicated = *pos;
+  if (st.config.replicated_out) st.config.replicated_out->store(*pos);
   self->send(st.config.scheduler, replicated_atom::value, *pos);
 }
 

@@ -24,6 +24,7 @@
 //
 // Both actors do blocking RocksDB and file I/O and are spawned detached.
 
+#include <atomic>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -69,6 +70,9 @@ struct ChangeFeedConfig {
   AckMode ack = AckMode::one;
   /// Every owner epoch's first sequence (from etcd); empty without HA.
   std::vector<core::EpochStart> history;
+  /// Also set to the replicated position (as the scheduler is told) for
+  /// readers on other threads (the campaigns); null: not kept.
+  std::shared_ptr<std::atomic<uint64_t>> replicated_out;
   /// Where checkpoints for bootstraps are made (same filesystem as the
   /// primary: hard links); removed once shipped.
   std::string checkpoint_dir;

@@ -692,6 +692,11 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         return promise;
       },
       [=](watch_atom, caf::actor watcher) {
+        // Local only (as the gateway's own watch_atom): the events name every
+        // user's jobs, and a scheduler's handle reaches HA peers and clients.
+        // A remote campaign actor is registered by its member's own gateway.
+        auto sender = self->current_sender();
+        if (!sender || sender->node() != self->node()) return;
         // Not monitored: each server's gateway registers its one watcher,
         // and a message to one that went away is dropped.
         auto& w = self->state.watchers;

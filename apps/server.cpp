@@ -55,19 +55,12 @@ core::Expected<std::pair<actors::gateway_actor, uint16_t>> serve_gateway(caf::ac
   return std::make_pair(*gateway, *port);
 }
 
-/// This server's campaigns, dispatching through `gateway` and recorded in
-/// `<data_dir>/campaigns` (rebuilt from there now); the gateway is told
-/// where campaign requests go.
-core::Expected<actors::campaign_actor> serve_campaigns(caf::actor_system& sys, const ClusterConfig& config,
-                                                       actors::gateway_actor gateway) {
-  std::error_code ec;
-  std::filesystem::create_directories(config.storage.data_dir, ec);
-  auto store = storage::CampaignStore::open(config.storage.data_dir + "/campaigns");
-  if (!store) return store.error();
+/// How this server's campaigns read a campaign (the campaign file's reader,
+/// against the cluster's pools) and write one back; no gateway, no store yet.
+actors::CampaignActorConfig campaign_config(const ClusterConfig& config) {
   std::set<std::string> known_pools;
   for (const auto& p : config.partitions) known_pools.insert(p.pools.begin(), p.pools.end());
   actors::CampaignActorConfig cc;
-  cc.gateway = gateway;
   cc.read_campaign = [known_pools](const std::string& json) -> core::Expected<core::campaign::CampaignSpec> {
     auto draft = parse_campaign_file(json, "campaign");
     if (!draft) return draft.error();
@@ -79,8 +72,22 @@ core::Expected<actors::campaign_actor> serve_campaigns(caf::actor_system& sys, c
     std::string user = draft->spec.user.empty() ? "unknown" : draft->spec.user;
     return finish_campaign(std::move(*draft), ".", known_pools, user);
   };
-  cc.store = std::move(*store);
   cc.write_campaign = campaign_json;
+  return cc;
+}
+
+/// This server's campaigns, dispatching through `gateway` and recorded in
+/// `<data_dir>/campaigns` (rebuilt from there now); the gateway is told
+/// where campaign requests go.
+core::Expected<actors::campaign_actor> serve_campaigns(caf::actor_system& sys, const ClusterConfig& config,
+                                                       actors::gateway_actor gateway) {
+  std::error_code ec;
+  std::filesystem::create_directories(config.storage.data_dir, ec);
+  auto store = storage::CampaignStore::open(config.storage.data_dir + "/campaigns");
+  if (!store) return store.error();
+  auto cc = campaign_config(config);
+  cc.gateway = gateway;
+  cc.store = std::move(*store);
   auto campaigns = sys.spawn<caf::detached>(actors::campaigns, std::move(cc));
   caf::scoped_actor self{sys};  // the gateway takes this only from its own process
   self->send(gateway, actors::campaign_atom::value, campaigns);
@@ -111,6 +118,8 @@ int run_member(ClusterConfig& config, const ServerOptions& opt, caf::actor_syste
   mc.poll_interval = ha.poll_interval;
   mc.ack = *actors::parse_ack_mode(ha.ack);
   mc.replica_options = actors::logged_store_options(*storage::parse_sync_mode(config.storage.sync));
+  // The campaigns run on the owner of the first partition, recorded in its store.
+  mc.campaigns = campaign_config(config);
   for (const auto& p : config.partitions) {
     auto setup = partition_setup(config, p);
     // A member that died while bootstrapping a copy leaves half of one here.

@@ -14,10 +14,17 @@
 // | 'j', campaign id (u64), job id (u64)      | StoredCopy       |
 //
 // Values are short text records, one field per line (the spec last, as the
-// JSON the client sent). Every write is synced before it returns: a copy is
+// JSON the client sent).
+//
+// In an HA cluster the same records live in a partition's store instead
+// (in_partition): in its meta column family behind keys::kCampaignPrefix,
+// written through the partition's writer, so the change feed ships them to
+// the partition's standbys and whichever member owns that partition next
+// rebuilds the campaigns from its copy. Every write is synced before it returns: a copy is
 // recorded before its job is sent, so a crash between the two sends the same
 // job id again after the restart, which the gateway answers as the same job.
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -28,9 +35,12 @@
 
 namespace rocksdb {
 class DB;
+class WriteBatch;
 }
 
 namespace claimsched::storage {
+
+class PartitionStore;
 
 struct StoredCampaign {
   uint64_t id = 0;
@@ -60,6 +70,16 @@ class CampaignStore {
  public:
   /// Opens or creates the store in `dir`; the error names the directory.
   static core::Expected<std::unique_ptr<CampaignStore>> open(const std::string& dir);
+  /// Blocks until the partition's standbys hold its store up to the given
+  /// sequence (the [ha] ack rule), or says why not.
+  using AwaitReplication = std::function<core::Status(uint64_t sequence)>;
+  /// The records inside `partition`'s store (HA, see above); writes are
+  /// durable under that store's sync mode, and replicated through
+  /// `replicated` when set, when they return: the next owner knows every
+  /// copy whose job was sent. The partition's store stays open while this
+  /// lives.
+  static std::unique_ptr<CampaignStore> in_partition(std::shared_ptr<PartitionStore> partition,
+                                                     AwaitReplication replicated = {});
   ~CampaignStore();
   CampaignStore(const CampaignStore&) = delete;
   CampaignStore& operator=(const CampaignStore&) = delete;
@@ -81,8 +101,15 @@ class CampaignStore {
 
  private:
   CampaignStore() = default;
+  /// One record of load(), its key without the HA prefix.
+  core::Status read_record(std::string_view key, std::string_view value, Contents& out) const;
   std::string path_;
   std::unique_ptr<rocksdb::DB> db_;
+  /// Set instead of db_ (in_partition).
+  std::shared_ptr<PartitionStore> partition_;
+  AwaitReplication replicated_;
+  /// A write to the partition's store, then the wait for its standbys.
+  core::Status write_in_partition(rocksdb::WriteBatch batch);
 };
 
 }  // namespace claimsched::storage

@@ -157,6 +157,11 @@ inline constexpr std::string_view kAppliedSequence = "applied_sequence";
 /// the prefix then the pool's name; the value is when (a counter, wall ms).
 inline constexpr std::string_view kRemovedPoolPrefix = "removed_pool/";
 inline std::string removed_pool(std::string_view pool) { return std::string(kRemovedPoolPrefix) + std::string(pool); }
+/// Partition store (HA): the campaign records of the cluster's campaigns
+/// (storage/campaign_store.hpp) live in the meta family of the partition whose
+/// owner runs them, behind this prefix, so they reach its standbys with the
+/// partition's own changes.
+inline constexpr std::string_view kCampaignPrefix = "campaign/";
 
 // -- node store ---------------------------------------------------------------
 

@@ -54,8 +54,9 @@ Status decode_node(const Database& db, std::string_view key, std::string_view va
   return Status::ok();
 }
 
-/// Meta records: identity, epoch, applied_sequence, removed pools; anything
-/// else is corrupt.
+/// Meta records: identity, epoch, applied_sequence, removed pools, campaign
+/// records (read and checked by the campaign store, kept here as they are);
+/// anything else is corrupt.
 Status decode_meta(const Database& db, std::string_view key, std::string_view value,
                    PartitionMeta& meta, std::string* canonical) {
   if (key == keys::kIdentity) {
@@ -73,6 +74,10 @@ Status decode_meta(const Database& db, std::string_view key, std::string_view va
       return db.record_error(PartitionStore::kMeta, key, st.error());
     meta.removed_pools.emplace_back(key.substr(keys::kRemovedPoolPrefix.size()));
     if (canonical) *canonical = messages::encode_counter(when);
+    return Status::ok();
+  }
+  if (key.starts_with(keys::kCampaignPrefix) && key.size() > keys::kCampaignPrefix.size()) {
+    if (canonical) *canonical = std::string(value);
     return Status::ok();
   }
   uint64_t* target = key == keys::kEpoch              ? &meta.epoch

@@ -101,6 +101,11 @@ class HaCluster : public ClusterClient<HaCluster> {
   ProcessResult client(const std::string& args) const {
     return run_command(std::string(CLAIMSCHED_BINARY) + " " + args + " --server " + addresses() + " 2>&1");
   }
+  /// The client talking to member `name` only.
+  ProcessResult client_via(const std::string& name, const std::string& args) const {
+    return run_command(std::string(CLAIMSCHED_BINARY) + " " + args + " --server 127.0.0.1:" +
+                       std::to_string(ports_.at(name)) + " 2>&1");
+  }
   ProcessResult client_before_command(const std::string& args, const std::string& command) const {
     return run_command(std::string(CLAIMSCHED_BINARY) + " " + args + " --server " + addresses() + " -- " + command +
                        " 2>&1");

@@ -124,6 +124,129 @@ TEST_F(HaTest, AnOperatorsPartitionMoveWaitsForTheJobHoldingItsPoolThenTheNewOwn
   EXPECT_NE(back.out.find("partition 1: owned by " + first), std::string::npos) << back.out;
 }
 
+/// A campaign of `tasks` tasks in pool p1 that each take `seconds`, then
+/// append their index to `log`; its file's path.
+std::string ha_campaign_file(const HaCluster& cluster, const std::string& log, int tasks, double seconds) {
+  std::string path = cluster.dir() + "/campaign.toml";
+  std::ofstream(path) << "name = \"sweep\"\n"
+                      << "command = [\"/bin/sh\", \"-c\", \"sleep " << seconds << "; echo $CLAIMSCHED_TASK_INDEX >> "
+                      << log << "\"]\n"
+                      << "range = \"1.." << tasks
+                      << "\"\nresources = \"cpu=1,memory=100Mi\"\npools = [\"p1\"]\n"
+                      // Nothing withdrawn, no replicas: each index runs once
+                      // unless something is lost or sent twice.
+                      << "max_waiting = 100\nallowed_waiting = 100\nfinalize_replicas = 0\n";
+  return path;
+}
+
+/// Campaign `id`'s status through member `via` (null if it does not answer).
+std::optional<nlohmann::json> ha_campaign_status(const HaCluster& cluster, const std::string& via, uint64_t id) {
+  auto r = via.empty() ? cluster.client("campaign status --json " + std::to_string(id))
+                       : cluster.client_via(via, "campaign status --json " + std::to_string(id));
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (r.exit_code != 0 || !j.is_object()) return std::nullopt;
+  return j;
+}
+
+TEST_F(HaTest, ACampaignSubmittedThroughAMemberThatDoesNotRunTheCampaignsRunsToTheEnd) {
+  start_all();
+  std::string runner = cluster.owner(1);  // the campaign partition's owner
+  std::string other = runner == "m1" ? "m2" : "m1";
+  std::string log = cluster.dir() + "/ran.log";
+  auto submitted = cluster.client_via(other, "campaign submit " + ha_campaign_file(cluster, log, 12, 0.1));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << HaCluster::read_file(cluster.log(other));
+  uint64_t id = std::stoull(submitted.out);
+  ASSERT_TRUE(HaCluster::wait_until(
+      [&] {
+        auto s = ha_campaign_status(cluster, other, id);
+        return s && s->value("state", "") == "done";
+      },
+      60s))
+      << ha_campaign_status(cluster, other, id).value_or(nlohmann::json{}).dump(2);
+  EXPECT_EQ(check_completed_once(log, 12), "");
+  // One campaign actor in the cluster: every member answers for the same one.
+  for (const char* m : {"m1", "m2", "m3"}) {
+    auto s = ha_campaign_status(cluster, m, id);
+    ASSERT_TRUE(s) << m;
+    EXPECT_EQ(s->value("done", 0), 12) << m << ": " << s->dump(2);
+  }
+  EXPECT_NE(HaCluster::read_file(cluster.log(runner)).find("runs the cluster's campaigns"), std::string::npos);
+  EXPECT_EQ(HaCluster::read_file(cluster.log(other)).find("runs the cluster's campaigns"), std::string::npos);
+}
+
+TEST_F(HaTest, ACampaignWhoseMemberIsKilledFinishesOnAnotherWithEveryIndexOnce) {
+  constexpr int kTasks = 40;
+  start_all();
+  std::string runner = cluster.owner(1);
+  std::string log = cluster.dir() + "/ran.log";
+  auto submitted = cluster.client("campaign submit " + ha_campaign_file(cluster, log, kTasks, 0.5));
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  uint64_t id = std::stoull(submitted.out);
+  auto lines = [&] {
+    std::istringstream in(HaCluster::read_file(log));
+    int n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  };
+  ASSERT_TRUE(HaCluster::wait_until([&] { return lines() >= kTasks / 4; }, 60s));
+  ASSERT_LT(lines(), kTasks) << "killed mid-campaign, not at its end";
+  cluster.signal_member(runner, SIGKILL);
+  std::string next = cluster.wait_for_new_owner(1, runner, 15s);
+  ASSERT_NE(next, "");
+  std::optional<nlohmann::json> last;
+  ASSERT_TRUE(HaCluster::wait_until(
+      [&] {
+        last = ha_campaign_status(cluster, next, id);
+        return last && last->value("state", "") == "done";
+      },
+      120s))
+      << last.value_or(nlohmann::json{}).dump(2) << HaCluster::read_file(cluster.log(next));
+  // Late runs would show as extra lines: give them a moment.
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(check_completed_once(log, kTasks), "");
+  EXPECT_EQ(last->value("done", 0), kTasks);
+  // Rebuilt from the partition's standby copy, not started afresh.
+  EXPECT_NE(HaCluster::read_file(cluster.log(next)).find("campaign " + std::to_string(id) + ": restored"),
+            std::string::npos)
+      << HaCluster::read_file(cluster.log(next));
+}
+
+TEST(HaCampaigns, ACampaignHearsOfItsJobsOnAnotherMembersPartitionWithoutPollingThem) {
+  HaCluster cluster(2);
+  for (const char* m : {"m1", "m2", "m3"}) ASSERT_NO_FATAL_FAILURE(cluster.start_member(m));
+  ASSERT_TRUE(cluster.wait_for_owners()) << HaCluster::read_file(cluster.log("m1"));
+  // Partitions spread over the members: the one owning p2 is not the one
+  // running the campaigns (the owner of partition 1).
+  ASSERT_TRUE(HaCluster::wait_until([&] { return cluster.owner(1) != cluster.owner(2); }, 20s));
+  cluster.start_agent("a1", "p1", "cpu=2,memory=4Gi");
+  cluster.start_agent("a2", "p2", "cpu=2,memory=4Gi");
+  ASSERT_TRUE(HaCluster::wait_until([&] { return cluster.alive_nodes() == 2; }, 20s));
+  std::string log = cluster.dir() + "/ran.log";
+  std::string path = cluster.dir() + "/campaign.toml";
+  std::ofstream(path)
+      << "name = \"split\"\ncommand = [\"/bin/sh\", \"-c\", \"sleep 0.2; echo $CLAIMSCHED_TASK_INDEX >> " << log
+      << "\"]\nrange = \"1..16\"\nresources = \"cpu=1,memory=100Mi\"\npools = [\"p1\", \"p2\"]\n"
+      << "max_waiting = 100\nallowed_waiting = 100\nfinalize_replicas = 0\n";
+  auto submitted = cluster.client("campaign submit " + path);
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out;
+  uint64_t id = std::stoull(submitted.out);
+  auto start = std::chrono::steady_clock::now();
+  std::optional<nlohmann::json> last;
+  ASSERT_TRUE(HaCluster::wait_until(
+      [&] {
+        last = ha_campaign_status(cluster, "", id);
+        return last && last->value("state", "") == "done";
+      },
+      60s))
+      << last.value_or(nlohmann::json{}).dump(2);
+  // Left to its fallback status requests (one per job every 30 s), the
+  // copies on p2's owner would hold the campaign past 30 s.
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 25s);
+  EXPECT_EQ(check_completed_once(log, 16), "");
+  for (const auto& pool : (*last)["pools"])
+    EXPECT_GT(pool.value("succeeded", 0), 0) << "both partitions' pools ran tasks: " << last->dump(2);
+}
+
 TEST(HaPoolRemove, EveryMemberLearnsOfARemovalThatWentThroughAnother) {
   HaCluster cluster(2);
   for (const char* m : {"m1", "m2"}) ASSERT_NO_FATAL_FAILURE(cluster.start_member(m));
@@ -139,7 +262,8 @@ TEST(HaPoolRemove, EveryMemberLearnsOfARemovalThatWentThroughAnother) {
           return HaCluster::read_file(cluster.log(m)).find("node a2: pool 'p2' was removed") != std::string::npos;
         },
         15s))
-        << m << ":\n" << HaCluster::read_file(cluster.log(m));
+        << m << ":\n"
+        << HaCluster::read_file(cluster.log(m));
 }
 
 TEST_F(HaTest, AMemberWaitsForEtcdAndSaysSo) {

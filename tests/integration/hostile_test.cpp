@@ -24,8 +24,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <memory>
 
 #include "actors/connect.hpp"
 #include "actors/registration.hpp"
@@ -146,6 +148,24 @@ class CafClient {
   actors::node_actor fake_node() {
     dummies_.push_back(sys_.spawn([]() -> caf::behavior { return {[](int) {}}; }));
     return caf::actor_cast<actors::node_actor>(dummies_.back());
+  }
+
+  /// Partition `id`'s scheduler as the gateway names it to HA peers (null
+  /// if it does not).
+  actors::scheduler_actor scheduler_of(uint32_t id) {
+    actors::scheduler_actor out;
+    self_->request(gateway_, std::chrono::seconds(10), actors::partition_atom::value, id)
+        .receive([&](actors::scheduler_actor& s, actors::change_feed_actor&, uint64_t) { out = std::move(s); },
+                 [&](caf::error&) {});
+    return out;
+  }
+
+  /// An actor that counts the job events (watch_atom) it is told of.
+  caf::actor spy(std::shared_ptr<std::atomic<int>> heard) {
+    dummies_.push_back(sys_.spawn([heard]() -> caf::behavior {
+      return {[heard](actors::watch_atom, const std::vector<core::JobId>&) { ++*heard; }};
+    }));
+    return dummies_.back();
   }
 
   bool connected() const { return gateway_ != nullptr; }
@@ -368,8 +388,19 @@ TEST_F(HostileTest, CafRequestsOfTheWrongTypeOrPastALimitGetErrors) {
   EXPECT_EQ(error_of(answer).code, core::Errc::duplicate) << error_of(answer).message;
   EXPECT_EQ(cluster.alive_nodes(), 1);
 
+  // A scheduler's job events are local only: a stranger that got its handle
+  // (without [auth] the gateway answers HA peers' partition question to
+  // anyone) and asks for them hears of no job (the one run below).
+  auto scheduler = hostile.scheduler_of(1);
+  ASSERT_TRUE(scheduler) << "the gateway named no scheduler for partition 1";
+  auto heard = std::make_shared<std::atomic<int>>(0);
+  auto spy = hostile.spy(heard);
+  caf::anon_send(scheduler, actors::watch_atom::value, spy);
+
   // The well-behaved client, while the hostile one is still connected.
   a_job_runs("with the hostile client connected");
+  std::this_thread::sleep_for(300ms);
+  EXPECT_EQ(heard->load(), 0) << "a remote actor was told of job events";
   ASSERT_NO_FATAL_FAILURE(still_serving());
 }
 

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include "storage/change_log.hpp"
+#include "storage/partition_store.hpp"
 #include "tests/storage/storage_test_util.hpp"
 
 namespace claimsched::storage {
@@ -44,6 +46,50 @@ TEST(CampaignStore, AReopenedStoreHoldsEachCampaignAndTheLatestStateOfEachCopy) 
   EXPECT_EQ(copy.pool, "lyon");
   EXPECT_TRUE(copy.replica);
   EXPECT_EQ(copy.state, StoredCopy::State::succeeded);
+}
+
+// HA: the records live in a partition's store, travel with its change log,
+// and a standby that follows it holds them for the next owner; the
+// partition's own recovery reads past them.
+TEST(CampaignStore, RecordsInAPartitionStoreReachItsStandbyAndLeaveItsRecoveryAlone) {
+  TempDir tmp;
+  auto primary = PartitionStore::open(tmp / "primary", partition_id());
+  ASSERT_TRUE(primary) << primary.error().message;
+  std::shared_ptr<PartitionStore> shared = std::move(*primary);
+  auto seq = shared->database().checkpoint(tmp / "standby");
+  ASSERT_TRUE(seq) << seq.error().message;
+  auto standby = PartitionStore::open(tmp / "standby", partition_id());
+  ASSERT_TRUE(standby) << standby.error().message;
+  ReplicaApplier applier{(*standby)->database()};
+  ChangeLog log{shared->database(), applier.applied_sequence() + 1};
+
+  auto store = CampaignStore::in_partition(shared);
+  ASSERT_TRUE(store->put(StoredCampaign{3, 1, core::TimePoint{10}, false, "{\"name\": \"sweep\"}"}));
+  ASSERT_TRUE(store->put(
+      {StoredCopy{3, core::JobId{40}, 0, "lyon", false, core::TimePoint{11}},
+       StoredCopy{3, core::JobId{41}, 1, "lyon", false, core::TimePoint{11}, StoredCopy::State::succeeded}}));
+  auto b = shared->batch();
+  b.set_epoch(5);
+  ASSERT_TRUE(shared->write(std::move(b)));
+
+  auto read = log.read(256);
+  ASSERT_TRUE(read) << read.error().message;
+  ASSERT_FALSE(read->need_bootstrap);
+  ASSERT_TRUE(applier.apply(read->batches));
+  EXPECT_EQ(applier.applied_sequence(), shared->latest_sequence());
+
+  std::shared_ptr<PartitionStore> next = std::move(*standby);
+  auto meta = next->read_meta();
+  ASSERT_TRUE(meta) << meta.error().message;
+  EXPECT_EQ(meta->epoch, 5u);
+  ASSERT_TRUE(next->count()) << next->count().error().message;
+  auto contents = CampaignStore::in_partition(next)->load();
+  ASSERT_TRUE(contents) << contents.error().message;
+  ASSERT_EQ(contents->campaigns.size(), 1u);
+  EXPECT_EQ(contents->campaigns[0].spec_json, "{\"name\": \"sweep\"}");
+  ASSERT_EQ(contents->copies[3].size(), 2u);
+  EXPECT_EQ(contents->copies[3][1].index, 1u);
+  EXPECT_EQ(contents->copies[3][1].state, StoredCopy::State::succeeded);
 }
 
 }  // namespace
