@@ -191,14 +191,13 @@ core::Expected<std::string, StartError> lazy_output_path(const std::string& give
   fs::path parent = path.parent_path();
   fs::create_directories(parent, ec);
   if (ec)
-    return io_error("cannot create the directory " + in_quotes(parent.string()) + " for " + what + ": " +
-                        ec.message(),
+    return io_error("cannot create the directory " + in_quotes(parent.string()) + " for " + what + ": " + ec.message(),
                     core::SpawnStage::output, ec.value());
   if (::access(parent.c_str(), W_OK | X_OK) != 0) {
     int err = errno;
-    return io_error(std::string("cannot create the ") + what + " file " + in_quotes(path.string()) + ": " +
-                        errno_text(err),
-                    core::SpawnStage::output, err);
+    return io_error(
+        std::string("cannot create the ") + what + " file " + in_quotes(path.string()) + ": " + errno_text(err),
+        core::SpawnStage::output, err);
   }
   return path.string();
 }

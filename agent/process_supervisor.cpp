@@ -411,8 +411,7 @@ struct ProcessSupervisor::Impl {
   /// ones) cost none, and a task that allocates fast still overshoots by at
   /// most (rate x interval) before its first sample, as between two samples.
   bool sampled_now(const Child& c, Clock::time_point now) const {
-    return limited(c) &&
-           now - c.started >= std::chrono::duration_cast<Clock::duration>(options.memory_sample_interval);
+    return limited(c) && now - c.started >= std::chrono::duration_cast<Clock::duration>(options.memory_sample_interval);
   }
 
   /// When the next sample is due, if any limited task runs: one interval
@@ -424,8 +423,7 @@ struct ProcessSupervisor::Impl {
     for (const auto& [handle, c] : children)
       if (limited(c) && (!oldest || c.started < *oldest)) oldest = c.started;
     if (!oldest) return std::nullopt;
-    return std::max(next_sample,
-                    *oldest + std::chrono::duration_cast<Clock::duration>(options.memory_sample_interval));
+    return std::max(next_sample, *oldest + std::chrono::duration_cast<Clock::duration>(options.memory_sample_interval));
   }
 
   void do_kill(uint64_t handle, std::string reason) {

@@ -132,8 +132,7 @@ TEST_F(ProcessExecutorTest, LogsOfATaskThatPrintedNothingAreEmptyAndItLeftNoFile
   actors::ProcessExecutor agent(dir_);
   for (const auto& a : tasks) ASSERT_TRUE(agent.start(node_, spec_, a));
   auto deadline = std::chrono::steady_clock::now() + 20s;
-  while (std::chrono::steady_clock::now() < deadline &&
-         !(agent.recorded_end(tasks[0]) && agent.recorded_end(tasks[1])))
+  while (std::chrono::steady_clock::now() < deadline && !(agent.recorded_end(tasks[0]) && agent.recorded_end(tasks[1])))
     std::this_thread::sleep_for(20ms);
   ASSERT_TRUE(agent.recorded_end(tasks[0]) && agent.recorded_end(tasks[1])) << "the tasks did not end";
 
