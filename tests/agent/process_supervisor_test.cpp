@@ -654,6 +654,16 @@ TEST_F(ProcessSupervisorTest, WithoutAKeeperProgramTheKeeperIsAForkAndGivesTheSa
   std::string out = read_file(dir_ / "out.txt");
   EXPECT_EQ(out.find("claimsched-keeper"), std::string::npos) << out;
   EXPECT_NE(out.find("agent_tests"), std::string::npos) << out;
+  // A forked keeper copies lazily made output as the spawned one does.
+  auto lazy = shell("echo lazy; echo err >&2");
+  lazy.lazy_output = true;
+  lazy.stdout_path = (dir_ / "lazy.out").string();
+  lazy.stderr_path = (dir_ / "lazy.err").string();
+  auto lazy_handle = supervisor.start(lazy);
+  ASSERT_TRUE(lazy_handle) << lazy_handle.error().to_string();
+  ASSERT_TRUE(exits.wait(*lazy_handle));
+  EXPECT_EQ(read_file(dir_ / "lazy.out"), "lazy\n");
+  EXPECT_EQ(read_file(dir_ / "lazy.err"), "err\n");
   auto sleeper = supervisor.start(shell("exec sleep 30"));
   ASSERT_TRUE(sleeper) << sleeper.error().to_string();
   supervisor.kill(*sleeper, "test");
