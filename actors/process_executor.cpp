@@ -87,6 +87,10 @@ core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec
   ls.workdir = launch.workdir;
   ls.stdout_path = stdout_path(a.task);
   ls.stderr_path = stderr_path(a.task);
+  // Made at the task's first byte: most tasks of a burst of short ones print
+  // nothing, and a new file per stream was most of the agent's cost per task
+  // on an ext4 without a journal (bench/README.md, e2e).
+  ls.lazy_output = true;
   ls.exit_path = exit_path(a.task, a.claim_id);
   ls.max_run_time = launch.max_run_time;
   // What the job asked for is what it may hold (agent/memory_limit.hpp).
@@ -344,6 +348,13 @@ core::Expected<core::LogChunk> ProcessExecutor::read_output(const core::LogReque
   auto chunk = agent::read_output_file(path, request.offset, request.tail_lines,
                                        request.max_bytes == 0 ? core::kMaxLogChunk
                                                               : std::min(request.max_bytes, core::kMaxLogChunk));
+  // Its files are made at its first byte (LaunchSpec::lazy_output): a task
+  // that ran here (its job's directory is here) and printed nothing on the
+  // stream has no file, and an empty output.
+  std::error_code ec;
+  if (!chunk && chunk.error().code == core::Errc::unknown_name &&
+      std::filesystem::is_directory(output_dir_ + "/" + std::to_string(request.task.job.value), ec))
+    return core::LogChunk{};
   if (!chunk)
     return core::make_error(chunk.error().code, "task " + std::to_string(request.task.job.value) + "." +
                                                     std::to_string(request.task.index) + ": " + chunk.error().message);

@@ -10,7 +10,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <fstream>
+#include <initializer_list>
 
 namespace claimsched::agent::keeper {
 
@@ -107,6 +109,52 @@ void write_exit_file(const Args& a, int status, bool durable) {
   ::_exit(127);
 }
 
+/// One stream the keeper copies from the task's pipe into its file, which
+/// it creates at the first byte (Args::stdout_path).
+struct Relay {
+  int pipe = -1;  // read end, non-blocking; -1: none
+  const char* path = nullptr;
+  int file = -1;  // -1: not created yet
+};
+
+/// Sets `relay` up as the task's descriptor(s) `targets` (1, 2 or both): a
+/// pipe whose write end the task gets. The keeper keeps its own copy of the
+/// write end, so the read end never reports a hang-up while the task lives.
+void open_relay(Relay& relay, const char* path, Stage stage, std::initializer_list<int> targets) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC | O_NONBLOCK) != 0) fail(kReportFd, stage);
+  // The write end blocks: a task that prints faster than the keeper copies waits.
+  if (::fcntl(fds[1], F_SETFL, 0) != 0) fail(kReportFd, stage);
+  for (int target : targets)
+    if (::dup2(fds[1], target) < 0) fail(kReportFd, stage);
+  ::close(fds[1]);
+  relay.pipe = fds[0];
+  relay.path = path;
+}
+
+/// Copies what the pipe holds into the file (created now if need be), at
+/// most `max_rounds` pipe-fuls. If the file cannot be created or written
+/// (a full disk), the rest of the stream is read and dropped, as the task's
+/// own writes to such a file would have failed.
+void pump(Relay& relay, int max_rounds) {
+  static char buffer[1 << 16];
+  for (int round = 0; relay.pipe >= 0 && round < max_rounds; ++round) {
+    ssize_t got = ::read(relay.pipe, buffer, sizeof buffer);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return;  // drained (EAGAIN), or no writer left
+    if (relay.file == -1) {
+      relay.file = ::open(relay.path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOCTTY, 0666);
+      if (relay.file < 0) relay.file = -2;  // nowhere to write: dropped
+    }
+    for (ssize_t done = 0; relay.file >= 0 && done < got;) {
+      ssize_t n = ::write(relay.file, buffer + done, static_cast<size_t>(got - done));
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      done += n;
+    }
+  }
+}
+
 }  // namespace
 
 [[noreturn]] void run(const Args& a) {
@@ -130,6 +178,13 @@ void write_exit_file(const Args& a, int status, bool durable) {
   if (::dup2(a.stderr_fd, 2) < 0) fail(a.report_fd, Stage::dup_stderr);
   if (a.workdir != nullptr && ::chdir(a.workdir) != 0) fail(a.report_fd, Stage::chdir);
   settle_descriptors(a);
+  Relay out, err;
+  if (a.stdout_path != nullptr && a.stderr_path != nullptr && std::strcmp(a.stdout_path, a.stderr_path) == 0) {
+    open_relay(out, a.stdout_path, Stage::dup_stdout, {1, 2});
+  } else {
+    if (a.stdout_path != nullptr) open_relay(out, a.stdout_path, Stage::dup_stdout, {1});
+    if (a.stderr_path != nullptr) open_relay(err, a.stderr_path, Stage::dup_stderr, {2});
+  }
 
   const pid_t self = ::getpid();
   pid_t task = ::vfork();
@@ -149,11 +204,16 @@ void write_exit_file(const Args& a, int status, bool durable) {
       status = 127 << 8;  // cannot happen for our own child; end as "not run"
       break;
     }
-    pollfd fds[2];
+    pollfd fds[4];
     nfds_t n = 0;
     if (control_open) fds[n++] = {kControlFd, POLLIN, 0};
     if (pidfd >= 0) fds[n++] = {pidfd, POLLIN, 0};
+    const nfds_t relays = n;
+    for (Relay* r : {&out, &err})
+      if (r->pipe >= 0) fds[n++] = {r->pipe, POLLIN, 0};
     ::poll(fds, n, pidfd >= 0 ? -1 : kPollMs);
+    for (nfds_t i = relays; i < n; ++i)
+      if (fds[i].revents != 0) pump(fds[i].fd == out.pipe ? out : err, 4);
     if (control_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       char byte = 0;
       ssize_t got = ::read(kControlFd, &byte, 1);
@@ -174,6 +234,10 @@ void write_exit_file(const Args& a, int status, bool durable) {
       }
     }
   }
+  // What the task wrote last; a pipe that stays full (a leftover of the
+  // task that keeps writing) holds the keeper back a bounded while only.
+  pump(out, 64);
+  pump(err, 64);
   // Recorded before the keeper ends: an agent killed after the task ended
   // but before it heard so learns the end from here when it comes back,
   // instead of running a finished task again. Durable only when no agent

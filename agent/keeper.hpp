@@ -3,7 +3,9 @@
 // A task's keeper: the process the supervisor forks for every task. It sets
 // the task's session, files and directory up, starts the task (vfork +
 // execve) and waits for it, then ends the way the task ended (same exit
-// code, same signal), so the supervisor sees the task's own status.
+// code, same signal), so the supervisor sees the task's own status. With
+// Args::stdout_path (stderr_path) it also copies the task's output from a
+// pipe into its file, made at the first byte (LaunchSpec::lazy_output).
 //
 // Why a process between the agent and the task: so that a task can outlive
 // its agent. When the agent stops on purpose (drain, `local-cluster.sh
@@ -66,6 +68,13 @@ struct Args {
   /// before its exec (so that no instruction of it runs unlimited);
   /// nullptr: none (agent/memory_limit.hpp limits it from outside).
   const char* cgroup_procs = nullptr;
+  /// Set: the task's standard output (error) is a pipe the keeper copies
+  /// into this file, which it creates (O_APPEND, 0666 & ~umask) only when the
+  /// first byte comes: a task that prints nothing leaves no file. The same
+  /// path for both: one pipe, so their lines interleave as written. Unset:
+  /// the task gets stdout_fd (stderr_fd) itself.
+  const char* stdout_path = nullptr;
+  const char* stderr_path = nullptr;
 };
 
 /// The byte that tells a keeper to outlive the agent.

@@ -58,6 +58,8 @@ pid_t spawn_keeper(const std::string& keeper_binary, const keeper::Args& a) {
                                 a.exit_path ? a.exit_path : "",
                                 a.exit_tmp_path ? a.exit_tmp_path : "",
                                 a.cgroup_procs ? a.cgroup_procs : "",
+                                a.stdout_path ? a.stdout_path : "",
+                                a.stderr_path ? a.stderr_path : "",
                                 a.path};
   std::vector<char*> argv;
   for (auto& s : head) argv.push_back(s.data());

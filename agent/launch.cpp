@@ -174,6 +174,34 @@ core::Expected<UniqueFd, StartError> open_output(const std::string& given, const
   return above_stdio(std::move(fd));
 }
 
+/// LaunchSpec::lazy_output: the absolute path the keeper creates at the
+/// first byte, with its directory made and checked writable now; empty if the
+/// file is opened now instead (no path given, or one that exists already:
+/// opening it costs no new file, and a FIFO or a device keeps its meaning).
+core::Expected<std::string, StartError> lazy_output_path(const std::string& given, const std::string& workdir,
+                                                         const char* what) {
+  if (given.empty()) return std::string();
+  std::error_code ec;
+  fs::path path(given);
+  if (path.is_relative() && !workdir.empty()) path = fs::path(workdir) / path;
+  path = fs::absolute(path, ec).lexically_normal();
+  if (ec) return std::string();  // open_output says what is wrong
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0 || errno != ENOENT) return std::string();
+  fs::path parent = path.parent_path();
+  fs::create_directories(parent, ec);
+  if (ec)
+    return io_error("cannot create the directory " + in_quotes(parent.string()) + " for " + what + ": " + ec.message(),
+                    core::SpawnStage::output, ec.value());
+  if (::access(parent.c_str(), W_OK | X_OK) != 0) {
+    int err = errno;
+    return io_error(
+        std::string("cannot create the ") + what + " file " + in_quotes(path.string()) + ": " + errno_text(err),
+        core::SpawnStage::output, err);
+  }
+  return path.string();
+}
+
 }  // namespace
 
 core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec) {
@@ -221,10 +249,20 @@ core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec) {
   auto stdin_fd = above_stdio(std::move(in));
   if (!stdin_fd) return stdin_fd.error();
   p.stdin_fd = std::move(*stdin_fd);
-  auto out = open_output(spec.stdout_path, p.workdir, "stdout");
+  if (spec.lazy_output) {
+    auto lazy_out = lazy_output_path(spec.stdout_path, p.workdir, "stdout");
+    if (!lazy_out) return lazy_out.error();
+    p.lazy_stdout = std::move(*lazy_out);
+    auto lazy_err = lazy_output_path(spec.stderr_path, p.workdir, "stderr");
+    if (!lazy_err) return lazy_err.error();
+    p.lazy_stderr = std::move(*lazy_err);
+  }
+  // A stream the keeper creates lazily starts as /dev/null here: the keeper
+  // puts its pipe in place.
+  auto out = open_output(p.lazy_stdout.empty() ? spec.stdout_path : "", p.workdir, "stdout");
   if (!out) return out.error();
   p.stdout_fd = std::move(*out);
-  auto err = open_output(spec.stderr_path, p.workdir, "stderr");
+  auto err = open_output(p.lazy_stderr.empty() ? spec.stderr_path : "", p.workdir, "stderr");
   if (!err) return err.error();
   p.stderr_fd = std::move(*err);
 

@@ -62,6 +62,9 @@ struct Prepared {
   int64_t cpu_millicores = 0;
   int max_fd = 0;
   std::string exit_path, exit_tmp_path;  // empty: the keeper writes none
+  /// LaunchSpec::lazy_output: the files the keeper creates at the first byte
+  /// (absolute); empty: stdout_fd (stderr_fd) is the task's.
+  std::string lazy_stdout, lazy_stderr;
 };
 
 core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec);

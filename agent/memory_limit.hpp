@@ -16,7 +16,10 @@
 //
 // Limits of the fallback (a delegated cgroup v2 tree has none of them,
 // agent/cgroup.hpp): a task that allocates faster than the sampling interval
-// overshoots by up to (rate x interval) before it dies; processes that leave
+// overshoots by up to (rate x interval) before it dies (a task is first
+// sampled once it has run one interval, between one and two intervals after
+// its start: a sample reads every process's stat file, and most tasks of a
+// burst of short ones end before they would be seen); processes that leave
 // the task's process group (setsid) are not counted; shared pages (a forked
 // worker pool's copy-on-write pages, shared memory) count once per process
 // that maps them; page cache is not counted. RLIMIT_NPROC is not set either:

@@ -148,6 +148,8 @@ struct ProcessSupervisor::Impl {
     /// LaunchSpec::memory_limit_bytes (0: none); the most its group held in
     /// a sample, and what it held when it was killed for it.
     uint64_t memory_limit = 0;
+    /// When it started: it is first sampled one interval later.
+    Clock::time_point started{};
     uint64_t sampled_peak = 0;
     uint64_t resident_at_kill = 0;
     /// Started from a spawned keeper: wait4's peak is the task's own.
@@ -246,7 +248,9 @@ struct ProcessSupervisor::Impl {
                       p.max_fd,
                       p.exit_path.empty() ? nullptr : p.exit_path.c_str(),
                       p.exit_tmp_path.empty() ? nullptr : p.exit_tmp_path.c_str(),
-                      cgroup_procs.empty() ? nullptr : cgroup_procs.c_str()};
+                      cgroup_procs.empty() ? nullptr : cgroup_procs.c_str(),
+                      p.lazy_stdout.empty() ? nullptr : p.lazy_stdout.c_str(),
+                      p.lazy_stderr.empty() ? nullptr : p.lazy_stderr.c_str()};
     const auto started = Clock::now();
     pid_t pid = 0;
     if (!keeper_binary.empty()) {
@@ -293,6 +297,7 @@ struct ProcessSupervisor::Impl {
     child.command = p.command;
     child.max_run_time = p.max_run_time;
     child.memory_limit = p.memory_limit_bytes;
+    child.started = started;
     child.spawned = !keeper_binary.empty();
     child.cgroup = task_cgroup;
     if (p.max_run_time.count() > 0)
@@ -364,15 +369,16 @@ struct ProcessSupervisor::Impl {
   /// those over it at once: more memory is what it must not take meanwhile.
   void enforce_memory(Clock::time_point now) {
     if (options.memory_sample_interval.count() <= 0 || now < next_sample) return;
-    next_sample = now + std::chrono::duration_cast<Clock::duration>(options.memory_sample_interval);
+    const auto interval = std::chrono::duration_cast<Clock::duration>(options.memory_sample_interval);
     std::set<pid_t> groups;
     for (const auto& [handle, c] : children)
-      if (c.memory_limit > 0 && !c.adopted && c.cgroup.empty()) groups.insert(c.pid);
+      if (sampled_now(c, now)) groups.insert(c.pid);
     if (groups.empty()) return;
+    next_sample = now + interval;
     auto sampled = sample_groups("/proc", groups);
     for (auto& [handle, c] : children) {
       auto it = sampled.find(c.pid);
-      if (c.memory_limit == 0 || c.adopted || !c.cgroup.empty() || it == sampled.end()) continue;
+      if (!sampled_now(c, now) || it == sampled.end()) continue;
       const uint64_t resident = it->second.resident_bytes;
       c.sampled_peak = std::max(c.sampled_peak, resident);
       if (resident <= c.memory_limit || c.ending == TaskExit::How::oom_killed) continue;
@@ -396,11 +402,28 @@ struct ProcessSupervisor::Impl {
     }
   }
 
-  bool any_memory_limit() const {
-    if (options.memory_sample_interval.count() <= 0) return false;
+  /// A task whose memory the samples limit (no cgroup does it).
+  static bool limited(const Child& c) { return c.memory_limit > 0 && !c.adopted && c.cgroup.empty(); }
+
+  /// Limited and started at least one interval ago. A sample reads the stat
+  /// file of every process on the machine, so it waits for a task that has
+  /// lived an interval: tasks shorter than that (most of a burst of short
+  /// ones) cost none, and a task that allocates fast still overshoots by at
+  /// most (rate x interval) before its first sample, as between two samples.
+  bool sampled_now(const Child& c, Clock::time_point now) const {
+    return limited(c) && now - c.started >= std::chrono::duration_cast<Clock::duration>(options.memory_sample_interval);
+  }
+
+  /// When the next sample is due, if any limited task runs: one interval
+  /// after the last sample, and not before the oldest limited task has lived
+  /// one interval.
+  std::optional<Clock::time_point> next_memory_sample() const {
+    if (options.memory_sample_interval.count() <= 0) return std::nullopt;
+    std::optional<Clock::time_point> oldest;
     for (const auto& [handle, c] : children)
-      if (c.memory_limit > 0 && !c.adopted && c.cgroup.empty()) return true;
-    return false;
+      if (limited(c) && (!oldest || c.started < *oldest)) oldest = c.started;
+    if (!oldest) return std::nullopt;
+    return std::max(next_sample, *oldest + std::chrono::duration_cast<Clock::duration>(options.memory_sample_interval));
   }
 
   void do_kill(uint64_t handle, std::string reason) {
@@ -606,10 +629,8 @@ struct ProcessSupervisor::Impl {
 
       std::optional<Clock::time_point> next_timer;
       auto consider = [&](Clock::time_point t) { next_timer = next_timer ? std::min(*next_timer, t) : t; };
-      if (any_memory_limit()) {
-        enforce_memory(now);
-        consider(next_sample);
-      }
+      enforce_memory(now);
+      if (auto due = next_memory_sample()) consider(*due);
       if (!cgroups_to_remove.empty()) {
         remove_leftover_cgroups();
         if (!cgroups_to_remove.empty()) consider(now + kPollInterval);

@@ -73,6 +73,11 @@ struct LaunchSpec {
   /// directories. A relative path is relative to workdir. Empty means
   /// /dev/null. Both may name the same file.
   std::string stdout_path, stderr_path;
+  /// The output files are made only when the task writes to them: the task's
+  /// stdout and stderr are pipes its keeper copies into the files, created at
+  /// the first byte (keeper.hpp). A task that prints nothing costs no file.
+  /// Their directories are still created (and must be writable) at the start.
+  bool lazy_output = false;
   /// Measured from the fork; when exceeded the process group is terminated
   /// (SIGTERM, SIGKILL after the grace) and the exit is How::timed_out.
   /// Zero means no limit; negative is invalid.

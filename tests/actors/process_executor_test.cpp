@@ -119,5 +119,42 @@ TEST_F(ProcessExecutorTest, AnExitZeroWithoutTheDeclaredOutputSaysSoInTheTaskEnd
   EXPECT_FALSE(ends[3]->end.output_missing);
 }
 
+TEST_F(ProcessExecutorTest, LogsOfATaskThatPrintedNothingAreEmptyAndItLeftNoFiles) {
+  auto task = [](uint32_t index, const std::string& script) {
+    core::Allocation a;
+    a.task = core::TaskRef{core::JobId{8}, index};
+    a.claim_id = core::ClaimId{300 + index};
+    a.running = true;
+    a.launch = core::LaunchRef(core::TaskLaunch{{"/bin/sh", "-c", script}, {}, "", {}, ""});
+    return a;
+  };
+  std::vector<core::Allocation> tasks = {task(0, "true"), task(1, "echo hi; echo oops >&2")};
+  actors::ProcessExecutor agent(dir_);
+  for (const auto& a : tasks) ASSERT_TRUE(agent.start(node_, spec_, a));
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline && !(agent.recorded_end(tasks[0]) && agent.recorded_end(tasks[1])))
+    std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(agent.recorded_end(tasks[0]) && agent.recorded_end(tasks[1])) << "the tasks did not end";
+
+  EXPECT_FALSE(std::filesystem::exists(agent.stdout_path(tasks[0].task))) << "made at the first byte only";
+  EXPECT_FALSE(std::filesystem::exists(agent.stderr_path(tasks[0].task)));
+  for (bool err : {false, true}) {
+    auto quiet = agent.read_output(core::LogRequest{tasks[0].task, err});
+    ASSERT_TRUE(quiet) << quiet.error().message;
+    EXPECT_EQ(quiet->data, "");
+    EXPECT_EQ(quiet->size, 0u);
+  }
+  auto out = agent.read_output(core::LogRequest{tasks[1].task, false});
+  ASSERT_TRUE(out) << out.error().message;
+  EXPECT_EQ(out->data, "hi\n");
+  auto err = agent.read_output(core::LogRequest{tasks[1].task, true});
+  ASSERT_TRUE(err) << err.error().message;
+  EXPECT_EQ(err->data, "oops\n");
+  // Nothing of that job here (never ran, or removed after the retention): an error says so.
+  auto gone = agent.read_output(core::LogRequest{core::TaskRef{core::JobId{9}, 0}, false});
+  ASSERT_FALSE(gone);
+  EXPECT_NE(gone.error().message.find("no output kept"), std::string::npos) << gone.error().message;
+}
+
 }  // namespace
 }  // namespace claimsched::testing

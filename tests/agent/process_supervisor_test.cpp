@@ -342,6 +342,71 @@ TEST_F(ProcessSupervisorTest, BadOutputPathFailsTheStart) {
   EXPECT_NE(r.error().message.find("stderr"), std::string::npos) << r.error().message;
 }
 
+TEST_F(ProcessSupervisorTest, LazyOutputMakesAFileOnlyForAStreamTheTaskWritesTo) {
+  Exits exits;
+  ProcessSupervisor supervisor(exits.callback());
+  auto run = [&](std::string script, const fs::path& out, const fs::path& err) {
+    auto spec = shell(std::move(script));
+    spec.lazy_output = true;
+    spec.stdout_path = out.string();
+    spec.stderr_path = err.string();
+    auto handle = supervisor.start(spec);
+    EXPECT_TRUE(handle) << handle.error().to_string();
+    if (!handle) return std::optional<TaskExit>();
+    return exits.wait(*handle);
+  };
+  auto quiet = run("true", dir_ / "q/out.txt", dir_ / "q/err.txt");
+  ASSERT_TRUE(quiet && quiet->succeeded());
+  EXPECT_FALSE(fs::exists(dir_ / "q/out.txt")) << "nothing printed, no file";
+  EXPECT_FALSE(fs::exists(dir_ / "q/err.txt"));
+
+  auto failed = run("echo out; echo err >&2; exit 3", dir_ / "s/out.txt", dir_ / "s/err.txt");
+  ASSERT_TRUE(failed);
+  EXPECT_EQ(failed->exit_code, 3);
+  EXPECT_EQ(read_file(dir_ / "s/out.txt"), "out\n");
+  EXPECT_EQ(read_file(dir_ / "s/err.txt"), "err\n");
+  // Appended, like the files opened at the start.
+  ASSERT_TRUE(run("echo again", dir_ / "s/out.txt", dir_ / "s/err.txt"));
+  EXPECT_EQ(read_file(dir_ / "s/out.txt"), "out\nagain\n");
+
+  // One file for both streams keeps the order they were written in.
+  ASSERT_TRUE(run("echo a; echo b >&2; echo c", dir_ / "both.txt", dir_ / "both.txt"));
+  EXPECT_EQ(read_file(dir_ / "both.txt"), "a\nb\nc\n");
+
+  // More than a pipe holds, all of it, also what it wrote just before exiting.
+  ASSERT_TRUE(run("head -c 300000 /dev/zero | tr '\\0' x; echo", dir_ / "big.txt", dir_ / "big.err"));
+  std::string big = read_file(dir_ / "big.txt");
+  EXPECT_EQ(big.size(), 300001u);
+  EXPECT_EQ(big.find_first_not_of('x'), 300000u);
+  EXPECT_FALSE(fs::exists(dir_ / "big.err"));
+}
+
+TEST_F(ProcessSupervisorTest, LazyOutputOfARunningTaskIsInItsFileAsItIsWritten) {
+  Exits exits;
+  ProcessSupervisor supervisor(exits.callback());
+  auto spec = shell("echo early; exec sleep 30");
+  spec.lazy_output = true;
+  auto handle = supervisor.start(spec);
+  ASSERT_TRUE(handle) << handle.error().to_string();
+  EXPECT_TRUE(eventually([&] { return read_file(dir_ / "out.txt") == "early\n"; }));
+  EXPECT_EQ(supervisor.running(), 1u);
+  supervisor.kill(*handle, "the test is over");
+  ASSERT_TRUE(exits.wait(*handle));
+}
+
+TEST_F(ProcessSupervisorTest, LazyOutputWhoseDirectoryCannotBeMadeFailsTheStart) {
+  Exits exits;
+  ProcessSupervisor supervisor(exits.callback());
+  std::ofstream(dir_ / "file") << "x";
+  auto spec = shell("true");
+  spec.lazy_output = true;
+  spec.stderr_path = (dir_ / "file/err.txt").string();  // parent is a file
+  auto r = supervisor.start(spec);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(r.error().stage, core::SpawnStage::output);
+  EXPECT_NE(r.error().message.find("stderr"), std::string::npos) << r.error().message;
+}
+
 TEST_F(ProcessSupervisorTest, MalformedSpecsAreRejected) {
   Exits exits;
   ProcessSupervisor supervisor(exits.callback());
@@ -589,6 +654,16 @@ TEST_F(ProcessSupervisorTest, WithoutAKeeperProgramTheKeeperIsAForkAndGivesTheSa
   std::string out = read_file(dir_ / "out.txt");
   EXPECT_EQ(out.find("claimsched-keeper"), std::string::npos) << out;
   EXPECT_NE(out.find("agent_tests"), std::string::npos) << out;
+  // A forked keeper copies lazily made output as the spawned one does.
+  auto lazy = shell("echo lazy; echo err >&2");
+  lazy.lazy_output = true;
+  lazy.stdout_path = (dir_ / "lazy.out").string();
+  lazy.stderr_path = (dir_ / "lazy.err").string();
+  auto lazy_handle = supervisor.start(lazy);
+  ASSERT_TRUE(lazy_handle) << lazy_handle.error().to_string();
+  ASSERT_TRUE(exits.wait(*lazy_handle));
+  EXPECT_EQ(read_file(dir_ / "lazy.out"), "lazy\n");
+  EXPECT_EQ(read_file(dir_ / "lazy.err"), "err\n");
   auto sleeper = supervisor.start(shell("exec sleep 30"));
   ASSERT_TRUE(sleeper) << sleeper.error().to_string();
   supervisor.kill(*sleeper, "test");
