@@ -358,7 +358,8 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
                 [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
         return promise;
       },
-      [=](ended_atom a, std::vector<core::JobId>& jobs, uint32_t timeout_ms) -> caf::result<std::vector<core::JobView>> {
+      [=](ended_atom a, std::vector<core::JobId>& jobs,
+          uint32_t timeout_ms) -> caf::result<std::vector<core::JobView>> {
         caf::error refusal;
         const auto* who = principal(self, Action::list_jobs, "the jobs it waits for", refusal);
         if (!who) return refusal;

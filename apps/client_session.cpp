@@ -253,7 +253,8 @@ ClientResult<std::optional<std::vector<core::JobView>>> ClientSession::wait_ende
   // Long enough that a waiting client asks rarely; short enough to stay
   // inside the request's timeout.
   auto hold = std::min<core::Duration>(std::chrono::seconds(1), impl_->timeout / 2);
-  auto ms = static_cast<uint32_t>(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(hold).count()));
+  auto hold_ms = std::chrono::duration_cast<std::chrono::milliseconds>(hold).count();
+  auto ms = static_cast<uint32_t>(std::max<int64_t>(1, hold_ms));
   // Jobs that end in a stream would have a client ask again after every
   // pass of a scheduler, sending all the ids it still waits for each time:
   // the next wait comes no sooner than kWaitAgainAfter after an answer with
