@@ -66,6 +66,7 @@ using login_atom = caf::atom_constant<caf::atom("login")>;
 using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
 using prove_atom = caf::atom_constant<caf::atom("prove")>;
 using watch_atom = caf::atom_constant<caf::atom("watch")>;
+using ended_atom = caf::atom_constant<caf::atom("ended")>;
 
 /// A real task's process ended (local only: from the executor to its node
 /// actor; see task_executor.hpp).
@@ -206,6 +207,9 @@ using scheduler_actor = claim_client_actor::extend<
     caf::replies_to<status_atom, core::JobId>::with<core::JobView>,
     /// Every job that has not ended, without tasks.
     caf::replies_to<queue_atom>::with<std::vector<core::JobView>>,
+    /// Of these jobs, the ones this partition holds that reached a final
+    /// state, with their tasks (what a waiting client is answered).
+    caf::replies_to<ended_atom, std::vector<core::JobId>>::with<std::vector<core::JobView>>,
     /// Jobs that pass the filter, ended ones too, newest first, without tasks.
     caf::replies_to<history_atom, core::JobFilter>::with<std::vector<core::JobView>>,
     /// The partition's nodes as its view has them.
@@ -350,6 +354,12 @@ using gateway_actor = caf::typed_actor<
     caf::replies_to<status_atom, core::JobId>::with<core::JobView>,
     /// Every job that has not ended.
     caf::replies_to<queue_atom>::with<std::vector<core::JobView>>,
+    /// Waits until at least one of these jobs has ended, or this many
+    /// milliseconds have passed (at most kMaxJobWait): the views of those
+    /// that ended by then (none at the timeout), with their tasks. Woken by
+    /// the schedulers' job events, so a waiting client costs nothing
+    /// between them (actors/gateway_waits.hpp).
+    caf::replies_to<ended_atom, std::vector<core::JobId>, uint32_t>::with<std::vector<core::JobView>>,
     /// Jobs that pass the filter, ended ones too, newest first (every partition).
     caf::replies_to<history_atom, core::JobFilter>::with<std::vector<core::JobView>>,
     /// Every node with what the gateway knows of it (names, heartbeats).
@@ -402,6 +412,11 @@ using gateway_actor = caf::typed_actor<
     /// scheduler, also owners that take over later) to this actor (see the
     /// scheduler's watch_atom).
     caf::reacts_to<watch_atom, caf::actor>,
+    /// From a local scheduler (see its watch_atom): these jobs started or
+    /// ended; the waits that name one of them are looked at.
+    caf::reacts_to<watch_atom, std::vector<core::JobId>>,
+    /// Internal timer: the wait of this key has waited long enough.
+    caf::reacts_to<ended_atom, uint64_t>,
     /// A client presents its token: answers the gateway_actor (as a plain
     /// handle) it sends its requests to from then on, and the user it acts
     /// as. With [auth] that is a session bound to the token's user

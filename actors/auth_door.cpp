@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/clock.hpp"
+#include "actors/gateway_waits.hpp"
 #include "core/duration.hpp"
 
 namespace claimsched::actors {
@@ -351,6 +352,25 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
                 [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
         return promise;
       },
+      [=](ended_atom a, std::vector<core::JobId>& jobs,
+          uint32_t timeout_ms) -> caf::result<std::vector<core::JobView>> {
+        caf::error refusal;
+        const auto* who = principal(self, Action::list_jobs, "the jobs it waits for", refusal);
+        if (!who) return refusal;
+        if (who->is_operator()) return self->delegate(self->state.gateway, a, std::move(jobs), timeout_ms);
+        // Only the user's own jobs are answered: another's end is not theirs to see.
+        auto promise = self->make_response_promise<std::vector<core::JobView>>();
+        std::string user = who->user;
+        auto held = timeout_of(self) + std::chrono::milliseconds(std::min(timeout_ms, kMaxJobWaitMs));
+        self->request(self->state.gateway, held, a, std::move(jobs), timeout_ms)
+            .then(
+                [=](std::vector<core::JobView>& ended) mutable {
+                  std::erase_if(ended, [&](const core::JobView& v) { return v.spec.user != user; });
+                  promise.deliver(std::move(ended));
+                },
+                [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+        return promise;
+      },
       [=](history_atom h, core::JobFilter& filter) -> caf::result<std::vector<core::JobView>> {
         std::string object = filter.user.empty() ? "jobs" : "jobs of user " + filter.user;
         caf::error refusal;
@@ -401,6 +421,8 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
       // from this process.
       [=](campaign_atom, campaign_actor) {},
       [=](watch_atom, caf::actor) {},
+      [=](watch_atom, const std::vector<core::JobId>&) {},
+      [=](ended_atom, uint64_t) {},
       [=](route_atom, uint32_t, scheduler_actor, change_feed_actor, uint64_t, bool) {},
       [=](metrics_atom) -> caf::result<std::string> { return local_only("metrics"); },
       [=](changes_atom) -> caf::result<uint64_t> { return local_only("the change counter"); },

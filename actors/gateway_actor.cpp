@@ -536,6 +536,11 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
       },
       [=](status_atom, core::JobId id) { return named_view(self, id, status_atom::value); },
       [=](cancel_atom, core::JobId id) { return named_view(self, id, cancel_atom::value); },
+      [=](ended_atom, std::vector<core::JobId>& jobs, uint32_t timeout_ms) {
+        return wait_for_jobs(self, std::move(jobs), timeout_ms);
+      },
+      [=](watch_atom, const std::vector<core::JobId>& jobs) { jobs_changed(self, jobs); },
+      [=](ended_atom, uint64_t key) { job_wait_timed_out(self, key); },
       [=](drain_atom, std::string& name, bool drain) -> caf::result<std::string> {
         auto& st = self->state;
         auto node = std::find_if(st.nodes.begin(), st.nodes.end(), [&](const auto& n) { return n.second.name == name; });

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "actors/actors.hpp"
+#include "actors/gateway_waits.hpp"
 #include "actors/peer_proof.hpp"
 
 namespace claimsched::actors {
@@ -100,6 +101,8 @@ struct gateway_state {
   /// Local actors told of every partition's job events (watch_atom): each
   /// owner's scheduler is asked to tell them, a new owner too.
   std::vector<caf::actor> job_watchers;
+  /// Clients waiting for their jobs to end (actors/gateway_waits.hpp).
+  GatewayWaits job_waits;
   uint64_t next_forward = 0;
   /// When the heartbeat tick last ran (a late tick: this process stalled).
   core::TimePoint last_tick{0};

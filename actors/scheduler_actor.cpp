@@ -565,6 +565,19 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         });
         return out;
       },
+      [=](ended_atom, const std::vector<core::JobId>& ids) -> std::vector<core::JobView> {
+        std::vector<core::JobView> out;
+        const auto& core = *self->state.core;
+        auto offset = to_wall(self);
+        for (auto id : ids) {
+          const auto* j = core.job(id);
+          // A cancelled job has ended for its user even while its last
+          // tasks are still being stopped (as `status` shows it).
+          if (!j || !(j->finished() || j->cancelled)) continue;
+          if (auto v = core.job_view(id, true)) out.push_back(wall_clock_view(std::move(*v), offset));
+        }
+        return out;
+      },
       [=](history_atom, const core::JobFilter& filter) -> std::vector<core::JobView> {
         // Newest first; with a limit, views are made only until the page is
         // full (a page of 50 of 10,000 jobs makes about 50, not 10,000).

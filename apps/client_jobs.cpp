@@ -9,6 +9,7 @@
 #include <optional>
 #include <sstream>
 #include <thread>
+#include <unordered_map>
 
 #include "apps/client_commands.hpp"
 #include "apps/client_json.hpp"
@@ -119,10 +120,13 @@ bool ended(const core::JobView& v) {
          v.state == core::JobState::cancelled;
 }
 
-/// Polls until the job ends, showing its tasks ended on stderr if it has
-/// more than one; the last view, or the error that stopped it.
+/// Waits until the job ends, showing its tasks ended on stderr if it has
+/// more than one; the last view, or the error that stopped it. The server
+/// answers the wait when the job ends; between waits, `status` feeds the bar
+/// (and serves alone against a server too old to be asked to wait).
 ClientResult<core::JobView> wait_for_end(ClientSession& s, core::JobId id, bool quiet) {
   std::optional<Progress> bar;
+  bool server_waits = true;
   for (;;) {
     auto v = s.status(id);
     if (!v) return v;
@@ -134,33 +138,56 @@ ClientResult<core::JobView> wait_for_end(ClientSession& s, core::JobId id, bool 
       bar->update(ended(*v) ? v->spec.count : ended_tasks, v->spec.count, "tasks ended");
     }
     if (ended(*v)) return v;
+    if (server_waits) {
+      auto answered = s.wait_ended({id});
+      if (!answered) return answered.error();
+      server_waits = answered->has_value();
+      if (server_waits) continue;
+    }
     std::this_thread::sleep_for(kPollInterval);
   }
 }
 
-/// Polls until every job of `ids` ends, showing how many have on stderr;
-/// their last views in `ids`' order, or the error that stopped it.
+/// Waits until every job of `ids` ends, showing how many have on stderr;
+/// their last views in `ids`' order, or the error that stopped it. The
+/// server answers each wait as jobs end; a server too old to be asked is
+/// polled job by job.
 ClientResult<std::vector<core::JobView>> wait_for_all(ClientSession& s, const std::vector<core::JobId>& ids,
                                                       bool quiet) {
   Progress bar(progress_style_for_stderr(quiet), "submit --wait");
   std::vector<core::JobView> last(ids.size());
-  std::vector<size_t> waiting(ids.size());
-  for (size_t i = 0; i < ids.size(); ++i) waiting[i] = i;
-  for (;;) {
-    std::vector<size_t> still;
-    for (size_t i : waiting) {
-      auto v = s.status(ids[i]);
-      if (!v) return v.error();
-      if (ended(*v))
-        last[i] = std::move(*v);
-      else
-        still.push_back(i);
+  std::unordered_map<core::JobId, size_t> position;
+  for (size_t i = 0; i < ids.size(); ++i) position.emplace(ids[i], i);
+  std::vector<core::JobId> waiting = ids;
+  bool server_waits = true;
+  while (!waiting.empty()) {
+    std::vector<char> done(ids.size(), 0);
+    if (server_waits) {
+      auto answered = s.wait_ended(waiting);
+      if (!answered) return answered.error();
+      server_waits = answered->has_value();
+      if (server_waits)
+        for (auto& v : **answered) {
+          auto at = position.find(v.spec.id);
+          if (at == position.end() || !ended(v)) continue;
+          done[at->second] = 1;
+          last[at->second] = std::move(v);
+        }
     }
-    waiting = std::move(still);
+    if (!server_waits) {
+      for (auto id : waiting) {
+        auto v = s.status(id);
+        if (!v) return v.error();
+        if (!ended(*v)) continue;
+        done[position[id]] = 1;
+        last[position[id]] = std::move(*v);
+      }
+    }
+    std::erase_if(waiting, [&](core::JobId id) { return done[position[id]] != 0; });
     bar.update(ids.size() - waiting.size(), ids.size(), "jobs ended");
-    if (waiting.empty()) return last;
-    std::this_thread::sleep_for(kPollInterval);
+    if (!server_waits && !waiting.empty()) std::this_thread::sleep_for(kPollInterval);
   }
+  return last;
 }
 
 void print_job(const core::JobView& v, bool all_tasks) {

@@ -27,6 +27,11 @@ struct ClientSession::Impl {
   std::string user;
   core::Duration timeout = std::chrono::seconds(10);
   std::chrono::steady_clock::time_point deadline;
+  /// The last request was refused as a message the server does not know
+  /// (a server older than this client).
+  bool unknown_to_server = false;
+  /// When a wait last came back with jobs that ended (see wait_ended).
+  std::chrono::steady_clock::time_point last_ended_answer{};
 
   /// One attempt's limit: with several members, a silent one must leave time
   /// to try the others.
@@ -151,6 +156,7 @@ struct ClientSession::Impl {
       self->request(gateway, attempt_timeout(), xs...)
           .receive([&](T& value) { out.emplace(std::move(value)); },
                    [&](caf::error& err) {
+                     unknown_to_server = err == caf::sec::unexpected_message;
                      again = may_retry && members.size() > 1 && retryable(err) && time_left();
                      if (!again) out.emplace(error_of(err));
                    });
@@ -240,6 +246,26 @@ ClientResult<std::vector<core::JobId>> ClientSession::submit_many(const core::Jo
 
 ClientResult<core::JobView> ClientSession::status(core::JobId job) {
   return impl_->ask<core::JobView>(actors::status_atom::value, job);
+}
+
+ClientResult<std::optional<std::vector<core::JobView>>> ClientSession::wait_ended(
+    const std::vector<core::JobId>& jobs) {
+  // Long enough that a waiting client asks rarely; short enough to stay
+  // inside the request's timeout.
+  auto hold = std::min<core::Duration>(std::chrono::seconds(1), impl_->timeout / 2);
+  auto hold_ms = std::chrono::duration_cast<std::chrono::milliseconds>(hold).count();
+  auto ms = static_cast<uint32_t>(std::max<int64_t>(1, hold_ms));
+  // Jobs that end in a stream would have a client ask again after every
+  // pass of a scheduler, sending all the ids it still waits for each time:
+  // the next wait comes no sooner than kWaitAgainAfter after an answer with
+  // ends, and collects what ended meanwhile.
+  constexpr auto kWaitAgainAfter = std::chrono::milliseconds(50);
+  std::this_thread::sleep_until(impl_->last_ended_answer + kWaitAgainAfter);
+  auto ended = impl_->ask<std::vector<core::JobView>>(actors::ended_atom::value, jobs, ms);
+  if (!ended && impl_->unknown_to_server) return std::optional<std::vector<core::JobView>>{};
+  if (!ended) return ended.error();
+  if (!ended->empty()) impl_->last_ended_answer = std::chrono::steady_clock::now();
+  return std::optional<std::vector<core::JobView>>{std::move(*ended)};
 }
 
 ClientResult<core::JobView> ClientSession::cancel(core::JobId job) {

@@ -48,6 +48,12 @@ class ClientSession {
   /// Submits `n` copies with a window of requests in flight; ids in order.
   ClientResult<std::vector<core::JobId>> submit_many(const core::JobSpec& job, uint32_t n);
   ClientResult<core::JobView> status(core::JobId job);
+  /// Waits up to a second (half the timeout if that is shorter) for some of
+  /// `jobs` to end; the server answers at the first job event that ends one:
+  /// the views of those that ended, maybe none (a wait that follows one with
+  /// ends is sent 50 ms after it at the soonest). nullopt when the server is
+  /// too old to be asked this (poll `status` instead).
+  ClientResult<std::optional<std::vector<core::JobView>>> wait_ended(const std::vector<core::JobId>& jobs);
   ClientResult<core::JobView> cancel(core::JobId job);
   /// Drains (true) or undrains the named node through its partition's lock
   /// queue; what the operation does now, in words.

@@ -219,6 +219,74 @@ TEST_F(GatewayTest, PeersGetOnlyPartitionsOwnedHere) {
   EXPECT_NE(fetch(3).find("unknown partition"), std::string::npos) << fetch(3);
 }
 
+TEST_F(GatewayTest, AWaitingClientIsAnsweredWhenItsJobEndsAndAskedNothingInBetween) {
+  // The scheduler's side: who watches its job events, and which jobs have ended.
+  caf::actor watcher;
+  std::vector<uint64_t> ended_jobs;
+  int looks = 0;
+  auto s1 = scheduler_mock(
+      "scheduler-1",
+      caf::behavior{[&](actors::watch_atom, caf::actor w) { watcher = w; },
+                    [&](actors::ended_atom, std::vector<core::JobId>& asked) {
+                      ++looks;
+                      std::vector<core::JobView> out;
+                      for (auto id : asked)
+                        if (std::find(ended_jobs.begin(), ended_jobs.end(), id.value) != ended_jobs.end()) {
+                          core::JobView v;
+                          v.spec = job(id.value);
+                          v.state = core::JobState::succeeded;
+                          out.push_back(v);
+                        }
+                      return out;
+                    }});
+  auto g = make_gateway(s1, scheduler_actor{});
+  auto answer = std::make_shared<std::optional<std::vector<core::JobView>>>();
+  auto wait = [&](std::vector<core::JobId> jobs, uint32_t ms) {
+    answer->reset();
+    spawn(
+        [=](caf::event_based_actor* self, actors::gateway_actor to) {
+          self->request(to, caf::infinite, actors::ended_atom::value, jobs, ms)
+              .then([=](std::vector<core::JobView>& v) { *answer = std::move(v); }, [](caf::error&) {});
+        },
+        g);
+    run();
+  };
+  wait({core::JobId{1}, core::JobId{2}}, 60'000);
+  // One look when the wait begins (nothing ended yet), and the gateway now
+  // hears the scheduler's job events.
+  EXPECT_EQ(looks, 1);
+  ASSERT_TRUE(watcher);
+  EXPECT_FALSE(answer->has_value());
+  // An event about other jobs costs the scheduler nothing.
+  caf::anon_send(watcher, actors::watch_atom::value, std::vector<core::JobId>{core::JobId{3}});
+  run();
+  EXPECT_EQ(looks, 1);
+  EXPECT_FALSE(answer->has_value());
+  // Job 2 ends: the event wakes the wait, which is answered with its view.
+  ended_jobs.push_back(2);
+  caf::anon_send(watcher, actors::watch_atom::value, std::vector<core::JobId>{core::JobId{2}});
+  run();
+  EXPECT_EQ(looks, 2);
+  ASSERT_TRUE(answer->has_value());
+  ASSERT_EQ((*answer)->size(), 1u);
+  EXPECT_EQ((*answer)->front().spec.id.value, 2u);
+
+  // A job whose event never comes (a partition another member owns) is
+  // still seen to end: the wait looks once more at its timeout.
+  wait({core::JobId{1}}, 500);
+  EXPECT_FALSE(answer->has_value());
+  ended_jobs.push_back(1);
+  advance(std::chrono::milliseconds(600));
+  ASSERT_TRUE(answer->has_value());
+  ASSERT_EQ((*answer)->size(), 1u);
+  EXPECT_EQ((*answer)->front().spec.id.value, 1u);
+  // And a wait for nothing that ends is answered empty at its timeout.
+  wait({core::JobId{5}}, 500);
+  advance(std::chrono::milliseconds(600));
+  ASSERT_TRUE(answer->has_value());
+  EXPECT_TRUE((*answer)->empty());
+}
+
 TEST_F(GatewayTest, AConfigWithAPoolInTwoPartitionsIsRefused) {
   actors::GatewayConfig c;
   c.partitions.push_back({core::PartitionId{1}, {"a"}, {}, {}, 0, false});
