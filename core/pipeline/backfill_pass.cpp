@@ -265,10 +265,13 @@ void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, Tim
     // The least room of each node over time under these starts, kept while
     // nothing is placed or booked: the jobs a pass looks at in a row are
     // mostly bound by the same starts, and differ only in how long they run.
-    std::vector<JobId> key;
-    for (const FutureStart* s : binding) key.push_back(s->job);
-    if (key != least_key_) {
-      least_key_ = std::move(key);
+    // Compared in place: this runs for every job a backfilling pass places.
+    bool same = binding.size() == least_key_.size() &&
+                std::equal(binding.begin(), binding.end(), least_key_.begin(),
+                           [](const FutureStart* s, JobId id) { return s->job == id; });
+    if (!same) {
+      least_key_.clear();
+      for (const FutureStart* s : binding) least_key_.push_back(s->job);
       least_.clear();
       std::map<NodeIndex, std::vector<const FutureStart*>> on_node;
       for (const FutureStart* s : binding)
@@ -317,16 +320,24 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
   // none of them needs). One that begins after j ends binds it to nothing.
   TimePoint ends = end_of_run(now, j.spec.max_run_time);
   bool had = had_start_.contains(j.spec.id);
-  // `over`: every start that binds j for some run; `binding`: those that
-  // begin before j's run ends (least_room's window leaves the others out).
-  std::vector<const FutureStart*> over, binding;
+  // `over`: every start that binds j for some run; of those, the ones that
+  // begin before j's run ends bind it now (least_room's window leaves the
+  // others out): the first of them, and the first in j's pool, name the
+  // reservation that keeps it from starting.
+  std::vector<const FutureStart*> over;
+  over.reserve(future_starts_.size());
+  const FutureStart* binding = nullptr;
+  const FutureStart* binding_here = nullptr;
   std::optional<size_t> passed;  // the first start ahead of j in its pool
   for (size_t k = 0; k < future_starts_.size(); ++k) {
     const FutureStart& fs = future_starts_[k];
     if (fs.job == j.spec.id) continue;
     bool in_front = JobQueue::ahead(table_.at(fs.job), j);
     if (in_front || had) over.push_back(&fs);
-    if ((in_front || had) && ends > fs.at) binding.push_back(&fs);
+    if ((in_front || had) && ends > fs.at) {
+      if (!binding) binding = &fs;
+      if (!binding_here && fs.pool == j.pool) binding_here = &fs;
+    }
     if (in_front && fs.pool == j.pool && !passed) passed = k;
   }
   std::optional<JobId> passed_job;
@@ -379,11 +390,11 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
   // Withhold only for a job that could fit at all: most jobs a pass looks at
   // in a full pool cannot, and the room their runs would leave the starts
   // costs a walk over the ends of every node of those starts.
-  bool withheld = !binding.empty() && might_fit(j);
+  bool withheld = binding && might_fit(j);
   if (withheld) withhold_for(over, now, ends);
   // (A job that cannot fit at all is placed under whatever is withheld: it
   // fails either way, and giving room back and taking it again costs.)
-  if (binding.empty()) set_withheld({});
+  if (!binding) set_withheld({});
   result = squat ? place_batch(j, true, now, out) : place_next(j, now, out);
   if (placed() || squat) return result;
   // Kept from starting: it would have fitted but for the room withheld (a
@@ -394,12 +405,7 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
       j.queue.state == QueueState::waiting_for_capacity) {
     set_withheld({});
     if (fits_unbound(j)) {
-      const FutureStart* fs = binding.front();
-      for (const FutureStart* b : binding)
-        if (b->pool == j.pool) {
-          fs = b;
-          break;
-        }
+      const FutureStart* fs = binding_here ? binding_here : binding;
       std::string& where = start_nodes_[fs->job];
       if (where.empty()) where = node_list(view_, *fs);
       wait(j, WaitCause::reservation,

@@ -62,7 +62,11 @@ class Engine {
   Status build() {
     for (const auto& config : setup_.partitions) {
       partitions_.push_back(Partition{std::make_unique<Scheduler>(config), nullptr, kNever, kNever});
-      if (setup_.policy) partitions_.back().policy = std::make_unique<policy::PolicyStage>(*setup_.policy);
+      if (setup_.policy) {
+        partitions_.back().policy = std::make_unique<policy::PolicyStage>(*setup_.policy);
+        // Nothing explains a replayed job: the pending reasons would be words nobody reads.
+        partitions_.back().policy->set_reasons(false);
+      }
       for (const auto& pool : config.pools) owner_of_pool_[pool] = partitions_.size() - 1;
     }
     LedgerConfig ledger;
