@@ -273,10 +273,17 @@ void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, Tim
       least_key_.clear();
       for (const FutureStart* s : binding) least_key_.push_back(s->job);
       least_.clear();
-      std::map<NodeIndex, std::vector<const FutureStart*>> on_node;
+      // The starts on each node, in binding order: one sorted list rather
+      // than a vector per node (this runs after every placement of a pass).
+      std::vector<std::pair<NodeIndex, const FutureStart*>> on_node;
       for (const FutureStart* s : binding)
-        for (const auto& p : s->parts) on_node[p.node].push_back(s);
-      for (const auto& [n, starts] : on_node) {
+        for (const auto& p : s->parts) on_node.emplace_back(p.node, s);
+      std::stable_sort(on_node.begin(), on_node.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<const FutureStart*> starts;
+      for (size_t i = 0; i < on_node.size();) {
+        NodeIndex n = on_node[i].first;
+        starts.clear();
+        for (; i < on_node.size() && on_node[i].first == n; ++i) starts.push_back(on_node[i].second);
         Resources free = view_.node(n).available();
         if (auto w = withheld_.find(n); w != withheld_.end()) free += w->second;  // the room as it is
         least_.emplace(n, std::make_pair(free, profile_.least_rooms(n, free, now, starts)));
@@ -286,7 +293,7 @@ void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, Tim
       const Resources& free = at.first;
       Resources least = at.second.least_until(until);
       Resources keep = (free - least).max(Resources{}).min(free.max(Resources{}));
-      if (!keep.is_zero()) target[n] = keep;
+      if (!keep.is_zero()) target.emplace_hint(target.end(), n, keep);  // least_ is in node order
     }
   }
   set_withheld(target);
