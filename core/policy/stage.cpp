@@ -247,6 +247,8 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
     held[job] = h.tasks();
   }
   snap.nodes.reserve(view.node_count());
+  // About as many jobs as the last cycle saw: the vector grows once, if at all.
+  if (last_) snap.jobs.reserve(last_->jobs.size() + 16);
   for (NodeIndex n = 0; n < view.node_count(); ++n) {
     const NodeView& v = view.node(n);
     NodeInfo info;
