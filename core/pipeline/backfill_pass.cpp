@@ -199,6 +199,7 @@ void Scheduler::book(JobRecord& j, TimePoint now) {
   }
   if (!profile_built_) build_profile(now);
   std::vector<NodeRoom> rooms;
+  rooms.reserve(view_.pool(j.pool).nodes.size());
   const std::vector<std::string>* constraints = j.spec.constraints.empty() ? nullptr : &j.spec.constraints;
   for (NodeIndex n : view_.pool(j.pool).nodes) {
     const NodeView& v = view_.node(n);
@@ -355,10 +356,27 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
   // words say whether it went ahead of a future start, its own start goes.
   auto placed = [&] {
     if (out.claims.size() == sent) return false;
-    least_key_.clear();  // the room changed
     if (profile_built_ && j.spec.max_run_time.count() > 0)
       for (size_t c = sent; c < out.claims.size(); ++c)
         if (auto n = view_.find_node(out.claims[c].node)) profile_.add_end(ends, *n, out.claims[c].total());
+    // The room changed on the nodes it claimed only: their least room under
+    // the starts of least_key_ is worked out again (as withhold_for would),
+    // the other nodes' stands (their room, ends and starts are as they were).
+    if (!least_key_.empty())
+      for (size_t c = sent; c < out.claims.size(); ++c) {
+        auto n = view_.find_node(out.claims[c].node);
+        if (!n) continue;
+        auto it = least_.find(*n);
+        if (it == least_.end()) continue;
+        std::vector<const FutureStart*> starts;
+        for (JobId id : least_key_)
+          if (const FutureStart* fs = future_start(id))
+            for (const auto& p : fs->parts)
+              if (p.node == *n) starts.push_back(fs);
+        Resources free = view_.node(*n).available();
+        if (auto w = withheld_.find(*n); w != withheld_.end()) free += w->second;  // the room as it is
+        it->second = std::make_pair(free, profile_.least_rooms(*n, free, now, starts));
+      }
     if (passed_job)
       if (const FutureStart* fs = future_start(*passed_job)) {
         std::string at = format_duration(fs->at) + " (job " + std::to_string(fs->job.value) + ")";
