@@ -267,9 +267,9 @@ void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, Tim
     // nothing is placed or booked: the jobs a pass looks at in a row are
     // mostly bound by the same starts, and differ only in how long they run.
     // Compared in place: this runs for every job a backfilling pass places.
-    bool same = binding.size() == least_key_.size() &&
-                std::equal(binding.begin(), binding.end(), least_key_.begin(),
-                           [](const FutureStart* s, JobId id) { return s->job == id; });
+    bool same =
+        binding.size() == least_key_.size() && std::equal(binding.begin(), binding.end(), least_key_.begin(),
+                                                          [](const FutureStart* s, JobId id) { return s->job == id; });
     if (!same) {
       least_key_.clear();
       for (const FutureStart* s : binding) least_key_.push_back(s->job);

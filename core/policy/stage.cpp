@@ -310,7 +310,8 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
       a.interruptible = interruptible_.count(TaskRef{j.spec.id, t}) > 0;
       info.allocations.push_back(a);
     }
-    if (lands != landing.end()) info.allocations.insert(info.allocations.end(), lands->second.begin(), lands->second.end());
+    if (lands != landing.end())
+      info.allocations.insert(info.allocations.end(), lands->second.begin(), lands->second.end());
     snap.jobs.push_back(std::move(info));
   });
   return snap;
