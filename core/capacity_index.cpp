@@ -65,9 +65,13 @@ void CapacityIndex::update(size_t slot, const Resources& available) {
   }
   slots_[slot] = available;
   size_t node = leaves_ + slot / kBucket;
-  // A slot that only grew raises its bucket's maximum at most; one that
-  // shrank anywhere may lower it, which only its bucket can tell.
-  Resources merged = before.fits_in(available) ? tree_[node].max(available) : bucket_max(slot / kBucket);
+  // A slot raises its bucket's maximum where it grew; where it shrank it
+  // lowers it only if it held the maximum there, which only its bucket can
+  // tell (withholding and claims shrink slots that seldom hold it).
+  bool held_top = false;
+  for (size_t d = 0; d < kMaxDimensions && !held_top; ++d)
+    held_top = available.values()[d] < before.values()[d] && before.values()[d] >= tree_[node].values()[d];
+  Resources merged = held_top ? bucket_max(slot / kBucket) : tree_[node].max(available);
   if (merged == tree_[node]) return;
   tree_[node] = merged;
   for (node /= 2; node >= 1; node /= 2) {

@@ -199,6 +199,7 @@ void Scheduler::book(JobRecord& j, TimePoint now) {
   }
   if (!profile_built_) build_profile(now);
   std::vector<NodeRoom> rooms;
+  rooms.reserve(view_.pool(j.pool).nodes.size());
   const std::vector<std::string>* constraints = j.spec.constraints.empty() ? nullptr : &j.spec.constraints;
   for (NodeIndex n : view_.pool(j.pool).nodes) {
     const NodeView& v = view_.node(n);
@@ -265,15 +266,25 @@ void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, Tim
     // The least room of each node over time under these starts, kept while
     // nothing is placed or booked: the jobs a pass looks at in a row are
     // mostly bound by the same starts, and differ only in how long they run.
-    std::vector<JobId> key;
-    for (const FutureStart* s : binding) key.push_back(s->job);
-    if (key != least_key_) {
-      least_key_ = std::move(key);
+    // Compared in place: this runs for every job a backfilling pass places.
+    bool same =
+        binding.size() == least_key_.size() && std::equal(binding.begin(), binding.end(), least_key_.begin(),
+                                                          [](const FutureStart* s, JobId id) { return s->job == id; });
+    if (!same) {
+      least_key_.clear();
+      for (const FutureStart* s : binding) least_key_.push_back(s->job);
       least_.clear();
-      std::map<NodeIndex, std::vector<const FutureStart*>> on_node;
+      // The starts on each node, in binding order: one sorted list rather
+      // than a vector per node (this runs after every placement of a pass).
+      std::vector<std::pair<NodeIndex, const FutureStart*>> on_node;
       for (const FutureStart* s : binding)
-        for (const auto& p : s->parts) on_node[p.node].push_back(s);
-      for (const auto& [n, starts] : on_node) {
+        for (const auto& p : s->parts) on_node.emplace_back(p.node, s);
+      std::stable_sort(on_node.begin(), on_node.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      std::vector<const FutureStart*> starts;
+      for (size_t i = 0; i < on_node.size();) {
+        NodeIndex n = on_node[i].first;
+        starts.clear();
+        for (; i < on_node.size() && on_node[i].first == n; ++i) starts.push_back(on_node[i].second);
         Resources free = view_.node(n).available();
         if (auto w = withheld_.find(n); w != withheld_.end()) free += w->second;  // the room as it is
         least_.emplace(n, std::make_pair(free, profile_.least_rooms(n, free, now, starts)));
@@ -283,7 +294,7 @@ void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, Tim
       const Resources& free = at.first;
       Resources least = at.second.least_until(until);
       Resources keep = (free - least).max(Resources{}).min(free.max(Resources{}));
-      if (!keep.is_zero()) target[n] = keep;
+      if (!keep.is_zero()) target.emplace_hint(target.end(), n, keep);  // least_ is in node order
     }
   }
   set_withheld(target);
@@ -317,16 +328,24 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
   // none of them needs). One that begins after j ends binds it to nothing.
   TimePoint ends = end_of_run(now, j.spec.max_run_time);
   bool had = had_start_.contains(j.spec.id);
-  // `over`: every start that binds j for some run; `binding`: those that
-  // begin before j's run ends (least_room's window leaves the others out).
-  std::vector<const FutureStart*> over, binding;
+  // `over`: every start that binds j for some run; of those, the ones that
+  // begin before j's run ends bind it now (least_room's window leaves the
+  // others out): the first of them, and the first in j's pool, name the
+  // reservation that keeps it from starting.
+  std::vector<const FutureStart*> over;
+  over.reserve(future_starts_.size());
+  const FutureStart* binding = nullptr;
+  const FutureStart* binding_here = nullptr;
   std::optional<size_t> passed;  // the first start ahead of j in its pool
   for (size_t k = 0; k < future_starts_.size(); ++k) {
     const FutureStart& fs = future_starts_[k];
     if (fs.job == j.spec.id) continue;
     bool in_front = JobQueue::ahead(table_.at(fs.job), j);
     if (in_front || had) over.push_back(&fs);
-    if ((in_front || had) && ends > fs.at) binding.push_back(&fs);
+    if ((in_front || had) && ends > fs.at) {
+      if (!binding) binding = &fs;
+      if (!binding_here && fs.pool == j.pool) binding_here = &fs;
+    }
     if (in_front && fs.pool == j.pool && !passed) passed = k;
   }
   std::optional<JobId> passed_job;
@@ -337,10 +356,27 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
   // words say whether it went ahead of a future start, its own start goes.
   auto placed = [&] {
     if (out.claims.size() == sent) return false;
-    least_key_.clear();  // the room changed
     if (profile_built_ && j.spec.max_run_time.count() > 0)
       for (size_t c = sent; c < out.claims.size(); ++c)
         if (auto n = view_.find_node(out.claims[c].node)) profile_.add_end(ends, *n, out.claims[c].total());
+    // The room changed on the nodes it claimed only: their least room under
+    // the starts of least_key_ is worked out again (as withhold_for would),
+    // the other nodes' stands (their room, ends and starts are as they were).
+    if (!least_key_.empty())
+      for (size_t c = sent; c < out.claims.size(); ++c) {
+        auto n = view_.find_node(out.claims[c].node);
+        if (!n) continue;
+        auto it = least_.find(*n);
+        if (it == least_.end()) continue;
+        std::vector<const FutureStart*> starts;
+        for (JobId id : least_key_)
+          if (const FutureStart* fs = future_start(id))
+            for (const auto& p : fs->parts)
+              if (p.node == *n) starts.push_back(fs);
+        Resources free = view_.node(*n).available();
+        if (auto w = withheld_.find(*n); w != withheld_.end()) free += w->second;  // the room as it is
+        it->second = std::make_pair(free, profile_.least_rooms(*n, free, now, starts));
+      }
     if (passed_job)
       if (const FutureStart* fs = future_start(*passed_job)) {
         std::string at = format_duration(fs->at) + " (job " + std::to_string(fs->job.value) + ")";
@@ -379,11 +415,11 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
   // Withhold only for a job that could fit at all: most jobs a pass looks at
   // in a full pool cannot, and the room their runs would leave the starts
   // costs a walk over the ends of every node of those starts.
-  bool withheld = !binding.empty() && might_fit(j);
+  bool withheld = binding && might_fit(j);
   if (withheld) withhold_for(over, now, ends);
   // (A job that cannot fit at all is placed under whatever is withheld: it
   // fails either way, and giving room back and taking it again costs.)
-  if (binding.empty()) set_withheld({});
+  if (!binding) set_withheld({});
   result = squat ? place_batch(j, true, now, out) : place_next(j, now, out);
   if (placed() || squat) return result;
   // Kept from starting: it would have fitted but for the room withheld (a
@@ -394,12 +430,7 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
       j.queue.state == QueueState::waiting_for_capacity) {
     set_withheld({});
     if (fits_unbound(j)) {
-      const FutureStart* fs = binding.front();
-      for (const FutureStart* b : binding)
-        if (b->pool == j.pool) {
-          fs = b;
-          break;
-        }
+      const FutureStart* fs = binding_here ? binding_here : binding;
       std::string& where = start_nodes_[fs->job];
       if (where.empty()) where = node_list(view_, *fs);
       wait(j, WaitCause::reservation,

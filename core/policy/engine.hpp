@@ -244,9 +244,10 @@ void compute_statuses(Model& model, const PolicyState& state, PolicyState& next)
 /// Corrections, preemptive stages, defragmentation: removals and where the
 /// room they make goes, asking the placement engine over `view` (the
 /// scheduler's, or one built from the snapshot). Updates the node backoff
-/// timers of `next`.
+/// timers of `next`. Without `reasons`, `pending_reasons` stays empty (no
+/// words are built: nobody will read them, as in a replay).
 Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
-                std::vector<std::string>& pending_reasons);
+                std::vector<std::string>& pending_reasons, bool reasons = true);
 
 /// Exact resource vector of a job's fair share.
 Resources fair_share_vector(const ModelJob& job);

@@ -393,6 +393,7 @@ std::string Planner::cap_text(const ModelJob& j) const {
 
 void Planner::finish() {
   plan_.stats.placements = static_cast<uint32_t>(plan_.placements.size());
+  if (!words_) return;
   reasons_.assign(m_.jobs.size(), {});
   for (uint32_t j = 0; j < m_.jobs.size(); ++j) {
     const auto& job = m_.jobs[j];
@@ -436,8 +437,8 @@ void Planner::finish() {
 namespace claimsched::core::policy {
 
 Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
-                std::vector<std::string>& pending_reasons) {
-  return planning::Planner(model, view, state, next, pending_reasons).run();
+                std::vector<std::string>& pending_reasons, bool reasons) {
+  return planning::Planner(model, view, state, next, pending_reasons, reasons).run();
 }
 
 }  // namespace claimsched::core::policy

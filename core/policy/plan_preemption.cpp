@@ -239,6 +239,7 @@ void Planner::preemptive_stages() {
     if (plan_.stats.tasks_placed + plan_.removals.size() != decided) refresh();
   }
   settle_groups();
+  if (!words_) return;
   for (uint32_t j : starving) {
     if (placed_[j] > 0 || pending_[j] == 0) continue;
     const auto& job = m_.jobs[j];
@@ -309,8 +310,9 @@ void Planner::defragment() {
           if (std::vector<size_t>(set.allocs.begin(), set.allocs.end()) == h->victims) best_set = std::move(set);
       }
     if (best == kNone) {
-      notes_[j] =
-          "fragmented: no node where jobs above their fair share make room for one task of " + job.per_task.to_string();
+      if (words_)
+        notes_[j] = "fragmented: no node where jobs above their fair share make room for one task of " +
+                    job.per_task.to_string();
       continue;
     }
     auto refs = commit_victims(best_set, j, RemovalReason::defragmentation,

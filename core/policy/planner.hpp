@@ -50,8 +50,14 @@ inline std::string node_label(const ModelNode& n) {
 class Planner {
  public:
   Planner(const Model& m, const ClusterView& view, const PolicyState& state, PolicyState& next,
-          std::vector<std::string>& reasons)
-      : m_(m), view_(view), pre_(m.snapshot->settings.preemption), state_(state), next_(next), reasons_(reasons) {}
+          std::vector<std::string>& reasons, bool words = true)
+      : m_(m),
+        view_(view),
+        pre_(m.snapshot->settings.preemption),
+        state_(state),
+        next_(next),
+        reasons_(reasons),
+        words_(words) {}
 
   Plan run();
 
@@ -171,6 +177,8 @@ class Planner {
   const PolicyState& state_;
   PolicyState& next_;
   std::vector<std::string>& reasons_;
+  /// Build the pending reasons (and the notes they are made of); decisions never read them.
+  bool words_ = true;
   Plan plan_;
   std::vector<Resources> free_;
   std::vector<Resources> pool_free_;

@@ -244,15 +244,15 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::
 }  // namespace
 
 Expected<CycleResult> run_cycle(const Snapshot& snapshot, const ClusterView& view, const PolicyState& state,
-                                bool allocation_rows) {
+                                bool allocation_rows, bool reasons) {
   auto model = build_model(snapshot);
   if (!model) return model.error();
   compute_fair_shares(*model);
   PolicyState next;
   compute_statuses(*model, state, next);
-  std::vector<std::string> reasons;
-  Plan plan = plan_cycle(*model, view, state, next, reasons);
-  return make_result(*model, std::move(plan), std::move(next), reasons, allocation_rows);
+  std::vector<std::string> pending_reasons;
+  Plan plan = plan_cycle(*model, view, state, next, pending_reasons, reasons);
+  return make_result(*model, std::move(plan), std::move(next), pending_reasons, allocation_rows);
 }
 
 Expected<CycleResult> run_cycle(const Snapshot& snapshot, const PolicyState& state) {

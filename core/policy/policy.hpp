@@ -27,9 +27,10 @@ namespace claimsched::core::policy {
 /// Errors are bad snapshots only.
 /// Without `allocation_rows` the job rows carry no per-allocation rows: the
 /// live scheduler reads only shares, ranks, caps and the plan, and a row per
-/// running task every cycle is most of a cycle's allocations.
+/// running task every cycle is most of a cycle's allocations. Without
+/// `reasons` the job rows carry no pending_reason (words nobody reads).
 Expected<CycleResult> run_cycle(const Snapshot& snapshot, const ClusterView& view, const PolicyState& state = {},
-                                bool allocation_rows = true);
+                                bool allocation_rows = true, bool reasons = true);
 /// The same over a view built from the snapshot (view_of).
 Expected<CycleResult> run_cycle(const Snapshot& snapshot, const PolicyState& state = {});
 

@@ -247,6 +247,8 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
     held[job] = h.tasks();
   }
   snap.nodes.reserve(view.node_count());
+  // About as many jobs as the last cycle saw: the vector grows once, if at all.
+  if (last_) snap.jobs.reserve(last_->jobs.size() + 16);
   for (NodeIndex n = 0; n < view.node_count(); ++n) {
     const NodeView& v = view.node(n);
     NodeInfo info;
@@ -295,6 +297,8 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
     if (const JobNotes* n = scheduler.notes(j.spec.id))
       info.fragmented = n->fragmented && n->waits == WaitCause::no_room &&
                         j.queue.state == QueueState::waiting_for_capacity;
+    auto lands = landing.find(j.spec.id);
+    info.allocations.reserve(j.count_in(TaskState::running) + (lands != landing.end() ? lands->second.size() : 0));
     for (TaskIndex t = 0; t < j.tasks.size(); ++t) {
       const TaskRecord& r = j.tasks[t];
       if (r.state != TaskState::running || !r.node || leaving.count(TaskRef{j.spec.id, t})) continue;
@@ -306,8 +310,8 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
       a.interruptible = interruptible_.count(TaskRef{j.spec.id, t}) > 0;
       info.allocations.push_back(a);
     }
-    if (auto it = landing.find(j.spec.id); it != landing.end())
-      info.allocations.insert(info.allocations.end(), it->second.begin(), it->second.end());
+    if (lands != landing.end())
+      info.allocations.insert(info.allocations.end(), lands->second.begin(), lands->second.end());
     snap.jobs.push_back(std::move(info));
   });
   return snap;
@@ -337,7 +341,7 @@ Expected<CycleResult> PolicyStage::rank(Scheduler& scheduler, TimePoint now) {
 
 Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, Outbox& out, const Check* checked) {
   uint64_t input = checked ? checked->input : input_fingerprint(scheduler);
-  auto result = run_cycle(snapshot_of(scheduler, now), scheduler.view(), state_, false);
+  auto result = run_cycle(snapshot_of(scheduler, now), scheduler.view(), state_, false, reasons_);
   if (!result) return result.error();
   state_ = result->next_state;
   if (!ran_ || input != input_seen_ || observed_since_cycle_) input_since_ = now;

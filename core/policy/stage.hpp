@@ -114,6 +114,10 @@ class PolicyStage {
 
   /// The last cycle's result (shares, statuses, plan), for reports and explain.
   const std::optional<CycleResult>& last() const { return last_; }
+  /// Whether cycle() words why each waiting job waits (last()'s
+  /// pending_reason, for explain). On by default; a replay, which never
+  /// explains, turns it off: the words cost more than some decisions.
+  void set_reasons(bool on) { reasons_ = on; }
 
   /// What is known about a job beyond its tasks, in place of what the
   /// scheduler observed (policy eval takes it from the snapshot): whether it
@@ -147,6 +151,7 @@ class PolicyStage {
   TimePoint input_since_{0};
   /// observe*() was called since the last cycle.
   bool observed_since_cycle_ = false;
+  bool reasons_ = true;
   std::optional<CycleResult> last_;
   std::map<JobId, std::pair<bool, std::optional<PredictionInfo>>> observed_;
   std::set<TaskRef> interruptible_;

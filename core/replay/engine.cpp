@@ -53,6 +53,9 @@ struct JobProgress {
   size_t outcome;  // index in ReplayResult::outcomes
   Duration run;
   Duration limit;
+  /// Per task, how many times it was started (a run's number; empty until
+  /// the first start): kept with the job rather than in a map of every task.
+  std::vector<uint32_t> runs;
 };
 
 class Engine {
@@ -62,7 +65,11 @@ class Engine {
   Status build() {
     for (const auto& config : setup_.partitions) {
       partitions_.push_back(Partition{std::make_unique<Scheduler>(config), nullptr, kNever, kNever});
-      if (setup_.policy) partitions_.back().policy = std::make_unique<policy::PolicyStage>(*setup_.policy);
+      if (setup_.policy) {
+        partitions_.back().policy = std::make_unique<policy::PolicyStage>(*setup_.policy);
+        // Nothing explains a replayed job: the pending reasons would be words nobody reads.
+        partitions_.back().policy->set_reasons(false);
+      }
       for (const auto& pool : config.pools) owner_of_pool_[pool] = partitions_.size() - 1;
     }
     LedgerConfig ledger;
@@ -198,7 +205,7 @@ class Engine {
     o.tasks = spec.count;
     o.cpus_per_task = static_cast<double>(spec.per_task[dim::cpu]) / 1000.0;
     o.submit_s = whole_seconds(spec.submit_time - origin_);
-    by_job_[spec.id] = JobProgress{result_.outcomes.size(), job.run, spec.max_run_time};
+    by_job_[spec.id] = JobProgress{result_.outcomes.size(), job.run, spec.max_run_time, {}};
     result_.outcomes.push_back(std::move(o));
     mark(s);
   }
@@ -319,7 +326,8 @@ class Engine {
     Duration lasts = killed ? job.limit : job.run;
     for (TaskIndex t : claim.tasks) {
       TaskRef task{claim.job, t};
-      uint32_t number = ++run_numbers_[task];
+      if (job.runs.size() <= t) job.runs.resize(static_cast<size_t>(t) + 1, 0);
+      uint32_t number = ++job.runs[t];
       runs_[task] = Run{now_, n, number, claim.cpus};
       ends_.push(TaskEndEvent{now_ + lasts, next_order_++, task, n, number, killed});
     }
@@ -407,7 +415,6 @@ class Engine {
   std::vector<uint32_t> claimed_on_;
   std::map<std::pair<uint32_t, uint64_t>, AcceptedClaim> accepted_;
   std::unordered_map<TaskRef, Run> runs_;
-  std::unordered_map<TaskRef, uint32_t> run_numbers_;
   std::unordered_map<JobId, JobProgress> by_job_;
   TimePoint now_{0};
   TimePoint origin_{0};

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/core/builders.hpp"
 #include "tests/core/sim_cluster.hpp"
 
@@ -139,6 +141,64 @@ TEST_F(DriverTest, ACycleTakesTheStarvingClassesShareFromTheClassAboveIt) {
   ASSERT_NE(row, nullptr);
   EXPECT_EQ(row->running, 4u);
   EXPECT_TRUE(sched.check_accounting()) << sched.check_accounting().error().message;
+}
+
+// A stage that words no reasons (set_reasons(false), as the replay runs it)
+// decides exactly what one that does: the same preemptions cycle after
+// cycle and the same placements; only the pending reasons are missing.
+TEST(DriverReasons, WithoutReasonsACycleDecidesTheSameAndWordsNothing) {
+  policy::PolicyConfig p = batch_and_prod_policy();
+  p.settings.preemption.fair_share_starvation_timeout = ms(100);
+  p.settings.preemption.fair_share_starvation_tolerance = 1.0;
+  p.settings.preemption.preemptive_scheduling_backoff = ms(10);
+  ASSERT_TRUE(p.validate()) << p.validate().error().message;
+  SimCluster clusters[2];
+  policy::PolicyDriver drivers[2] = {policy::PolicyDriver(p), policy::PolicyDriver(p)};
+  drivers[1].set_reasons(false);
+  size_t s[2];
+  for (int i = 0; i < 2; ++i) {
+    for (uint32_t n = 1; n <= 2; ++n) clusters[i].add_node(NodeBuilder(n).capacity("cpu=4,memory=16Gi").build());
+    s[i] = clusters[i].add_scheduler(batch_and_prod_partition());
+    ASSERT_TRUE(clusters[i].submit(s[i], JobBuilder(1).count(8).cpu("1").build()));
+    clusters[i].run();
+    ASSERT_TRUE(clusters[i].submit(s[i], JobBuilder(2).job_class("prod").count(8).cpu("1").build()));
+    clusters[i].run();
+  }
+  auto where = [&](int i) {
+    std::vector<std::pair<uint64_t, uint64_t>> out;  // (node, job) of every allocation
+    for (size_t n = 0; n < clusters[i].node_count(); ++n)
+      for (const auto& a : clusters[i].ledger(n).allocations()) out.emplace_back(n, a.task.job.value);
+    std::sort(out.begin(), out.end());
+    return out;
+  };
+  uint64_t preempted = 0;
+  for (int cycle = 0; cycle < 12; ++cycle) {
+    uint32_t preemptions[2];
+    for (int i = 0; i < 2; ++i) {
+      Outbox out;
+      auto summary = drivers[i].cycle(clusters[i].scheduler(s[i]), clusters[i].now(), out);
+      ASSERT_TRUE(summary) << summary.error().message;
+      preemptions[i] = summary->preemptions;
+      for (auto& r : out.releases) clusters[i].send_to_node(s[i], static_cast<size_t>(r.node.value - 1), r);
+      clusters[i].run();
+      clusters[i].advance_by(ms(50));
+      clusters[i].run();
+    }
+    preempted += preemptions[0];
+    EXPECT_EQ(preemptions[0], preemptions[1]) << "cycle " << cycle;
+    EXPECT_EQ(where(0), where(1)) << "cycle " << cycle;
+    ASSERT_TRUE(drivers[0].last() && drivers[1].last());
+    const auto* worded = drivers[0].last()->job(JobId{2});
+    const auto* quiet = drivers[1].last()->job(JobId{2});
+    ASSERT_TRUE(worded && quiet);
+    EXPECT_EQ(policy::queue_rank(*worded), policy::queue_rank(*quiet)) << "cycle " << cycle;
+    EXPECT_EQ(worded->cap, quiet->cap) << "cycle " << cycle;
+    if (worded->pending > 0) {
+      EXPECT_FALSE(worded->pending_reason.empty()) << "cycle " << cycle;
+    }
+    EXPECT_TRUE(quiet->pending_reason.empty()) << quiet->pending_reason;
+  }
+  EXPECT_EQ(preempted, 4u) << "prod took its fair share, half of 8, in both";
 }
 
 }  // namespace
