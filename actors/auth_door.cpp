@@ -99,6 +99,21 @@ void pass_on(self_ptr self, caf::typed_response_promise<T> promise, Ts... xs) {
             [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
 }
 
+/// Asks the gateway `xs...` (a list of jobs) and answers with `user`'s jobs of it.
+template <class... Ts>
+caf::result<std::vector<core::JobView>> own_jobs_only(self_ptr self, std::string user,
+                                                      std::chrono::milliseconds timeout, Ts... xs) {
+  auto promise = self->make_response_promise<std::vector<core::JobView>>();
+  self->request(self->state.gateway, timeout, std::move(xs)...)
+      .then(
+          [=](std::vector<core::JobView>& jobs) mutable {
+            std::erase_if(jobs, [&](const core::JobView& v) { return v.spec.user != user; });
+            promise.deliver(std::move(jobs));
+          },
+          [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
+  return promise;
+}
+
 /// An admin's operation (drain, pool removal, partition move): checked,
 /// audited whichever way it goes, then forwarded.
 template <class... Ts>
@@ -341,16 +356,7 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
         const auto* who = principal(self, Action::list_jobs, "the queue", refusal);
         if (!who) return refusal;
         if (who->is_operator()) return self->delegate(self->state.gateway, q);
-        auto promise = self->make_response_promise<std::vector<core::JobView>>();
-        std::string user = who->user;
-        self->request(self->state.gateway, timeout_of(self), q)
-            .then(
-                [=](std::vector<core::JobView>& all) mutable {
-                  std::erase_if(all, [&](const core::JobView& v) { return v.spec.user != user; });
-                  promise.deliver(std::move(all));
-                },
-                [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
-        return promise;
+        return own_jobs_only(self, who->user, timeout_of(self), q);
       },
       [=](ended_atom a, std::vector<core::JobId>& jobs,
           uint32_t timeout_ms) -> caf::result<std::vector<core::JobView>> {
@@ -358,18 +364,9 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
         const auto* who = principal(self, Action::list_jobs, "the jobs it waits for", refusal);
         if (!who) return refusal;
         if (who->is_operator()) return self->delegate(self->state.gateway, a, std::move(jobs), timeout_ms);
-        // Only the user's own jobs are answered: another's end is not theirs to see.
-        auto promise = self->make_response_promise<std::vector<core::JobView>>();
-        std::string user = who->user;
+        // Another user's end is not theirs to see.
         auto held = timeout_of(self) + std::chrono::milliseconds(std::min(timeout_ms, kMaxJobWaitMs));
-        self->request(self->state.gateway, held, a, std::move(jobs), timeout_ms)
-            .then(
-                [=](std::vector<core::JobView>& ended) mutable {
-                  std::erase_if(ended, [&](const core::JobView& v) { return v.spec.user != user; });
-                  promise.deliver(std::move(ended));
-                },
-                [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
-        return promise;
+        return own_jobs_only(self, who->user, held, a, std::move(jobs), timeout_ms);
       },
       [=](history_atom h, core::JobFilter& filter) -> caf::result<std::vector<core::JobView>> {
         std::string object = filter.user.empty() ? "jobs" : "jobs of user " + filter.user;

@@ -2,7 +2,8 @@
 
 // What the decoders of messages/codec.cpp and messages/campaign_codec.cpp
 // share: field paths for errors, bounded scalars and lists, resources, and
-// the top-level decode. Internal to messages/ (include codec.hpp instead).
+// the top-level decode (record_codec.cpp takes CLAIMSCHED_TRY). Internal to
+// messages/ (include codec.hpp instead).
 
 #include <algorithm>
 #include <climits>

@@ -8,6 +8,7 @@
 
 #include "core/limits.hpp"
 #include "messages/codec.hpp"
+#include "messages/codec_detail.hpp"  // CLAIMSCHED_TRY
 
 // Decoding contract: see record_codec.hpp and codec.cpp. Errors name the field
 // from the top-level record ("StoredJob.spec.count: ..."); a nested core type
@@ -31,13 +32,6 @@ static_assert(pb::STORE_KIND_NODES == static_cast<int>(StoreKind::nodes) + 1);
 static_assert(pb::StoreKind_MAX == static_cast<int>(StoreKind::nodes) + 1);
 static_assert(pb::NodeState_MAX == static_cast<int>(core::NodeState::down) + 1);
 static_assert(pb::TaskState_MAX == static_cast<int>(core::TaskState::cancelled) + 1);
-
-#define CLAIMSCHED_TRY(expr)       \
-  do {                             \
-    if (auto st_ = (expr); !st_) { \
-      return st_;                  \
-    }                              \
-  } while (false)
 
 Error corrupt(std::string_view path, std::string_view what) {
   std::string msg{path};
