@@ -19,11 +19,8 @@ class ApiTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_NO_FATAL_FAILURE(cluster.start_server());
-    std::string log = LocalCluster::read_file(cluster.server_log());
-    const std::string said = "claimsched server http on ";
-    auto at = log.find(said);
-    ASSERT_NE(at, std::string::npos) << log;
-    http = log.substr(at + said.size(), log.find(' ', at + said.size()) - at - said.size());
+    http = LocalCluster::printed_address(cluster.server_log(), "claimsched server http on ");
+    ASSERT_NE(http, "") << LocalCluster::read_file(cluster.server_log());
     cluster.start_agent("a1", "cpu=4,memory=4Gi");
     ASSERT_TRUE(cluster.wait_for_alive_nodes(1));
     client = std::make_unique<httplib::Client>("http://" + http);

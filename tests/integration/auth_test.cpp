@@ -33,12 +33,8 @@ class AuthTest : public ::testing::Test {
     // The fixture's helpers (nodes, status) ask as the operator.
     ::setenv("CLAIMSCHED_TOKEN", kOps, 1);
     ASSERT_NO_FATAL_FAILURE(cluster.start_server());
-    ASSERT_TRUE(LocalCluster::wait_until(
-        [&] { return LocalCluster::read_file(cluster.server_log()).find(kHttpSaid) != std::string::npos; },
-        std::chrono::seconds(10)));
-    std::string log = LocalCluster::read_file(cluster.server_log());
-    auto at = log.find(kHttpSaid) + std::string(kHttpSaid).size();
-    http = log.substr(at, log.find(' ', at) - at);
+    http = LocalCluster::printed_address(cluster.server_log(), kHttpSaid);
+    ASSERT_NE(http, "") << LocalCluster::read_file(cluster.server_log());
     cluster.start_agent("n1", "cpu=4,memory=4Gi");
     ASSERT_TRUE(cluster.wait_for_alive_nodes(1));
   }

@@ -45,6 +45,24 @@ class ClusterClient {
     return s.str();
   }
 
+  /// The address ("HOST:PORT") a process printed after `said` in its log at
+  /// `path`, waiting for the line: an HTTP endpoint's line comes a moment
+  /// after the "listening" one a start waits for. "" if it never came.
+  static std::string printed_address(const std::string& path, const std::string& said,
+                                     std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    std::string address;
+    wait_until(
+        [&] {
+          std::string log = read_file(path);
+          auto at = log.find(said);
+          if (at == std::string::npos) return false;
+          address = log.substr(at + said.size(), log.find(' ', at + said.size()) - at - said.size());
+          return true;
+        },
+        timeout);
+    return address;
+  }
+
   /// Nodes the server counts alive (heartbeating, up).
   int alive_nodes() const {
     ProcessResult r = self().client("nodes --json");

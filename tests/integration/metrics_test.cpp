@@ -55,17 +55,10 @@ std::string check_exposition(const std::string& text, std::map<std::string, std:
   return "";
 }
 
-/// The HTTP address a process printed to `log` after `said` ("" if none).
-std::string address_after(const std::string& log, const std::string& said) {
-  auto at = log.find(said);
-  if (at == std::string::npos) return "";
-  return log.substr(at + said.size(), log.find(' ', at + said.size()) - at - said.size());
-}
-
 TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   LocalCluster cluster("[http]\nlisten = \"127.0.0.1:0\"\n");
   ASSERT_NO_FATAL_FAILURE(cluster.start_server());
-  std::string http = address_after(LocalCluster::read_file(cluster.server_log()), "claimsched server http on ");
+  std::string http = LocalCluster::printed_address(cluster.server_log(), "claimsched server http on ");
   ASSERT_NE(http, "") << LocalCluster::read_file(cluster.server_log());
   cluster.start_agent("a1", "cpu=4,memory=4Gi", {"--http", "127.0.0.1:0"});
   ASSERT_TRUE(cluster.wait_for_alive_nodes(1));
@@ -108,9 +101,8 @@ TEST(Metrics, AScrapeCountsWhatTheClusterDidInPrometheusFormat) {
   EXPECT_GT(std::stod(samples["claimsched_group_commit_seconds_sum{partition=\"1\"}"]), 0.0);
   EXPECT_EQ(client.Get("/elsewhere")->status, 404);
 
-  std::string agent_log = LocalCluster::read_file(cluster.dir() + "/a1.log");
-  std::string agent_http = address_after(agent_log, "claimsched agent http on ");
-  ASSERT_NE(agent_http, "") << agent_log;
+  std::string agent_http = LocalCluster::printed_address(cluster.dir() + "/a1.log", "claimsched agent http on ");
+  ASSERT_NE(agent_http, "") << LocalCluster::read_file(cluster.dir() + "/a1.log");
   auto agent_res = httplib::Client("http://" + agent_http).Get("/metrics");
   ASSERT_TRUE(agent_res) << "no answer from " << agent_http;
   std::map<std::string, std::string> agent;
@@ -136,7 +128,7 @@ TEST(Metrics, TheQueueAndThePoolsSharesArePerPoolAndClass) {
   using namespace std::chrono_literals;
   LocalCluster cluster("[http]\nlisten = \"127.0.0.1:0\"\n[policy]\nenabled = true\ninterval = \"100ms\"\n");
   ASSERT_NO_FATAL_FAILURE(cluster.start_server());
-  std::string http = address_after(LocalCluster::read_file(cluster.server_log()), "claimsched server http on ");
+  std::string http = LocalCluster::printed_address(cluster.server_log(), "claimsched server http on ");
   ASSERT_NE(http, "") << LocalCluster::read_file(cluster.server_log());
   cluster.start_agent("a1", "cpu=4,memory=4Gi");
   ASSERT_TRUE(cluster.wait_for_alive_nodes(1));
@@ -212,7 +204,7 @@ void run_and_scrape_sim(const std::string& dir, const std::vector<std::string>& 
       },
       std::chrono::seconds(120)))
       << LocalCluster::read_file(log);
-  std::string http = address_after(LocalCluster::read_file(log), "claimsched sim http on ");
+  std::string http = LocalCluster::printed_address(log, "claimsched sim http on ");
   ASSERT_NE(http, "") << LocalCluster::read_file(log);
   auto res = httplib::Client("http://" + http).Get("/metrics");
   ASSERT_TRUE(res) << "no answer from " << http;

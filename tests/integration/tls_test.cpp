@@ -165,18 +165,8 @@ TEST(TlsTest, TheHttpEndpointServesHttpsWithTheMembersCertificate) {
   TlsCluster t("[http]\nlisten = \"127.0.0.1:0\"\n");
   t.start();
   auto& c = t.cluster;
-  const std::string said = "claimsched server http on ";
-  std::string address;
-  ASSERT_TRUE(LocalCluster::wait_until(
-      [&] {
-        std::string log = LocalCluster::read_file(c.server_log());
-        auto at = log.find(said);
-        if (at == std::string::npos) return false;
-        address = log.substr(at + said.size(), log.find(' ', at + said.size()) - at - said.size());
-        return true;
-      },
-      std::chrono::seconds(10)))
-      << LocalCluster::read_file(c.server_log());
+  std::string address = LocalCluster::printed_address(c.server_log(), "claimsched server http on ");
+  ASSERT_NE(address, "") << LocalCluster::read_file(c.server_log());
   EXPECT_NE(LocalCluster::read_file(c.server_log()).find(address + " (HTTPS"), std::string::npos);
 
   auto secure =
