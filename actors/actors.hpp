@@ -67,6 +67,12 @@ using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
 using prove_atom = caf::atom_constant<caf::atom("prove")>;
 using watch_atom = caf::atom_constant<caf::atom("watch")>;
 using ended_atom = caf::atom_constant<caf::atom("ended")>;
+using repeat_atom = caf::atom_constant<caf::atom("repeat")>;
+
+/// Copies of one job a single submit may ask for (`submit --repeat`, job
+/// arrays): one message and one store write for all of them, and a bound on
+/// what one message makes a server do.
+constexpr uint32_t kMaxJobsPerSubmit = 10'000;
 
 /// A real task's process ended (local only: from the executor to its node
 /// actor; see task_executor.hpp).
@@ -186,6 +192,10 @@ struct PartitionMetrics {
 using scheduler_actor = claim_client_actor::extend<
     /// Accept a job; answers its id once queued, or an error naming the field.
     caf::replies_to<core::JobSpec>::with<core::JobId>,
+    /// Accept one copy of the job under each id (at most kMaxJobsPerSubmit),
+    /// all or none; answers the ids once their records are durable. An id
+    /// already held with the same spec is a retry, answered, never doubled.
+    caf::replies_to<repeat_atom, core::JobSpec, std::vector<core::JobId>>::with<std::vector<core::JobId>>,
     /// Subscribe to this node and place on it.
     caf::reacts_to<register_atom, node_actor>,
     /// Begin placing (a sim holds schedulers until its load is queued).
@@ -350,6 +360,9 @@ using gateway_actor = caf::typed_actor<
     /// Submit a job (its id is assigned here when zero; the same id again is
     /// the same job: a retry is answered, never doubled).
     caf::replies_to<core::JobSpec>::with<core::JobId>,
+    /// Submit this many copies of a job (1 to kMaxJobsPerSubmit; its id must
+    /// be zero): the ids assigned, in order, all or none.
+    caf::replies_to<repeat_atom, core::JobSpec, uint32_t>::with<std::vector<core::JobId>>,
     /// One job with its tasks (their nodes named).
     caf::replies_to<status_atom, core::JobId>::with<core::JobView>,
     /// Every job that has not ended.

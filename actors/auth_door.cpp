@@ -328,6 +328,14 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
         job.user = who->user;
         return self->delegate(self->state.gateway, std::move(job));
       },
+      [=](repeat_atom, core::JobSpec& job, uint32_t count) -> caf::result<std::vector<core::JobId>> {
+        caf::error refusal;
+        const auto* who = principal(self, Action::submit, "a job", refusal);
+        if (!who) return refusal;
+        if (auto s = check(self, Action::submit, "a job", job.user); !s) return messages::to_caf_error(s.error());
+        job.user = who->user;
+        return self->delegate(self->state.gateway, repeat_atom::value, std::move(job), count);
+      },
       [=](status_atom, core::JobId id) {
         return with_owner_check<core::JobView>(
             self, id, Action::read_job,

@@ -3,47 +3,23 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <atomic>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <set>
 
 #include "actors/clock.hpp"
+#include "actors/gateway_campaigns.hpp"
+#include "actors/gateway_forward.hpp"
+#include "actors/gateway_submit.hpp"
 #include "actors/gateway_metrics.hpp"
 
 namespace claimsched::actors {
 
 namespace {
 
-using self_ptr = gateway_actor::stateful_pointer<gateway_state>;
-
-caf::error error_of(core::Errc code, std::string message) {
-  return messages::to_caf_error(core::make_error(code, std::move(message)));
-}
-
-caf::error no_owner(core::PartitionId p) {
-  return error_of(core::Errc::unavailable, "partition " + std::to_string(p.value) +
-                                               " has no owner right now (a takeover is under way); retry");
-}
-
-/// A failed forward: a dead or silent owner is a reason to retry elsewhere.
-caf::error forward_error(const caf::error& err, core::PartitionId p) {
-  if (err == caf::sec::request_timeout || err == caf::sec::request_receiver_down)
-    return error_of(core::Errc::unavailable,
-                    "the owner of partition " + std::to_string(p.value) + " did not answer; retry");
-  return err;
-}
-
-std::string known_pools(const gateway_state& st) {
-  std::string known;
-  for (const auto& [name, _] : st.pools)
-    if (!st.removed_pools.contains(name)) known += (known.empty() ? "" : ", ") + name;
-  return known;
-}
-
-core::Error removed_pool(const std::string& what, const std::string& pool) {
-  return core::make_error(core::Errc::wrong_state,
-                          what + "pool '" + pool + "' was removed (claimsched pool remove)");
-}
+using self_ptr = gateway_self;
+using namespace gateway_detail;
 
 /// A node's spec as it arrived from the network, checked before use.
 core::Status validate_node(const gateway_state& st, const core::NodeSpec& spec) {
@@ -72,40 +48,6 @@ core::Status validate_node(const gateway_state& st, const core::NodeSpec& spec) 
   return core::Status::ok();
 }
 
-std::chrono::milliseconds timeout_of(const gateway_state& st) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(st.config.request_timeout);
-}
-
-/// Sends `xs...` to partition `p`'s owner; `on_answer(T&)` or `on_error` runs
-/// exactly once: with the answer, with the request's error, or with
-/// Errc::unavailable as soon as the owner's connection drops.
-template <class T, class OnAnswer, class OnError, class... Ts>
-void forward(self_ptr self, const GatewayPartition& p, OnAnswer on_answer, OnError on_error, Ts&&... xs) {
-  auto& st = self->state;
-  auto key = st.next_forward++;
-  auto done = std::make_shared<bool>(false);
-  auto partition = p.id;
-  st.forwards[key] = {partition, [=](const caf::error& err) mutable {
-                        if (*done) return;
-                        *done = true;
-                        on_error(err);
-                      }};
-  self->request(p.scheduler, timeout_of(st), std::forward<Ts>(xs)...)
-      .then(
-          [=](T& answer) mutable {
-            self->state.forwards.erase(key);
-            if (*done) return;
-            *done = true;
-            on_answer(answer);
-          },
-          [=](caf::error& err) mutable {
-            self->state.forwards.erase(key);
-            if (*done) return;
-            *done = true;
-            on_error(forward_error(err, partition));
-          });
-}
-
 /// Learns the pools partition `p` removed: a removal may have gone through
 /// another member, and this gateway refuses what is in a removed pool.
 void learn_removed_pools(self_ptr self, const GatewayPartition& p) {
@@ -118,30 +60,6 @@ void learn_removed_pools(self_ptr self, const GatewayPartition& p) {
                 spdlog::info("gateway: pool {} was removed (claimsched pool remove)", pool);
           },
           [](caf::error&) {});  // asked again at the next refresh
-}
-
-/// What the front door refuses before a job reaches its scheduler: no command
-/// (no node could run it), resources the cluster does not declare (a typo
-/// would wait forever).
-core::Status check_job(const gateway_state& st, const core::JobSpec& job) {
-  if (job.command.empty())
-    return core::make_error(core::Errc::invalid_argument,
-                            "job field 'command': a job needs a command (after --, or command = [...] in its file)");
-  static const std::vector<std::string> kBuiltin{"cpu", "memory", "gpu", "disk"};
-  for (size_t d = 0; d < core::kMaxDimensions; ++d) {
-    if (job.per_task[static_cast<core::DimensionId>(d)] == 0) continue;
-    std::string name(core::DimensionRegistry::name(static_cast<core::DimensionId>(d)));
-    auto known = [&](const std::vector<std::string>& names) {
-      return std::find(names.begin(), names.end(), name) != names.end();
-    };
-    if (known(kBuiltin) || known(st.config.resources)) continue;
-    std::string all = "cpu, memory, gpu, disk";
-    for (const auto& r : st.config.resources) all += ", " + r;
-    return core::make_error(core::Errc::unknown_name,
-                            "job field 'resources': unknown resource '" + name + "' (this cluster knows " + all +
-                                "; an operator declares others in the config's `resources`)");
-  }
-  return core::Status::ok();
 }
 
 /// Asks every partition's owner `xs...` and answers with all replies (each a
@@ -373,15 +291,6 @@ core::Expected<gateway_actor> spawn_gateway(caf::actor_system& sys, GatewayConfi
   return sys.spawn(gateway, std::move(config));
 }
 
-core::JobId fresh_job_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  constexpr int64_t kEpoch2020Ms = 1'577'836'800'000;
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wall_now()).count() - kEpoch2020Ms;
-  uint64_t high = static_cast<uint64_t>(std::max<int64_t>(ms, 1)) << 24;
-  uint64_t low = rng() & ((uint64_t{1} << 24) - 1);
-  return core::JobId{(high | low) & ((uint64_t{1} << 63) - 1)};
-}
-
 gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
   auto& st = self->state;
   st.config = std::move(config);
@@ -505,35 +414,8 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
           spdlog::info("gateway: node {} is back", it->second.name);
         }
       },
-      [=](core::JobSpec& job) -> caf::result<core::JobId> {
-        auto& st = self->state;
-        if (auto s = check_job(st, job); !s) return messages::to_caf_error(s.error());
-        auto it = st.pools.find(job.pool);
-        if (it == st.pools.end())
-          return error_of(core::Errc::unknown_name,
-                          "job field 'pool': unknown pool '" + job.pool + "' (known: " + known_pools(st) + ")");
-        if (st.removed_pools.contains(job.pool))
-          return messages::to_caf_error(removed_pool("job field 'pool': ", job.pool));
-        const auto& part = st.config.partitions[it->second];
-        if (!part.scheduler) return no_owner(part.id);
-        if (job.id.value == 0) job.id = st.config.member ? fresh_job_id() : core::JobId{st.next_job++};
-        if (auto known = st.jobs.find(job.id); known != st.jobs.end() && known->second != part.id)
-          return error_of(core::Errc::duplicate, "job " + std::to_string(job.id.value) + " already exists");
-        st.next_job = std::max(st.next_job, job.id.value + 1);
-        if (job.submit_time.count() == 0) job.submit_time = now(self);
-        // The job's route is recorded only once its partition accepted it: a
-        // refused submit leaves nothing behind.
-        auto promise = self->make_response_promise<core::JobId>();
-        auto partition = part.id;
-        forward<core::JobId>(
-            self, part,
-            [=](core::JobId& id) mutable {
-              self->state.jobs[id] = partition;
-              promise.deliver(id);
-            },
-            [=](const caf::error& err) mutable { promise.deliver(err); }, std::move(job));
-        return promise;
-      },
+      [=](core::JobSpec& job) { return submit_job(self, std::move(job)); },
+      [=](repeat_atom, core::JobSpec& job, uint32_t count) { return submit_copies(self, std::move(job), count); },
       [=](status_atom, core::JobId id) { return named_view(self, id, status_atom::value); },
       [=](cancel_atom, core::JobId id) { return named_view(self, id, cancel_atom::value); },
       [=](ended_atom, std::vector<core::JobId>& jobs, uint32_t timeout_ms) {
@@ -655,18 +537,8 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
                 [=](caf::error& err) mutable { promise.deliver(err); });
         return promise;
       },
-      [=](campaign_atom, core::campaign::CampaignRequest& request) -> caf::result<core::campaign::CampaignReply> {
-        auto& st = self->state;
-        if (!st.campaigns)
-          return error_of(core::Errc::unavailable,
-                          st.config.member ? "no member runs the campaigns right now (the campaign partition's owner "
-                                             "is changing); try again"
-                                           : "this server runs no campaigns");
-        auto promise = self->make_response_promise<core::campaign::CampaignReply>();
-        self->request(st.campaigns, timeout_of(st), campaign_atom::value, std::move(request))
-            .then([=](core::campaign::CampaignReply& answer) mutable { promise.deliver(std::move(answer)); },
-                  [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
-        return promise;
+      [=](campaign_atom, core::campaign::CampaignRequest& request) {
+        return ask_campaigns(self, std::move(request));
       },
       [=](login_atom, const std::string&) -> caf::result<caf::actor, std::string> {
         // Without [auth] this gateway is the door itself: a token is not checked.
@@ -681,32 +553,8 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         // Without [auth] a certificate is not checked past TLS either.
         return caf::result<caf::actor, std::string>(caf::actor_cast<caf::actor>(self), std::string());
       },
-      [=](campaign_atom, campaign_actor campaigns) {
-        // Only this process may say where campaigns run.
-        auto sender = self->current_sender();
-        if (!sender || sender->node() != self->node()) return;
-        auto& st = self->state;
-        auto& watchers = st.job_watchers;
-        auto remote = [&](const campaign_actor& c) { return c && c->node() != self->node(); };
-        // Another member's campaigns hear of this member's jobs through this
-        // gateway: its schedulers take watchers from local senders only.
-        if (remote(st.campaigns))
-          watchers.erase(std::remove(watchers.begin(), watchers.end(), caf::actor_cast<caf::actor>(st.campaigns)),
-                         watchers.end());
-        st.campaigns = std::move(campaigns);
-        if (remote(st.campaigns)) {
-          auto watcher = caf::actor_cast<caf::actor>(st.campaigns);
-          watchers.push_back(watcher);
-          for (const auto& p : st.config.partitions)
-            if (p.local && p.scheduler) self->send(p.scheduler, watch_atom::value, watcher);
-        }
-      },
-      [=](campaign_atom) -> caf::result<campaign_actor> {
-        auto& c = self->state.campaigns;
-        if (!c || c->node() != self->node())
-          return error_of(core::Errc::unavailable, "this member does not run the campaigns");
-        return c;
-      },
+      [=](campaign_atom, campaign_actor campaigns) { set_campaign_runner(self, std::move(campaigns)); },
+      [=](campaign_atom) { return local_campaign_runner(self); },
       [=](watch_atom, caf::actor watcher) {
         // Local only: job ids of every user are no client's business.
         auto sender = self->current_sender();

@@ -120,6 +120,8 @@ core::Expected<gateway_actor> spawn_gateway(caf::actor_system& sys, GatewayConfi
 
 /// A job id that no other member or client picks: milliseconds since
 /// 2020-01-01 in the high bits, random bits below (ids stay ordered by time).
-core::JobId fresh_job_id();
+/// With `block` > 1, the first of that many consecutive ids, all this
+/// process's alone.
+core::JobId fresh_job_id(uint32_t block = 1);
 
 }  // namespace claimsched::actors

@@ -6,6 +6,7 @@
 
 #include "actors/clock.hpp"
 #include "actors/job_log.hpp"
+#include "actors/scheduler_writes.hpp"
 #include "core/policy/policy.hpp"
 #include "messages/json_views.hpp"
 #include "storage/journal.hpp"
@@ -19,93 +20,6 @@ using self_ptr = scheduler_actor::stateful_pointer<scheduler_state>;
 /// Every this many unanswered subscription requests to one node, the warning
 /// is an error: the node is registered, and this scheduler cannot reach it.
 constexpr uint32_t kSubscribeAttemptsPerError = 6;
-
-node_actor* node_handle(self_ptr self, core::NodeId id) {
-  auto n = self->state.core->view().find_node(id);
-  if (!n || *n >= self->state.nodes.size() || !self->state.nodes[*n]) return nullptr;
-  return &self->state.nodes[*n];
-}
-
-void send_confirms(self_ptr self, std::vector<core::ConfirmRequest>& confirms) {
-  for (auto& c : confirms)
-    if (auto* n = node_handle(self, c.node)) self->send(*n, std::move(c));
-  confirms.clear();
-}
-
-/// Submits the assembled write if the window allows: its callback comes back
-/// as a durable_atom message; then its confirms and acknowledgements go out.
-void submit_write(self_ptr self) {
-  auto& st = self->state;
-  if (st.writing.size() >= st.max_writes_in_flight) return;
-  if (st.journals.empty() && st.assembling.empty()) return;
-  auto me = caf::actor_cast<scheduler_actor>(self);
-  st.log->submit(std::move(st.journals), st.core->config().epoch, wall_now(),
-                 [me](core::Expected<uint64_t> sequence) {
-                   if (sequence)
-                     caf::anon_send(me, durable_atom::value, *sequence, std::string());
-                   else
-                     caf::anon_send(me, durable_atom::value, uint64_t{0}, sequence.error().to_string());
-                 });
-  ++st.writes_submitted;
-  st.journals.clear();
-  st.writing.push_back(std::move(st.assembling));
-  st.assembling = PendingWrite{};
-}
-
-/// Sends what waited for a write: its confirms, then its acknowledgements.
-void release_write(self_ptr self, PendingWrite& done) {
-  send_confirms(self, done.confirms);
-  for (auto& [id, promise] : done.acks) promise.deliver(id);
-  for (auto& [promise, words] : done.replies) promise.deliver(words);
-}
-
-/// Releases the durable writes the standbys now hold, oldest first.
-void release_replicated(self_ptr self) {
-  auto& st = self->state;
-  while (!st.replicating.empty() && st.replicating.front().sequence <= st.replicated_sequence) {
-    release_write(self, st.replicating.front());
-    st.replicating.pop_front();
-  }
-}
-
-/// The store failed: nothing more is acknowledged or confirmed (claims expire
-/// on the nodes), and the partition stops placing. Another owner takes over
-/// from what is durable.
-void stop_on_store_failure(self_ptr self, const std::string& why) {
-  auto& st = self->state;
-  if (!st.store_error.empty()) return;
-  st.store_error = why;
-  spdlog::critical("{}: its store failed, the partition stops: {}", st.log_name, why);
-  auto err = messages::to_caf_error(core::make_error(
-      core::Errc::io_error, "partition " + st.log_name + " cannot store jobs: " + why));
-  auto fail = [&](PendingWrite& w) {
-    for (auto& [id, promise] : w.acks) promise.deliver(err);
-    for (auto& [promise, words] : w.replies) promise.deliver(err);
-  };
-  for (auto* queue : {&st.writing, &st.replicating})
-    for (auto& w : *queue) fail(w);
-  fail(st.assembling);
-  for (auto& [id, promise] : st.operation_waiters) promise.deliver(err);
-  st.operation_waiters.clear();
-  st.writing.clear();
-  st.replicating.clear();
-  st.assembling = PendingWrite{};
-  st.journals.clear();
-  st.started = false;
-}
-
-/// A write a retried submit can wait for: the one that holds `job`'s record,
-/// if it is not acknowledged yet.
-PendingWrite* write_holding(scheduler_state& st, core::JobId job) {
-  auto holds = [&](PendingWrite& w) {
-    return std::any_of(w.acks.begin(), w.acks.end(), [&](const auto& a) { return a.first == job; });
-  };
-  if (holds(st.assembling)) return &st.assembling;
-  for (auto* queue : {&st.writing, &st.replicating})
-    for (auto& w : *queue)
-      if (holds(w)) return &w;
-  return nullptr;
-}
 
 /// Answers whoever waits for operation `id` (an error if `outcome` is one).
 void answer_waiter(self_ptr self, core::JobId id, core::Expected<std::string> outcome) {
@@ -248,6 +162,108 @@ void flush(self_ptr self, core::TimePoint t) {
     send_confirms(self, out.confirms);
   }
   out.clear();
+}
+
+caf::error store_failed(const scheduler_state& st) {
+  return messages::to_caf_error(
+      core::make_error(core::Errc::io_error, st.log_name + " cannot store jobs: " + st.store_error));
+}
+
+/// A client retrying a submit whose answer it lost: the same job again is
+/// the same job; another spec under a held id is refused.
+core::Status same_as_held(const scheduler_state& st, const core::JobSpec& job, const core::JobRecord& held) {
+  auto again = job;
+  again.submit_time = held.spec.submit_time;
+  if (again.job_class.empty()) again.job_class = st.core->config().default_class;
+  if (again == held.spec) return core::Status::ok();
+  return core::make_error(core::Errc::duplicate,
+                          "job " + std::to_string(job.id.value) + " already exists (with another spec)");
+}
+
+caf::result<core::JobId> accept_job(self_ptr self, core::JobSpec job) {
+  auto& st = self->state;
+  if (!st.store_error.empty()) return store_failed(st);
+  auto t = now(self);
+  auto id = job.id;
+  if (const auto* held = st.core->job(id)) {
+    if (auto same = same_as_held(st, job, *held); !same) return messages::to_caf_error(same.error());
+    // Answered once its record is safe.
+    if (auto* w = write_holding(st, {id})) {
+      auto promise = self->make_response_promise<core::JobId>();
+      w->acks.emplace_back(id, promise);
+      return promise;
+    }
+    return id;
+  }
+  if (auto status = st.core->submit(std::move(job), t); !status) {
+    spdlog::debug("{}: rejects job {}: {}", st.log_name, id.value, status.error().to_string());
+    return messages::to_caf_error(status.error());
+  }
+  if (!st.log) {
+    flush(self, t);
+    return id;
+  }
+  // Acknowledged once the job's record is durable (and replicated).
+  auto promise = self->make_response_promise<core::JobId>();
+  st.assembling.acks.emplace_back(id, promise);
+  flush(self, t);
+  return promise;
+}
+
+/// One copy of `job` under each of `ids`, all or none: every id is checked
+/// (new, or a retry of this same spec) and the first copy admitted before
+/// the rest are queued. Admission looks only at the spec and the cluster,
+/// so the other copies pass too; should one not, the answer names only the
+/// ids accepted, and the gateway tells the client.
+caf::result<std::vector<core::JobId>> accept_copies(self_ptr self, core::JobSpec job, std::vector<core::JobId> ids) {
+  auto& st = self->state;
+  if (!st.store_error.empty()) return store_failed(st);
+  if (ids.empty() || ids.size() > kMaxJobsPerSubmit)
+    return messages::to_caf_error(core::make_error(
+        core::Errc::invalid_argument, "a submit names 1 to " + std::to_string(kMaxJobsPerSubmit) + " jobs, not " +
+                                          std::to_string(ids.size())));
+  auto sorted = ids;
+  std::sort(sorted.begin(), sorted.end());
+  if (auto twice = std::adjacent_find(sorted.begin(), sorted.end()); twice != sorted.end())
+    return messages::to_caf_error(core::make_error(core::Errc::invalid_argument,
+                                                   "a submit names job " + std::to_string(twice->value) + " twice"));
+  std::vector<core::JobId> fresh;
+  for (auto id : ids) {
+    job.id = id;
+    if (const auto* held = st.core->job(id)) {
+      if (auto same = same_as_held(st, job, *held); !same) return messages::to_caf_error(same.error());
+    } else {
+      fresh.push_back(id);
+    }
+  }
+  auto t = now(self);
+  std::vector<core::JobId> refused;
+  for (size_t i = 0; i < fresh.size(); ++i) {
+    job.id = fresh[i];
+    auto status = st.core->submit(job, t);
+    if (status) continue;
+    if (i == 0) {
+      spdlog::debug("{}: rejects {} copies of a job: {}", st.log_name, ids.size(), status.error().to_string());
+      return messages::to_caf_error(status.error());
+    }
+    spdlog::error("{}: job {} refused after {} copies of the same spec were accepted: {}", st.log_name,
+                  fresh[i].value, i, status.error().to_string());
+    refused.push_back(fresh[i]);
+  }
+  auto was_refused = [&](core::JobId id) { return std::find(refused.begin(), refused.end(), id) != refused.end(); };
+  if (!refused.empty()) ids.erase(std::remove_if(ids.begin(), ids.end(), was_refused), ids.end());
+  if (!st.log) {
+    flush(self, t);
+    return ids;
+  }
+  // Acknowledged once every record is durable (and replicated): the new
+  // ones are in the write being assembled, the last of the writes.
+  PendingWrite* write = fresh.size() > refused.size() ? &st.assembling : write_holding(st, ids);
+  if (!write) return ids;
+  auto promise = self->make_response_promise<std::vector<core::JobId>>();
+  write->batch_acks.emplace_back(ids, promise);
+  flush(self, t);
+  return promise;
 }
 
 /// A node's answer to our subscription: add it (or see that its agent
@@ -456,70 +472,12 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         self->state.core->on_node_delta(delta, t, self->state.outbox);
         flush(self, t);
       },
-      [=](core::JobSpec& job) -> caf::result<core::JobId> {
-        auto& st = self->state;
-        if (!st.store_error.empty())
-          return messages::to_caf_error(core::make_error(
-              core::Errc::io_error, st.log_name + " cannot store jobs: " + st.store_error));
-        auto t = now(self);
-        auto id = job.id;
-        if (const auto* held = st.core->job(id)) {
-          // A client retrying a submit whose answer it lost: the same job
-          // again is the same job, answered once its record is safe.
-          auto again = job;
-          again.submit_time = held->spec.submit_time;
-          if (again.job_class.empty()) again.job_class = st.core->config().default_class;
-          if (!(again == held->spec))
-            return messages::to_caf_error(core::make_error(
-                core::Errc::duplicate, "job " + std::to_string(id.value) + " already exists (with another spec)"));
-          if (auto* w = write_holding(st, id)) {
-            auto promise = self->make_response_promise<core::JobId>();
-            w->acks.emplace_back(id, promise);
-            return promise;
-          }
-          return id;
-        }
-        if (auto status = st.core->submit(std::move(job), t); !status) {
-          spdlog::debug("{}: rejects job {}: {}", st.log_name, id.value, status.error().to_string());
-          return messages::to_caf_error(status.error());
-        }
-        if (!st.log) {
-          flush(self, t);
-          return id;
-        }
-        // Acknowledged once the job's record is durable (and replicated).
-        auto promise = self->make_response_promise<core::JobId>();
-        st.assembling.acks.emplace_back(id, promise);
-        flush(self, t);
-        return promise;
+      [=](core::JobSpec& job) { return accept_job(self, std::move(job)); },
+      [=](repeat_atom, core::JobSpec& job, std::vector<core::JobId>& ids) {
+        return accept_copies(self, std::move(job), std::move(ids));
       },
-      [=](durable_atom, uint64_t sequence, std::string& error) {
-        auto& st = self->state;
-        if (!error.empty()) {
-          stop_on_store_failure(self, error);
-          return;
-        }
-        if (st.writing.empty()) return;  // stopped meanwhile
-        ++st.writes_completed;
-        // Writes complete in submission order.
-        PendingWrite done = std::move(st.writing.front());
-        st.writing.pop_front();
-        st.durable_sequence = std::max(st.durable_sequence, sequence);
-        done.sequence = sequence;
-        if (st.await_replication) {
-          st.replicating.push_back(std::move(done));
-          release_replicated(self);
-        } else {
-          release_write(self, done);
-        }
-        submit_write(self);
-      },
-      [=](replicated_atom, uint64_t sequence) {
-        auto& st = self->state;
-        if (sequence <= st.replicated_sequence) return;
-        st.replicated_sequence = sequence;
-        release_replicated(self);
-      },
+      [=](durable_atom, uint64_t sequence, std::string& error) { on_write_durable(self, sequence, error); },
+      [=](replicated_atom, uint64_t sequence) { on_replicated(self, sequence); },
       [=](register_atom, node_actor node) { subscribe(self, std::move(node), 1); },
       [=](start_atom) {
         if (self->state.started || !self->state.store_error.empty()) return;

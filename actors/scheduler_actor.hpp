@@ -51,11 +51,13 @@ struct SchedulerActorConfig {
 struct PendingWrite {
   std::vector<core::ConfirmRequest> confirms;
   std::vector<std::pair<core::JobId, caf::typed_response_promise<core::JobId>>> acks;
+  /// Submits of several copies of a job (repeat_atom): their ids, answered together.
+  std::vector<std::pair<std::vector<core::JobId>, caf::typed_response_promise<std::vector<core::JobId>>>> batch_acks;
   /// Operations whose change is in this write (a pool removed): their answers.
   std::vector<std::pair<caf::typed_response_promise<std::string>, std::string>> replies;
   /// The write's last sequence number, once durable.
   uint64_t sequence = 0;
-  bool empty() const { return confirms.empty() && acks.empty() && replies.empty(); }
+  bool empty() const { return confirms.empty() && acks.empty() && batch_acks.empty() && replies.empty(); }
 };
 
 struct scheduler_state {

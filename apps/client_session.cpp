@@ -30,6 +30,9 @@ struct ClientSession::Impl {
   /// The last request was refused as a message the server does not know
   /// (a server older than this client).
   bool unknown_to_server = false;
+  /// The server refused a submit of several copies as a message it does not
+  /// know: jobs go one per message (submit_one_by_one).
+  bool copies_unknown_to_server = false;
   /// When a wait last came back with jobs that ended (see wait_ended).
   std::chrono::steady_clock::time_point last_ended_answer{};
 
@@ -169,6 +172,15 @@ struct ClientSession::Impl {
 
 namespace {
 
+/// A submit of many jobs failed part way: the jobs accepted before still
+/// run, so the error names them.
+ClientError submitted_before(ClientError failed, const std::vector<core::JobId>& ids) {
+  if (ids.empty()) return failed;
+  failed.message += " (" + std::to_string(ids.size()) + " job(s) were submitted before it: ids " +
+                    std::to_string(ids.front().value) + " to " + std::to_string(ids.back().value) + ")";
+  return failed;
+}
+
 caf::actor_system_config& client_config() {
   static caf::actor_system_config cfg = [] {
     caf::actor_system_config c;
@@ -220,6 +232,48 @@ ClientResult<core::JobId> ClientSession::submit(const core::JobSpec& job) {
 }
 
 ClientResult<std::vector<core::JobId>> ClientSession::submit_many(const core::JobSpec& job, uint32_t n) {
+  auto& im = *impl_;
+  // Copies travel many to a message (one store write on the server each);
+  // a server older than this client knows one job per message only.
+  if (!im.copies_unknown_to_server) {
+    auto ids = submit_copies(job, n);
+    if (ids || !im.copies_unknown_to_server) return ids;
+  }
+  return submit_one_by_one(job, n);
+}
+
+ClientResult<std::vector<core::JobId>> ClientSession::submit_copies(const core::JobSpec& job, uint32_t n) {
+  constexpr uint32_t kCopiesPerMessage = 500;
+  constexpr size_t kMessagesInFlight = 4;
+  auto& im = *impl_;
+  std::vector<core::JobId> ids;
+  ids.reserve(n);
+  std::optional<ClientError> failed;
+  // Ids from the server: a retry would submit them again, so no retries.
+  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(im.timeout);
+  auto ask = [&](uint32_t k) { return im.self->request(im.gateway, timeout, actors::repeat_atom::value, job, k); };
+  std::deque<decltype(ask(1))> inflight;
+  uint32_t sent = 0;
+  while (sent < n || !inflight.empty()) {
+    while (inflight.size() < kMessagesInFlight && sent < n && !failed) {
+      uint32_t k = std::min(kCopiesPerMessage, n - sent);
+      inflight.push_back(ask(k));
+      sent += k;
+    }
+    if (inflight.empty()) break;
+    inflight.front().receive(
+        [&](std::vector<core::JobId>& batch) { ids.insert(ids.end(), batch.begin(), batch.end()); },
+        [&](caf::error& err) {
+          if (err == caf::sec::unexpected_message && ids.empty() && !failed) im.copies_unknown_to_server = true;
+          if (!failed) failed = im.error_of(err);
+        });
+    inflight.pop_front();
+  }
+  if (failed) return submitted_before(std::move(*failed), ids);
+  return ids;
+}
+
+ClientResult<std::vector<core::JobId>> ClientSession::submit_one_by_one(const core::JobSpec& job, uint32_t n) {
   constexpr size_t kWindow = 256;
   auto& im = *impl_;
   std::vector<core::JobId> ids;
@@ -240,7 +294,7 @@ ClientResult<std::vector<core::JobId>> ClientSession::submit_many(const core::Jo
                              });
     inflight.pop_front();
   }
-  if (failed) return *failed;
+  if (failed) return submitted_before(std::move(*failed), ids);
   return ids;
 }
 

@@ -45,7 +45,8 @@ class ClientSession {
   /// certificate's); empty when the server does not check logins.
   const std::string& user() const;
   ClientResult<core::JobId> submit(const core::JobSpec& job);
-  /// Submits `n` copies with a window of requests in flight; ids in order.
+  /// Submits `n` copies, many to a message with a few messages in flight
+  /// (one job per message to a server older than this client); ids in order.
   ClientResult<std::vector<core::JobId>> submit_many(const core::JobSpec& job, uint32_t n);
   ClientResult<core::JobView> status(core::JobId job);
   /// Waits up to a second (half the timeout if that is shorter) for some of
@@ -82,6 +83,8 @@ class ClientSession {
 
  private:
   struct Impl;
+  ClientResult<std::vector<core::JobId>> submit_copies(const core::JobSpec& job, uint32_t n);
+  ClientResult<std::vector<core::JobId>> submit_one_by_one(const core::JobSpec& job, uint32_t n);
   explicit ClientSession(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

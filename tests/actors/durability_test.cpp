@@ -148,6 +148,52 @@ TEST_F(DurabilityTest, ARetriedSubmitIsTheSameJobAnsweredOnce) {
   EXPECT_EQ(ids->size(), 1u) << "one job, however often it was submitted";
 }
 
+TEST_F(DurabilityTest, CopiesOfAJobAreOneWriteAnsweredOnceAllAreDurableAndARetryIsNotDoubled) {
+  auto s = make_scheduler(false);
+  auto copies = [&](std::vector<uint64_t> ids, core::JobSpec spec) {
+    std::vector<core::JobId> named;
+    for (auto id : ids) named.push_back(core::JobId{id});
+    spawn(
+        [spec, named, answers = answers](caf::event_based_actor* self, scheduler_actor to) {
+          self->request(to, caf::infinite, actors::repeat_atom::value, spec, named)
+              .then(
+                  [answers](std::vector<core::JobId>& got) {
+                    std::string text = "ok";
+                    for (auto id : got) text += " " + std::to_string(id.value);
+                    answers->push_back(text);
+                  },
+                  [answers](caf::error& e) { answers->push_back("error " + messages::from_caf_error(e).message); });
+        },
+        s);
+    run();
+  };
+  copies({10, 11, 12}, job(0));
+  EXPECT_TRUE(answers->empty()) << "nothing durable yet";
+  ASSERT_EQ(log_->pending(), 1u) << "three jobs, one write";
+  ASSERT_TRUE(log_->complete_next());
+  run();
+  EXPECT_EQ(*answers, std::vector<std::string>{"ok 10 11 12"});
+  for (uint64_t id : {10, 11, 12}) EXPECT_TRUE(log_->has_job(core::JobId{id})) << id;
+  // The client lost the answer and asks again, with one more id: the three
+  // are the same jobs, only 13 is new.
+  copies({10, 11, 12, 13}, job(0));
+  ASSERT_TRUE(log_->complete_next());
+  run();
+  EXPECT_EQ(answers->back(), "ok 10 11 12 13");
+  // All or none: an id held with another spec refuses the whole submit.
+  auto other = job(0);
+  other.count = 5;
+  copies({14, 12}, other);
+  EXPECT_NE(answers->back().find("already exists"), std::string::npos) << answers->back();
+  copies({15, 15}, job(0));
+  EXPECT_NE(answers->back().find("twice"), std::string::npos) << answers->back();
+  copies({}, job(0));
+  EXPECT_NE(answers->back().find("1 to 10000 jobs"), std::string::npos) << answers->back();
+  auto ids = ask<std::vector<core::JobId>>(s, actors::jobs_atom::value);
+  ASSERT_TRUE(ids.has_value());
+  EXPECT_EQ(ids->size(), 4u) << "10 to 13, nothing of the refused submits";
+}
+
 TEST_F(DurabilityTest, AFailedWriteFailsWhatWaitedAndStopsThePartition) {
   auto s = make_scheduler(true);
   submit(s, job(7));

@@ -95,6 +95,42 @@ TEST_F(GatewayTest, ASubmitToAPartitionWithoutOwnerIsRetryableNotLost) {
   EXPECT_NE(call<core::JobId>(g, job(1, "nowhere")).find("unknown pool 'nowhere'"), std::string::npos);
 }
 
+TEST_F(GatewayTest, CopiesOfAJobReachTheirPartitionInOneMessageWithConsecutiveIds) {
+  std::vector<std::vector<core::JobId>> seen;
+  bool drop_last = false;
+  auto s1 = scheduler_mock("scheduler-1", caf::behavior{[&](actors::repeat_atom, core::JobSpec& j,
+                                                             std::vector<core::JobId>& ids) {
+                             EXPECT_NE(j.submit_time.count(), 0) << "stamped at the door, as a single submit is";
+                             seen.push_back(ids);
+                             if (drop_last) ids.pop_back();
+                             return ids;
+                           }});
+  auto g = make_gateway(s1, scheduler_actor{});
+  auto first = ask<std::vector<core::JobId>>(g, actors::repeat_atom::value, job(0), uint32_t{3});
+  ASSERT_TRUE(first.has_value());
+  ASSERT_EQ(seen.size(), 1u) << "one message for three jobs";
+  EXPECT_EQ(*first, seen[0]);
+  ASSERT_EQ(first->size(), 3u);
+  EXPECT_EQ((*first)[2].value, (*first)[0].value + 2);
+  auto next = ask<std::vector<core::JobId>>(g, actors::repeat_atom::value, job(0), uint32_t{2});
+  ASSERT_TRUE(next.has_value());
+  EXPECT_EQ((*next)[0].value, (*first)[2].value + 1) << "no id given twice";
+  // What the door refuses, before any scheduler hears of it.
+  auto refused = [&](core::JobSpec j, uint32_t count) {
+    return call<std::vector<core::JobId>>(g, actors::repeat_atom::value, std::move(j), count);
+  };
+  EXPECT_NE(refused(job(0), 0).find("1 to 10000 copies"), std::string::npos);
+  EXPECT_NE(refused(job(0), actors::kMaxJobsPerSubmit + 1).find("not 10001"), std::string::npos);
+  EXPECT_NE(refused(job(5), 2).find("its id must be 0"), std::string::npos);
+  EXPECT_NE(refused(job(0, "b"), 2).find("partition 2 has no owner"), std::string::npos);
+  EXPECT_NE(refused(job(0, "nowhere"), 2).find("unknown pool 'nowhere'"), std::string::npos);
+  EXPECT_EQ(seen.size(), 2u);
+  // A partition that takes fewer than asked: the client hears which ones.
+  drop_last = true;
+  auto partial = refused(job(0), 2);
+  EXPECT_NE(partial.find("accepted only 1 of 2"), std::string::npos) << partial;
+}
+
 TEST_F(GatewayTest, JobsOfAnotherMemberAreFoundByAskingEveryPartition) {
   // Job 9 was submitted through another member: this gateway never saw it.
   int asked1 = 0, asked2 = 0;

@@ -345,6 +345,12 @@ TEST_F(HostileTest, CafRequestsOfTheWrongTypeOrPastALimitGetErrors) {
   EXPECT_EQ(error_of(answer).code, core::Errc::invalid_argument);
   EXPECT_NE(error_of(answer).message.find("count"), std::string::npos) << error_of(answer).message;
 
+  // Four billion copies of a job in one message: refused before any is
+  // queued (kMaxJobsPerSubmit); no copy runs.
+  answer = hostile.ask_gateway(actors::repeat_atom::value, small_job(), uint32_t{4'000'000'000});
+  ASSERT_TRUE(refused(answer));
+  EXPECT_EQ(error_of(answer).code, core::Errc::invalid_argument) << error_of(answer).message;
+
   // A list past its limit: 2000 constraints (kMaxLabels 1024) do not decode;
   // the server answers that the payload did not decode.
   job = small_job();
