@@ -637,5 +637,38 @@ TEST_F(SchedulerTest, AWaitingGroupStartsInOrderAsRoomFreesWithinTheUnparkInterv
   EXPECT_TRUE(parked(job(5)));
 }
 
+TEST_F(SchedulerTest, WaitingJobsOfOneShapeAllSayTheRoomIsFragmented) {
+  add_nodes(2, "cpu=2,memory=8Gi");
+  start();
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(4).cpu("1").build()));
+  run();
+  ASSERT_EQ(job(1).count_in(TaskState::running), 4u);
+  for (uint64_t id = 2; id <= 4; ++id) {
+    cluster.advance_by(ms(1));
+    ASSERT_TRUE(cluster.submit(s, JobBuilder(id).count(1).cpu("2").build()));
+  }
+  run();
+  for (uint64_t id = 2; id <= 4; ++id) {
+    ASSERT_NE(sched().notes(JobId{id}), nullptr);
+    EXPECT_FALSE(sched().notes(JobId{id})->fragmented) << id;  // no room anywhere
+  }
+  // One CPU frees on each node: two in all, but no node has two. Only the
+  // first of the group is searched; the others say the same.
+  auto nodes = nodes_of(1);
+  auto on = [&](uint32_t node) {
+    return static_cast<TaskIndex>(std::find(nodes.begin(), nodes.end(), node) - nodes.begin());
+  };
+  cluster.advance_by(ms(10));
+  ASSERT_TRUE(cluster.finish_task(0, TaskRef{JobId{1}, on(1)}, TaskState::succeeded, 0));
+  ASSERT_TRUE(cluster.finish_task(1, TaskRef{JobId{1}, on(2)}, TaskState::succeeded, 0));
+  run();
+  cluster.advance_by(ms(10));
+  run();
+  for (uint64_t id = 2; id <= 4; ++id) {
+    EXPECT_TRUE(parked(job(id))) << id;
+    EXPECT_TRUE(sched().notes(JobId{id})->fragmented) << id;
+  }
+}
+
 }  // namespace
 }  // namespace claimsched::core
