@@ -84,6 +84,7 @@ Status Scheduler::submit(JobSpec job, TimePoint now) {
   auto added = table_.add(std::move(*admitted));
   if (!added) return added.error();
   JobRecord& j = **added;
+  queue_.set_shape(j, shape_of(j));
   ++stats_.jobs_submitted;
   stats_.tasks_submitted += j.spec.count;
   if (config_.journal) journal_.jobs_accepted.push_back(j.spec);
@@ -102,6 +103,7 @@ Status Scheduler::restore_job(JobSpec job, std::vector<RestoredTask> tasks, Time
   auto added = table_.add(std::move(*admitted));
   if (!added) return added.error();
   JobRecord& j = **added;
+  queue_.set_shape(j, shape_of(j));
   std::sort(tasks.begin(), tasks.end(), [](const RestoredTask& a, const RestoredTask& b) { return a.index < b.index; });
   // Tasks past the last one with a record were never placed: they stay the
   // fresh range; pending ones below it are requeued.
@@ -345,6 +347,7 @@ PlacementRequest Scheduler::request_for(const JobRecord& j, bool explain) const 
 
 void Scheduler::schedule(TimePoint now, Outbox& out) {
   if (fenced_) return;
+  ++pass_;
   last_now_ = std::max(last_now_, now);
   if (gate_.pending() > 0) start_gated(now);
   run_ready_removals();
@@ -446,11 +449,30 @@ void Scheduler::requeue_in_lock_queue(JobRecord& j, TimePoint now) {
   enter_queue(j, now);
 }
 
-void Scheduler::wait_for_room(JobRecord& j, PlacementVerdict verdict) {
-  queue_.wait_for_capacity(j);
+void Scheduler::wait_for_room(JobRecord& j, PlacementVerdict verdict, const bool* fragmented) {
+  queue_.no_room(j);
   JobNotes& n = views_.note(j.spec.id);
   n.verdict = verdict;
   n.waits = WaitCause::no_room;
+  n.fragmented = fragmented ? *fragmented : fragmented_now(j, verdict);
+  // The other waiting jobs of its shape were not looked at but would have
+  // found the same: their notes (explain, the policy's defragmenting) say so.
+  if (uint32_t shape = j.queue.shape; shape != 0) {
+    NoRoom& told = no_room_[shape];
+    if (told.told_verdict != n.verdict || told.told_fragmented != n.fragmented) {
+      told.told_verdict = n.verdict;
+      told.told_fragmented = n.fragmented;
+      queue_.for_each_in_group(shape, [&](JobId id) {
+        JobNotes& other = views_.note(id);
+        if (other.waits != WaitCause::no_room) return;
+        other.verdict = told.told_verdict;
+        other.fragmented = told.told_fragmented;
+      });
+    }
+  }
+}
+
+bool Scheduler::fragmented_now(const JobRecord& j, PlacementVerdict verdict) const {
   // No node has room for one task: is the room there in all (fragmented)?
   Resources total = view_.pool(j.pool).total_available;
   bool subpools = request_for(j, false).subpools;
@@ -462,7 +484,7 @@ void Scheduler::wait_for_room(JobRecord& j, PlacementVerdict verdict) {
     uint32_t p = view_.node(node).pool;
     if (p == j.pool || (subpools && std::find(below.begin(), below.end(), p) != below.end())) total += room;
   }
-  n.fragmented = verdict == PlacementVerdict::unschedulable && j.spec.per_task.fits_in(total);
+  return verdict == PlacementVerdict::unschedulable && j.spec.per_task.fits_in(total);
 }
 
 void Scheduler::wait(JobRecord& j, WaitCause cause, std::string why) {
@@ -503,11 +525,19 @@ bool Scheduler::place_batch(JobRecord& j, bool squat, TimePoint now, Outbox& out
     result.verdict = PlacementVerdict::fit;
     result.node = due_->parts.front().node;
     result.tasks = std::min(req.tasks_wanted, due_->parts.front().tasks);
+  } else if (uint32_t shape = j.queue.shape; shape != 0 && !squat && no_room_[shape].pass == pass_) {
+    // A job of its shape found no room earlier in this pass: neither would it.
+    wait_for_room(j, no_room_[shape].verdict, &no_room_[shape].fragmented);
+    return false;
   } else {
     result = place(view_, req, config_.classes[j.class_index].placement);
+    ++placement_searches_;
   }
   if (result.verdict != PlacementVerdict::fit) {
-    if (!squat) wait_for_room(j, result.verdict);
+    if (squat) return false;
+    wait_for_room(j, result.verdict);
+    if (uint32_t shape = j.queue.shape; shape != 0 && !due_)
+      no_room_[shape] = NoRoom{pass_, result.verdict, views_.note(j.spec.id).fragmented};
     return false;
   }
   auto tasks = table_.take_pending(j, result.tasks);
@@ -568,11 +598,13 @@ void Scheduler::place_whole(JobRecord& j, TimePoint now, Outbox& out) {
   if (too_wide) {
     req.tasks_wanted = wanted;
     auto result = place(view_, req, config_.classes[j.class_index].placement);
+    ++placement_searches_;
     verdict = result.verdict == PlacementVerdict::fit ? PlacementVerdict::unschedulable : result.verdict;
   }
   while (!too_wide && planned < wanted) {
     req.tasks_wanted = wanted - planned;
     auto result = place(view_, req, config_.classes[j.class_index].placement);
+    ++placement_searches_;
     if (result.verdict != PlacementVerdict::fit) {
       verdict = result.verdict;
       break;
@@ -605,6 +637,7 @@ void Scheduler::place_machine(JobRecord& j, TimePoint now, Outbox& out) {
   // DUCC RESERVE: one whole machine whose memory matches, never a bigger one.
   auto machine = find_free_machine(view_, j.pool, j.spec.per_task, config_.quantum,
                                    j.spec.constraints.empty() ? nullptr : &j.spec.constraints);
+  ++placement_searches_;
   if (!machine) {
     wait_for_room(j, PlacementVerdict::unschedulable);
     return;
@@ -704,6 +737,21 @@ void Scheduler::journal_tasks(JobId job, const std::vector<TaskIndex>& tasks, Ta
   c.exit_code = exit_code;
   c.end = end;
   journal_.task_changes.push_back(std::move(c));
+}
+
+uint32_t Scheduler::shape_of(const JobRecord& j) {
+  // Backfilling books a start per job, gangs and reservations place by the
+  // job's size, squatters try subpools one by one: those wait alone.
+  const ClassConfig& cls = config_.classes[j.class_index];
+  if (backfill_ || cls.policy != ClassPolicy::fair_share || j.spec.gang) return 0;
+  if (request_for(j, false).subpools && !view_.pool(j.pool).descendants.empty()) return 0;
+  auto key = std::make_pair(j.class_index, ShapeKey{j.pool, j.spec.per_task, j.spec.constraints});
+  if (auto it = group_shapes_.find(key); it != group_shapes_.end()) return it->second;
+  if (group_shapes_.size() >= 4096) return 0;  // a bound on memory, not on correctness
+  auto shape = static_cast<uint32_t>(group_shapes_.size() + 1);
+  group_shapes_.emplace(std::move(key), shape);
+  no_room_.resize(shape + 1);
+  return shape;
 }
 
 std::string Scheduler::never_fits_now(const JobRecord& j) const {

@@ -317,6 +317,9 @@ class Scheduler {
 
   // --- what others read --------------------------------------------------------
   const SchedulerStats& stats() const { return stats_; }
+  /// How many placement searches ran for jobs in line: with many waiting jobs
+  /// of one shape, a pass after room grew searches once per shape, not per job.
+  uint64_t placement_searches() const { return placement_searches_; }
   const ClusterView& view() const { return view_; }
   /// The node's name (its id in digits where names are not kept).
   std::string node_name(NodeIndex n) const {
@@ -450,7 +453,14 @@ class Scheduler {
   /// its running slot and its locks, and goes back in line.
   void requeue_in_lock_queue(JobRecord& j, TimePoint now);
   std::optional<LockExplanation> lock_explanation(const JobRecord& j) const;
-  void wait_for_room(JobRecord& j, PlacementVerdict verdict);
+  /// `fragmented`, when given, is what an earlier job of j's shape found in this pass.
+  void wait_for_room(JobRecord& j, PlacementVerdict verdict, const bool* fragmented = nullptr);
+  /// No node has room for one task of j: is the room there in all?
+  bool fragmented_now(const JobRecord& j, PlacementVerdict verdict) const;
+  /// The group j waits with: jobs whose placement finds room or not alike
+  /// (same class, pool, task resources and constraints, placed one batch at a
+  /// time, no subpools); 0 for a job that waits alone.
+  uint32_t shape_of(const JobRecord& j);
   void wait(JobRecord& j, WaitCause cause, std::string why);
   ClaimRequest make_claim(const JobRecord& j, NodeIndex n, std::vector<TaskIndex> tasks,
                           const Resources& per_task);
@@ -510,6 +520,24 @@ class Scheduler {
     }
   };
   mutable std::map<ShapeKey, PlacementCounts> shape_counts_;
+  /// The queue's shape groups (shape_of), numbered from 1; bounded (later
+  /// shapes wait alone).
+  std::map<std::pair<uint32_t, ShapeKey>, uint32_t> group_shapes_;
+  /// Per shape: the last pass (pass_) in which its placement found no room,
+  /// and what it found. Room only shrinks within a pass, so later jobs of the
+  /// shape in the same pass wait without a search.
+  /// `told_*`: what the notes of its waiting jobs say (wait_for_room keeps
+  /// them alike: the jobs not looked at would have found the same).
+  struct NoRoom {
+    uint64_t pass = 0;
+    PlacementVerdict verdict = PlacementVerdict::unschedulable;
+    bool fragmented = false;
+    PlacementVerdict told_verdict = PlacementVerdict::unschedulable;
+    bool told_fragmented = false;
+  };
+  std::vector<NoRoom> no_room_;
+  uint64_t pass_ = 0;
+  uint64_t placement_searches_ = 0;
   ClusterView view_;         // placement
   TaskTable table_;          // task table
   JobQueue queue_;           // queue

@@ -108,6 +108,8 @@ struct JobRecord {
     QueueState state = QueueState::idle;
     /// Consecutive backoffs; reset when a task of the job is placed.
     uint8_t backoff_level = 0;
+    /// The group it waits for capacity with (jobs of one shape; 0: alone).
+    uint32_t shape = 0;
     /// The rank its queue key was computed with.
     int64_t rank = 0;
     /// backing_off: when it may be placed again.

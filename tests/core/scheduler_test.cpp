@@ -555,5 +555,120 @@ TEST_F(SchedulerTest, ReleasingALateAcceptKeepsStrictCasAccountingExact) {
   EXPECT_EQ(sched().view().node(0).generation, cluster.ledger(0).generation());
 }
 
+// --- many waiting jobs of one shape (the thundering herd) --------------------
+
+TEST_F(SchedulerTest, WaitingJobsOfOneShapeStartInRankOrderWithOneSearchAPass) {
+  add_nodes(1, "cpu=2,memory=8Gi");
+  start();
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(2).cpu("1").build()));
+  run();
+  ASSERT_EQ(job(1).count_in(TaskState::running), 2u);
+  // Thirty jobs of two CPUs, then one of one CPU: all find no room.
+  for (uint64_t id = 2; id <= 31; ++id) {
+    cluster.advance_by(ms(1));
+    ASSERT_TRUE(cluster.submit(s, JobBuilder(id).count(1).cpu("2").build()));
+  }
+  cluster.advance_by(ms(1));
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(32).count(1).cpu("1").build()));
+  run();
+  EXPECT_EQ(sched().parked_jobs(), 31u);
+  uint64_t searches = sched().placement_searches();
+
+  // One CPU frees, after the unpark interval (every waiting job is due a
+  // look): the job of one CPU starts, behind thirty that still cannot; those
+  // cost one search a pass together, not one each (a few passes run as the
+  // claim goes back and forth).
+  cluster.advance_by(ms(10));
+  ASSERT_TRUE(cluster.finish_task(0, TaskRef{JobId{1}, 0}, TaskState::succeeded, 0));
+  run();
+  EXPECT_EQ(job(32).count_in(TaskState::running), 1u);
+  for (uint64_t id = 2; id <= 31; ++id) EXPECT_TRUE(parked(job(id))) << id;
+  EXPECT_LE(sched().placement_searches() - searches, 5u);
+
+  // Two CPUs free: the first of the thirty in line starts, the others wait.
+  searches = sched().placement_searches();
+  cluster.advance_by(ms(10));
+  ASSERT_TRUE(cluster.finish_task(0, TaskRef{JobId{1}, 1}, TaskState::succeeded, 0));
+  ASSERT_TRUE(cluster.finish_task(0, TaskRef{JobId{32}, 0}, TaskState::succeeded, 0));
+  run();
+  cluster.advance_by(ms(10));
+  run();
+  EXPECT_EQ(job(2).count_in(TaskState::running), 1u);
+  for (uint64_t id = 3; id <= 31; ++id) EXPECT_TRUE(parked(job(id))) << id;
+  EXPECT_EQ(sched().parked_jobs(), 29u);
+  EXPECT_LE(sched().placement_searches() - searches, 10u);
+
+  // And so on, one at a time, in submit order.
+  for (uint64_t id = 3; id <= 31; ++id) {
+    ASSERT_TRUE(cluster.finish_task(0, TaskRef{JobId{id - 1}, 0}, TaskState::succeeded, 0));
+    run();
+    cluster.advance_by(ms(10));
+    run();
+    EXPECT_EQ(job(id).count_in(TaskState::running), 1u) << id;
+    if (id < 31) {
+      EXPECT_TRUE(parked(job(id + 1))) << id;
+    }
+  }
+  EXPECT_EQ(sched().parked_jobs(), 0u);
+}
+
+TEST_F(SchedulerTest, AWaitingGroupStartsInOrderAsRoomFreesWithinTheUnparkInterval) {
+  add_nodes(1, "cpu=2,memory=8Gi");
+  SchedulerConfig config = scheduler_config();
+  config.unpark_interval = std::chrono::seconds(60);  // only the room freed brings jobs back
+  start(config);
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(2).cpu("1").build()));
+  run();
+  // Jobs 2-5 (one CPU each) wait as a group.
+  for (uint64_t id = 2; id <= 5; ++id) {
+    cluster.advance_by(ms(1));
+    ASSERT_TRUE(cluster.submit(s, JobBuilder(id).count(1).cpu("1").build()));
+  }
+  run();
+  ASSERT_EQ(sched().parked_jobs(), 4u);
+  ASSERT_TRUE(cluster.finish_task(0, TaskRef{JobId{1}, 0}, TaskState::succeeded, 0));
+  run();
+  EXPECT_EQ(job(2).count_in(TaskState::running), 1u);
+  EXPECT_TRUE(parked(job(3)));
+  ASSERT_TRUE(cluster.finish_task(0, TaskRef{JobId{1}, 1}, TaskState::succeeded, 0));
+  run();
+  EXPECT_EQ(job(3).count_in(TaskState::running), 1u);
+  EXPECT_TRUE(parked(job(4)));
+  EXPECT_TRUE(parked(job(5)));
+}
+
+TEST_F(SchedulerTest, WaitingJobsOfOneShapeAllSayTheRoomIsFragmented) {
+  add_nodes(2, "cpu=2,memory=8Gi");
+  start();
+  ASSERT_TRUE(cluster.submit(s, JobBuilder(1).count(4).cpu("1").build()));
+  run();
+  ASSERT_EQ(job(1).count_in(TaskState::running), 4u);
+  for (uint64_t id = 2; id <= 4; ++id) {
+    cluster.advance_by(ms(1));
+    ASSERT_TRUE(cluster.submit(s, JobBuilder(id).count(1).cpu("2").build()));
+  }
+  run();
+  for (uint64_t id = 2; id <= 4; ++id) {
+    ASSERT_NE(sched().notes(JobId{id}), nullptr);
+    EXPECT_FALSE(sched().notes(JobId{id})->fragmented) << id;  // no room anywhere
+  }
+  // One CPU frees on each node: two in all, but no node has two. Only the
+  // first of the group is searched; the others say the same.
+  auto nodes = nodes_of(1);
+  auto on = [&](uint32_t node) {
+    return static_cast<TaskIndex>(std::find(nodes.begin(), nodes.end(), node) - nodes.begin());
+  };
+  cluster.advance_by(ms(10));
+  ASSERT_TRUE(cluster.finish_task(0, TaskRef{JobId{1}, on(1)}, TaskState::succeeded, 0));
+  ASSERT_TRUE(cluster.finish_task(1, TaskRef{JobId{1}, on(2)}, TaskState::succeeded, 0));
+  run();
+  cluster.advance_by(ms(10));
+  run();
+  for (uint64_t id = 2; id <= 4; ++id) {
+    EXPECT_TRUE(parked(job(id))) << id;
+    EXPECT_TRUE(sched().notes(JobId{id})->fragmented) << id;
+  }
+}
+
 }  // namespace
 }  // namespace claimsched::core
