@@ -313,12 +313,28 @@ bool Scheduler::might_fit(const JobRecord& j) const {
 
 bool Scheduler::fits_unbound(const JobRecord& j) const {
   const ClassConfig& cls = config_.classes[j.class_index];
+  // A machine is looked for in the view: the caller gives the withheld room back first.
   if (cls.policy == ClassPolicy::reserve)
     return find_free_machine(view_, j.pool, j.spec.per_task, config_.quantum,
                              j.spec.constraints.empty() ? nullptr : &j.spec.constraints)
         .has_value();
+  // count_placement's tasks_fitting_now, with the withheld room counted back
+  // in rather than given back to the view and taken again (two re-indexings
+  // of every withheld node per job kept from starting), and stopping once
+  // enough fit.
   uint32_t need = j.spec.gang || cls.policy == ClassPolicy::fixed_share ? j.pending() : 1;
-  return count_placement(view_, j.pool, j.spec.per_task, j.spec.constraints, need).tasks_fitting_now >= need;
+  if (need == 0) return true;
+  uint64_t fitting = 0;
+  for (NodeIndex n : view_.pool(j.pool).nodes) {
+    const NodeView& v = view_.node(n);
+    if (!label_selectors_match(j.spec.constraints, v.labels)) continue;
+    if (j.spec.per_task.copies_fitting_in(v.capacity) <= 0 || v.state != NodeState::up) continue;
+    Resources room = v.available();
+    if (auto w = withheld_.find(n); w != withheld_.end()) room += w->second;
+    fitting += tasks_fitting(v, j.spec.per_task, room, need);
+    if (fitting >= need) return true;
+  }
+  return false;
 }
 
 bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbox& out) {
@@ -428,7 +444,7 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
   bool own = future_start(j.spec.id) != nullptr;
   if (withheld && !own && n && n->waits == WaitCause::no_room &&
       j.queue.state == QueueState::waiting_for_capacity) {
-    set_withheld({});
+    if (config_.classes[j.class_index].policy == ClassPolicy::reserve) set_withheld({});
     if (fits_unbound(j)) {
       const FutureStart* fs = binding_here ? binding_here : binding;
       std::string& where = start_nodes_[fs->job];
