@@ -81,7 +81,11 @@ BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resou
   std::vector<Edge> edges;
   edges.reserve(16);
   auto first = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& e, NodeIndex m) { return e.node < m; });
+  // The node's ends are in time order already (so is max(at, now)); the
+  // starts' few edges are sorted and merged in. Edges at one time are summed,
+  // so their order among themselves does not matter.
   for (auto it = first; it != ends_.end() && it->node == n; ++it) edges.push_back({std::max(it->at, now), it->room});
+  const auto from_ends = static_cast<std::ptrdiff_t>(edges.size());
   for (const FutureStart* s : starts)
     for (const auto& p : s->parts) {
       if (p.node != n) continue;
@@ -89,7 +93,11 @@ BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resou
       edges.push_back({std::max(s->at, now), Resources{} - use});
       if (TimePoint back = s->until(); back != kNever) edges.push_back({std::max(back, now), use});
     }
-  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
+  auto by_time = [](const Edge& a, const Edge& b) { return a.at < b.at; };
+  if (edges.begin() + from_ends != edges.end()) {
+    std::sort(edges.begin() + from_ends, edges.end(), by_time);
+    std::inplace_merge(edges.begin(), edges.begin() + from_ends, edges.end(), by_time);
+  }
   LeastRoom out;
   Resources room = free;
   size_t i = 0;

@@ -29,6 +29,35 @@ std::string node_list(const ClusterView& view, const FutureStart& fs) {
   return out;
 }
 
+/// Sets `withheld` (the room withheld per node, and in the view) to
+/// `target`, (node, room) pairs in node order: a node it does not name
+/// withholds nothing. Withholding and giving back is not growth (as planning
+/// in place_whole).
+template <class Target>
+void set_withheld_to(std::map<NodeIndex, Resources>& withheld, const Target& target, ClusterView& view,
+                     JobQueue& queue) {
+  if (withheld.empty() && target.empty()) return;
+  bool grew = view.take_grew();
+  auto t = target.begin();
+  for (auto it = withheld.begin(); it != withheld.end();) {
+    while (t != target.end() && t->first < it->first) ++t;
+    if (t == target.end() || t->first != it->first) {
+      view.unwithhold(it->first, it->second);
+      it = withheld.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [n, room] : target) {
+    Resources& current = withheld[n];
+    if (room == current) continue;
+    view.withhold(n, room - current);
+    current = room;
+  }
+  (void)view.take_grew();
+  if (grew) queue.note_growth();
+}
+
 /// now + run, or kNever without a run time (or past it).
 TimePoint end_of_run(TimePoint now, Duration run) {
   if (run.count() <= 0 || now > kNever - run) return kNever;
@@ -238,29 +267,10 @@ void Scheduler::drop_start(size_t k) {
 }
 
 void Scheduler::set_withheld(const std::map<NodeIndex, Resources>& target) {
-  if (withheld_.empty() && target.empty()) return;
-  // Withholding and giving back is not growth (as planning in place_whole).
-  bool grew = view_.take_grew();
-  for (auto it = withheld_.begin(); it != withheld_.end();) {
-    if (!target.contains(it->first)) {
-      view_.unwithhold(it->first, it->second);
-      it = withheld_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (const auto& [n, room] : target) {
-    Resources& current = withheld_[n];
-    if (room == current) continue;
-    view_.withhold(n, room - current);
-    current = room;
-  }
-  (void)view_.take_grew();
-  if (grew) queue_.note_growth();
+  set_withheld_to(withheld_, target, view_, queue_);
 }
 
 void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, TimePoint now, TimePoint until) {
-  std::map<NodeIndex, Resources> target;
   if (!binding.empty()) {
     if (!profile_built_) build_profile(now);
     // The least room of each node over time under these starts, kept while
@@ -290,14 +300,20 @@ void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, Tim
         least_.emplace(n, std::make_pair(free, profile_.least_rooms(n, free, now, starts)));
       }
     }
+    // A sorted vector rather than a map built per job (this runs for every
+    // job a backfilling pass places).
+    std::vector<std::pair<NodeIndex, Resources>> target;
+    target.reserve(least_.size());
     for (const auto& [n, at] : least_) {
       const Resources& free = at.first;
       Resources least = at.second.least_until(until);
       Resources keep = (free - least).max(Resources{}).min(free.max(Resources{}));
-      if (!keep.is_zero()) target.emplace_hint(target.end(), n, keep);  // least_ is in node order
+      if (!keep.is_zero()) target.emplace_back(n, keep);  // least_ is in node order
     }
+    set_withheld_to(withheld_, target, view_, queue_);
+    return;
   }
-  set_withheld(target);
+  set_withheld({});
 }
 
 bool Scheduler::might_fit(const JobRecord& j) const {

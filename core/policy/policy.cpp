@@ -179,7 +179,10 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::
   for (const auto& j : m.jobs) ++pool_jobs[j.pool];
   for (uint32_t pi : m.postorder)
     if (m.pools[pi].parent != kNone) pool_jobs[m.pools[pi].parent] += pool_jobs[pi];
-  // Pools, classes, users.
+  // Pools, classes, users: a row each (the vectors grow once; rows are large).
+  out.pools.reserve(m.pools.size());
+  out.classes.reserve(m.classes.size());
+  out.users.reserve(m.groups.size());
   for (uint32_t pi : m.preorder) {
     const auto& p = m.pools[pi];
     PoolRow r;
