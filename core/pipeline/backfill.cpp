@@ -78,14 +78,13 @@ Resources BackfillProfile::LeastRoom::least_until(TimePoint until) const {
 BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resources& free, TimePoint now,
                                                         const std::vector<const FutureStart*>& starts) const {
   settle();
+  auto e = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& x, NodeIndex m) { return x.node < m; });
+  auto e_end = e;
+  while (e_end != ends_.end() && e_end->node == n) ++e_end;
+  // The node's ends are in time order already (so is max(at, now)): they are
+  // walked in place, merged with the starts' few edges there, sorted (this
+  // runs for every node of the binding starts, every backfilling pass).
   std::vector<Edge> edges;
-  edges.reserve(16);
-  auto first = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& e, NodeIndex m) { return e.node < m; });
-  // The node's ends are in time order already (so is max(at, now)); the
-  // starts' few edges are sorted and merged in. Edges at one time are summed,
-  // so their order among themselves does not matter.
-  for (auto it = first; it != ends_.end() && it->node == n; ++it) edges.push_back({std::max(it->at, now), it->room});
-  const auto from_ends = static_cast<std::ptrdiff_t>(edges.size());
   for (const FutureStart* s : starts)
     for (const auto& p : s->parts) {
       if (p.node != n) continue;
@@ -93,20 +92,27 @@ BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resou
       edges.push_back({std::max(s->at, now), Resources{} - use});
       if (TimePoint back = s->until(); back != kNever) edges.push_back({std::max(back, now), use});
     }
-  auto by_time = [](const Edge& a, const Edge& b) { return a.at < b.at; };
-  if (edges.begin() + from_ends != edges.end()) {
-    std::sort(edges.begin() + from_ends, edges.end(), by_time);
-    std::inplace_merge(edges.begin(), edges.begin() + from_ends, edges.end(), by_time);
-  }
-  LeastRoom out;
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
+  size_t k = 0;
+  // The next time the room changes, if any; then everything due by a time.
+  auto next = [&](TimePoint& t) {
+    bool any = e != e_end || k < edges.size();
+    if (e != e_end) t = std::max(e->at, now);
+    if (k < edges.size() && (e == e_end || edges[k].at < t)) t = edges[k].at;
+    return any;
+  };
   Resources room = free;
-  size_t i = 0;
-  for (; i < edges.size() && edges[i].at <= now; ++i) room += edges[i].delta;
+  auto take_until = [&](TimePoint t) {
+    for (; e != e_end && std::max(e->at, now) <= t; ++e) room += e->room;
+    for (; k < edges.size() && edges[k].at <= t; ++k) room += edges[k].delta;
+  };
+  LeastRoom out;
+  out.before.reserve(static_cast<size_t>(e_end - e) + edges.size());
+  take_until(now);
   Resources least = room;
-  while (i < edges.size()) {
-    TimePoint t = edges[i].at;
+  for (TimePoint t{0}; next(t);) {
     out.before.emplace_back(t, least);  // the least over [now, t)
-    for (; i < edges.size() && edges[i].at == t; ++i) room += edges[i].delta;
+    take_until(t);
     least = least.min(room);
   }
   out.last = least;

@@ -283,22 +283,30 @@ void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, Tim
     if (!same) {
       least_key_.clear();
       for (const FutureStart* s : binding) least_key_.push_back(s->job);
-      least_.clear();
       // The starts on each node, in binding order: one sorted list rather
       // than a vector per node (this runs after every placement of a pass).
       std::vector<std::pair<NodeIndex, const FutureStart*>> on_node;
       for (const FutureStart* s : binding)
         for (const auto& p : s->parts) on_node.emplace_back(p.node, s);
       std::stable_sort(on_node.begin(), on_node.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      // Entries of nodes that stay are overwritten in place (no map node made
+      // per node per pass), the others go.
       std::vector<const FutureStart*> starts;
+      auto at = least_.begin();
       for (size_t i = 0; i < on_node.size();) {
         NodeIndex n = on_node[i].first;
         starts.clear();
         for (; i < on_node.size() && on_node[i].first == n; ++i) starts.push_back(on_node[i].second);
         Resources free = view_.node(n).available();
         if (auto w = withheld_.find(n); w != withheld_.end()) free += w->second;  // the room as it is
-        least_.emplace(n, std::make_pair(free, profile_.least_rooms(n, free, now, starts)));
+        while (at != least_.end() && at->first < n) at = least_.erase(at);
+        auto value = std::make_pair(free, profile_.least_rooms(n, free, now, starts));
+        if (at != least_.end() && at->first == n)
+          (at++)->second = std::move(value);
+        else
+          least_.emplace_hint(at, n, std::move(value));
       }
+      least_.erase(at, least_.end());
     }
     // A sorted vector rather than a map built per job (this runs for every
     // job a backfilling pass places).
