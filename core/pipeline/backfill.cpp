@@ -37,14 +37,16 @@ void BackfillProfile::add_end(TimePoint at, NodeIndex n, const Resources& room) 
 }
 
 uint64_t BackfillProfile::print() const {
-  settle();
+  // A sum of one hash per end: equal profiles hash equal in whatever order
+  // their ends came, so nothing is sorted for it (this runs every
+  // backfilling pass, over every running task).
   uint64_t h = mix64(ends_.size());
   for (const auto& e : ends_) {
-    h = mix64(h ^ e.node) ^ mix64(static_cast<uint64_t>(e.at.count()));
-    // The dimensions in use only, each with its number (this runs every
-    // backfilling pass, over every running task).
+    uint64_t x = mix64(mix64(e.node) ^ static_cast<uint64_t>(e.at.count()));
+    // The dimensions in use only, each with its number.
     for (size_t d = 0; d < kMaxDimensions; ++d)
-      if (int64_t v = e.room.values()[d]; v != 0) h = mix64(h ^ (d << 59) ^ static_cast<uint64_t>(v));
+      if (int64_t v = e.room.values()[d]; v != 0) x = mix64(x ^ (d << 59) ^ static_cast<uint64_t>(v));
+    h += mix64(x);
   }
   return h;
 }
