@@ -162,16 +162,28 @@ std::optional<FutureStart> BackfillProfile::earliest(const std::vector<NodeRoom>
   std::vector<int64_t> room_of;  // nd per step
   std::vector<uint32_t> first(nodes.size() + 1, 0);  // node i's steps: [first[i], first[i + 1])
   std::vector<int64_t> room(nd);
+  // The nodes mostly come in index order: each search starts where the
+  // last node's ended, unless this node is not after it.
+  auto ends_from = ends_.begin();
+  auto starts_from = start_edges.begin();
+  NodeIndex last_node = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     first[i] = static_cast<uint32_t>(from.size());
     NodeIndex n = nodes[i].node;
-    auto e = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& x, NodeIndex m) { return x.node < m; });
-    auto s = std::lower_bound(start_edges.begin(), start_edges.end(), n,
+    if (i > 0 && n <= last_node) {
+      ends_from = ends_.begin();
+      starts_from = start_edges.begin();
+    }
+    last_node = n;
+    auto e = std::lower_bound(ends_from, ends_.end(), n, [](const End& x, NodeIndex m) { return x.node < m; });
+    auto s = std::lower_bound(starts_from, start_edges.end(), n,
                               [](const StartEdge& x, NodeIndex m) { return x.node < m; });
     auto e_end = e;
     auto s_end = s;
     while (e_end != ends_.end() && e_end->node == n) ++e_end;
     while (s_end != start_edges.end() && s_end->node == n) ++s_end;
+    ends_from = e_end;
+    starts_from = s_end;
     for (size_t d = 0; d < nd; ++d) room[d] = nodes[i].free[dims[d]];
     auto next_time = [&] {
       TimePoint t = kNever;
