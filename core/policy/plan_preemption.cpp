@@ -126,6 +126,12 @@ void Planner::preemptive_stages() {
     if (starving_candidate(j, false)) starving.push_back(j);
   if (starving.empty()) return;
   std::vector<uint32_t> tried_nodes(m_.jobs.size(), 0), backoff_nodes(m_.jobs.size(), 0);
+  // The aggressive stage has candidates only among aggressively starving
+  // jobs (a status fixed for the cycle); mostly there are none, and then
+  // it is not walked per node.
+  bool any_aggressive = std::any_of(starving.begin(), starving.end(), [&](uint32_t j) {
+    return m_.jobs[j].starvation == StarvationStatus::aggressively_starving;
+  });
   // A node's candidates are bound to its pool or (preemptible work) an
   // ancestor. Those without constraints are the same on every usable
   // node of a pool: one group per pool, counted per node instead of
@@ -227,7 +233,7 @@ void Planner::preemptive_stages() {
     if (!one_fits && !runs_preemptible_work(n, kNone)) continue;
     size_t decided = plan_.stats.tasks_placed + plan_.removals.size();
     run_stage(n, local(false), false);
-    run_stage(n, local(true), true);
+    if (any_aggressive) run_stage(n, local(true), true);
     if (plan_.stats.tasks_placed + plan_.removals.size() != decided) refresh();
   }
   settle_groups();
