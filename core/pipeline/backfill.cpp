@@ -176,8 +176,8 @@ std::optional<FutureStart> BackfillProfile::earliest(const std::vector<NodeRoom>
     }
     last_node = n;
     auto e = std::lower_bound(ends_from, ends_.end(), n, [](const End& x, NodeIndex m) { return x.node < m; });
-    auto s = std::lower_bound(starts_from, start_edges.end(), n,
-                              [](const StartEdge& x, NodeIndex m) { return x.node < m; });
+    auto s =
+        std::lower_bound(starts_from, start_edges.end(), n, [](const StartEdge& x, NodeIndex m) { return x.node < m; });
     auto e_end = e;
     auto s_end = s;
     while (e_end != ends_.end() && e_end->node == n) ++e_end;
