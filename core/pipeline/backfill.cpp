@@ -37,14 +37,16 @@ void BackfillProfile::add_end(TimePoint at, NodeIndex n, const Resources& room) 
 }
 
 uint64_t BackfillProfile::print() const {
-  settle();
+  // A sum of one hash per end: equal profiles hash equal in whatever order
+  // their ends came, so nothing is sorted for it (this runs every
+  // backfilling pass, over every running task).
   uint64_t h = mix64(ends_.size());
   for (const auto& e : ends_) {
-    h = mix64(h ^ e.node) ^ mix64(static_cast<uint64_t>(e.at.count()));
-    // The dimensions in use only, each with its number (this runs every
-    // backfilling pass, over every running task).
+    uint64_t x = mix64(mix64(e.node) ^ static_cast<uint64_t>(e.at.count()));
+    // The dimensions in use only, each with its number.
     for (size_t d = 0; d < kMaxDimensions; ++d)
-      if (int64_t v = e.room.values()[d]; v != 0) h = mix64(h ^ (d << 59) ^ static_cast<uint64_t>(v));
+      if (int64_t v = e.room.values()[d]; v != 0) x = mix64(x ^ (d << 59) ^ static_cast<uint64_t>(v));
+    h += mix64(x);
   }
   return h;
 }
@@ -78,10 +80,13 @@ Resources BackfillProfile::LeastRoom::least_until(TimePoint until) const {
 BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resources& free, TimePoint now,
                                                         const std::vector<const FutureStart*>& starts) const {
   settle();
+  auto e = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& x, NodeIndex m) { return x.node < m; });
+  auto e_end = e;
+  while (e_end != ends_.end() && e_end->node == n) ++e_end;
+  // The node's ends are in time order already (so is max(at, now)): they are
+  // walked in place, merged with the starts' few edges there, sorted (this
+  // runs for every node of the binding starts, every backfilling pass).
   std::vector<Edge> edges;
-  edges.reserve(16);
-  auto first = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& e, NodeIndex m) { return e.node < m; });
-  for (auto it = first; it != ends_.end() && it->node == n; ++it) edges.push_back({std::max(it->at, now), it->room});
   for (const FutureStart* s : starts)
     for (const auto& p : s->parts) {
       if (p.node != n) continue;
@@ -90,15 +95,26 @@ BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resou
       if (TimePoint back = s->until(); back != kNever) edges.push_back({std::max(back, now), use});
     }
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
-  LeastRoom out;
+  size_t k = 0;
+  // The next time the room changes, if any; then everything due by a time.
+  auto next = [&](TimePoint& t) {
+    bool any = e != e_end || k < edges.size();
+    if (e != e_end) t = std::max(e->at, now);
+    if (k < edges.size() && (e == e_end || edges[k].at < t)) t = edges[k].at;
+    return any;
+  };
   Resources room = free;
-  size_t i = 0;
-  for (; i < edges.size() && edges[i].at <= now; ++i) room += edges[i].delta;
+  auto take_until = [&](TimePoint t) {
+    for (; e != e_end && std::max(e->at, now) <= t; ++e) room += e->room;
+    for (; k < edges.size() && edges[k].at <= t; ++k) room += edges[k].delta;
+  };
+  LeastRoom out;
+  out.before.reserve(static_cast<size_t>(e_end - e) + edges.size());
+  take_until(now);
   Resources least = room;
-  while (i < edges.size()) {
-    TimePoint t = edges[i].at;
+  for (TimePoint t{0}; next(t);) {
     out.before.emplace_back(t, least);  // the least over [now, t)
-    for (; i < edges.size() && edges[i].at == t; ++i) room += edges[i].delta;
+    take_until(t);
     least = least.min(room);
   }
   out.last = least;
@@ -146,16 +162,28 @@ std::optional<FutureStart> BackfillProfile::earliest(const std::vector<NodeRoom>
   std::vector<int64_t> room_of;  // nd per step
   std::vector<uint32_t> first(nodes.size() + 1, 0);  // node i's steps: [first[i], first[i + 1])
   std::vector<int64_t> room(nd);
+  // The nodes mostly come in index order: each search starts where the
+  // last node's ended, unless this node is not after it.
+  auto ends_from = ends_.begin();
+  auto starts_from = start_edges.begin();
+  NodeIndex last_node = 0;
   for (size_t i = 0; i < nodes.size(); ++i) {
     first[i] = static_cast<uint32_t>(from.size());
     NodeIndex n = nodes[i].node;
-    auto e = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& x, NodeIndex m) { return x.node < m; });
-    auto s = std::lower_bound(start_edges.begin(), start_edges.end(), n,
-                              [](const StartEdge& x, NodeIndex m) { return x.node < m; });
+    if (i > 0 && n <= last_node) {
+      ends_from = ends_.begin();
+      starts_from = start_edges.begin();
+    }
+    last_node = n;
+    auto e = std::lower_bound(ends_from, ends_.end(), n, [](const End& x, NodeIndex m) { return x.node < m; });
+    auto s =
+        std::lower_bound(starts_from, start_edges.end(), n, [](const StartEdge& x, NodeIndex m) { return x.node < m; });
     auto e_end = e;
     auto s_end = s;
     while (e_end != ends_.end() && e_end->node == n) ++e_end;
     while (s_end != start_edges.end() && s_end->node == n) ++s_end;
+    ends_from = e_end;
+    starts_from = s_end;
     for (size_t d = 0; d < nd; ++d) room[d] = nodes[i].free[dims[d]];
     auto next_time = [&] {
       TimePoint t = kNever;

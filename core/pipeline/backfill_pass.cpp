@@ -29,6 +29,35 @@ std::string node_list(const ClusterView& view, const FutureStart& fs) {
   return out;
 }
 
+/// Sets `withheld` (the room withheld per node, and in the view) to
+/// `target`, (node, room) pairs in node order: a node it does not name
+/// withholds nothing. Withholding and giving back is not growth (as planning
+/// in place_whole).
+template <class Target>
+void set_withheld_to(std::map<NodeIndex, Resources>& withheld, const Target& target, ClusterView& view,
+                     JobQueue& queue) {
+  if (withheld.empty() && target.empty()) return;
+  bool grew = view.take_grew();
+  auto t = target.begin();
+  for (auto it = withheld.begin(); it != withheld.end();) {
+    while (t != target.end() && t->first < it->first) ++t;
+    if (t == target.end() || t->first != it->first) {
+      view.unwithhold(it->first, it->second);
+      it = withheld.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (const auto& [n, room] : target) {
+    Resources& current = withheld[n];
+    if (room == current) continue;
+    view.withhold(n, room - current);
+    current = room;
+  }
+  (void)view.take_grew();
+  if (grew) queue.note_growth();
+}
+
 /// now + run, or kNever without a run time (or past it).
 TimePoint end_of_run(TimePoint now, Duration run) {
   if (run.count() <= 0 || now > kNever - run) return kNever;
@@ -238,29 +267,10 @@ void Scheduler::drop_start(size_t k) {
 }
 
 void Scheduler::set_withheld(const std::map<NodeIndex, Resources>& target) {
-  if (withheld_.empty() && target.empty()) return;
-  // Withholding and giving back is not growth (as planning in place_whole).
-  bool grew = view_.take_grew();
-  for (auto it = withheld_.begin(); it != withheld_.end();) {
-    if (!target.contains(it->first)) {
-      view_.unwithhold(it->first, it->second);
-      it = withheld_.erase(it);
-    } else {
-      ++it;
-    }
-  }
-  for (const auto& [n, room] : target) {
-    Resources& current = withheld_[n];
-    if (room == current) continue;
-    view_.withhold(n, room - current);
-    current = room;
-  }
-  (void)view_.take_grew();
-  if (grew) queue_.note_growth();
+  set_withheld_to(withheld_, target, view_, queue_);
 }
 
 void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, TimePoint now, TimePoint until) {
-  std::map<NodeIndex, Resources> target;
   if (!binding.empty()) {
     if (!profile_built_) build_profile(now);
     // The least room of each node over time under these starts, kept while
@@ -273,31 +283,45 @@ void Scheduler::withhold_for(const std::vector<const FutureStart*>& binding, Tim
     if (!same) {
       least_key_.clear();
       for (const FutureStart* s : binding) least_key_.push_back(s->job);
-      least_.clear();
       // The starts on each node, in binding order: one sorted list rather
       // than a vector per node (this runs after every placement of a pass).
       std::vector<std::pair<NodeIndex, const FutureStart*>> on_node;
       for (const FutureStart* s : binding)
         for (const auto& p : s->parts) on_node.emplace_back(p.node, s);
       std::stable_sort(on_node.begin(), on_node.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      // Entries of nodes that stay are overwritten in place (no map node made
+      // per node per pass), the others go.
       std::vector<const FutureStart*> starts;
+      auto at = least_.begin();
       for (size_t i = 0; i < on_node.size();) {
         NodeIndex n = on_node[i].first;
         starts.clear();
         for (; i < on_node.size() && on_node[i].first == n; ++i) starts.push_back(on_node[i].second);
         Resources free = view_.node(n).available();
         if (auto w = withheld_.find(n); w != withheld_.end()) free += w->second;  // the room as it is
-        least_.emplace(n, std::make_pair(free, profile_.least_rooms(n, free, now, starts)));
+        while (at != least_.end() && at->first < n) at = least_.erase(at);
+        auto value = std::make_pair(free, profile_.least_rooms(n, free, now, starts));
+        if (at != least_.end() && at->first == n)
+          (at++)->second = std::move(value);
+        else
+          least_.emplace_hint(at, n, std::move(value));
       }
+      least_.erase(at, least_.end());
     }
+    // A sorted vector rather than a map built per job (this runs for every
+    // job a backfilling pass places).
+    std::vector<std::pair<NodeIndex, Resources>> target;
+    target.reserve(least_.size());
     for (const auto& [n, at] : least_) {
       const Resources& free = at.first;
       Resources least = at.second.least_until(until);
       Resources keep = (free - least).max(Resources{}).min(free.max(Resources{}));
-      if (!keep.is_zero()) target.emplace_hint(target.end(), n, keep);  // least_ is in node order
+      if (!keep.is_zero()) target.emplace_back(n, keep);  // least_ is in node order
     }
+    set_withheld_to(withheld_, target, view_, queue_);
+    return;
   }
-  set_withheld(target);
+  set_withheld({});
 }
 
 bool Scheduler::might_fit(const JobRecord& j) const {
@@ -313,12 +337,28 @@ bool Scheduler::might_fit(const JobRecord& j) const {
 
 bool Scheduler::fits_unbound(const JobRecord& j) const {
   const ClassConfig& cls = config_.classes[j.class_index];
+  // A machine is looked for in the view: the caller gives the withheld room back first.
   if (cls.policy == ClassPolicy::reserve)
     return find_free_machine(view_, j.pool, j.spec.per_task, config_.quantum,
                              j.spec.constraints.empty() ? nullptr : &j.spec.constraints)
         .has_value();
+  // count_placement's tasks_fitting_now, with the withheld room counted back
+  // in rather than given back to the view and taken again (two re-indexings
+  // of every withheld node per job kept from starting), and stopping once
+  // enough fit.
   uint32_t need = j.spec.gang || cls.policy == ClassPolicy::fixed_share ? j.pending() : 1;
-  return count_placement(view_, j.pool, j.spec.per_task, j.spec.constraints, need).tasks_fitting_now >= need;
+  if (need == 0) return true;
+  uint64_t fitting = 0;
+  for (NodeIndex n : view_.pool(j.pool).nodes) {
+    const NodeView& v = view_.node(n);
+    if (!label_selectors_match(j.spec.constraints, v.labels)) continue;
+    if (j.spec.per_task.copies_fitting_in(v.capacity) <= 0 || v.state != NodeState::up) continue;
+    Resources room = v.available();
+    if (auto w = withheld_.find(n); w != withheld_.end()) room += w->second;
+    fitting += tasks_fitting(v, j.spec.per_task, room, need);
+    if (fitting >= need) return true;
+  }
+  return false;
 }
 
 bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbox& out) {
@@ -428,7 +468,7 @@ bool Scheduler::place_backfilling(JobRecord& j, bool squat, TimePoint now, Outbo
   bool own = future_start(j.spec.id) != nullptr;
   if (withheld && !own && n && n->waits == WaitCause::no_room &&
       j.queue.state == QueueState::waiting_for_capacity) {
-    set_withheld({});
+    if (config_.classes[j.class_index].policy == ClassPolicy::reserve) set_withheld({});
     if (fits_unbound(j)) {
       const FutureStart* fs = binding_here ? binding_here : binding;
       std::string& where = start_nodes_[fs->job];

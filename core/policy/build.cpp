@@ -232,7 +232,10 @@ Expected<Model> build_model(const Snapshot& snap) {
   // Nodes, by id.
   std::vector<const NodeInfo*> node_specs;
   for (const auto& n : snap.nodes) node_specs.push_back(&n);
-  std::sort(node_specs.begin(), node_specs.end(), [](auto* a, auto* b) { return a->id < b->id; });
+  auto node_by_id = [](auto* a, auto* b) { return a->id < b->id; };
+  // A scheduler's snapshot lists them in order already.
+  if (!std::is_sorted(node_specs.begin(), node_specs.end(), node_by_id))
+    std::sort(node_specs.begin(), node_specs.end(), node_by_id);
   m.nodes.resize(node_specs.size());
   for (uint32_t i = 0; i < node_specs.size(); ++i) {
     auto& n = m.nodes[i];

@@ -121,7 +121,8 @@ Status validate(const Snapshot& snap) {
   std::vector<uint32_t> node_ids;
   node_ids.reserve(snap.nodes.size());
   for (const auto& n : snap.nodes) node_ids.push_back(n.id.value);
-  std::sort(node_ids.begin(), node_ids.end());
+  // A scheduler's snapshot lists them in order already.
+  if (!std::is_sorted(node_ids.begin(), node_ids.end())) std::sort(node_ids.begin(), node_ids.end());
   for (size_t i = 1; i < node_ids.size(); ++i)
     if (node_ids[i] == node_ids[i - 1])
       return make_error(Errc::duplicate, "node " + std::to_string(node_ids[i]) + " is defined twice");
@@ -146,7 +147,7 @@ Status validate(const Snapshot& snap) {
     std::vector<JobId> ids;
     ids.reserve(snap.jobs.size());
     for (const auto& j : snap.jobs) ids.push_back(j.id);
-    std::sort(ids.begin(), ids.end());
+    if (!std::is_sorted(ids.begin(), ids.end())) std::sort(ids.begin(), ids.end());
     for (size_t i = 1; i < ids.size(); ++i)
       if (ids[i] == ids[i - 1])
         return make_error(Errc::duplicate, "job " + std::to_string(ids[i].value) + " is defined twice");

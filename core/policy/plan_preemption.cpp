@@ -126,6 +126,12 @@ void Planner::preemptive_stages() {
     if (starving_candidate(j, false)) starving.push_back(j);
   if (starving.empty()) return;
   std::vector<uint32_t> tried_nodes(m_.jobs.size(), 0), backoff_nodes(m_.jobs.size(), 0);
+  // The aggressive stage has candidates only among aggressively starving
+  // jobs (a status fixed for the cycle); mostly there are none, and then
+  // it is not walked per node.
+  bool any_aggressive = std::any_of(starving.begin(), starving.end(), [&](uint32_t j) {
+    return m_.jobs[j].starvation == StarvationStatus::aggressively_starving;
+  });
   // A node's candidates are bound to its pool or (preemptible work) an
   // ancestor. Those without constraints are the same on every usable
   // node of a pool: one group per pool, counted per node instead of
@@ -194,14 +200,6 @@ void Planner::preemptive_stages() {
       for_each_local(aggressive, [&](uint32_t j) { out.push_back(j); });
       return out;
     };
-    auto in_stage_order = [&](std::vector<uint32_t> out) {
-      std::sort(out.begin(), out.end(), [&](uint32_t x, uint32_t y) {
-        bool sx = m_.nodes[n].pool != m_.jobs[x].pool, sy = m_.nodes[n].pool != m_.jobs[y].pool;
-        if (sx != sy) return !sx;  // residents of the node's pool first
-        return before(x, y);
-      });
-      return out;
-    };
     Group& group = group_of(m_.nodes[n].pool);
     size_t count = group.members.size();
     bool one_fits = false;
@@ -234,8 +232,8 @@ void Planner::preemptive_stages() {
     // preempt (the node runs preemptible work).
     if (!one_fits && !runs_preemptible_work(n, kNone)) continue;
     size_t decided = plan_.stats.tasks_placed + plan_.removals.size();
-    run_stage(n, in_stage_order(local(false)), false);
-    run_stage(n, in_stage_order(local(true)), true);
+    run_stage(n, local(false), false);
+    if (any_aggressive) run_stage(n, local(true), true);
     if (plan_.stats.tasks_placed + plan_.removals.size() != decided) refresh();
   }
   settle_groups();
@@ -256,8 +254,21 @@ void Planner::preemptive_stages() {
   }
 }
 
-void Planner::run_stage(uint32_t n, const std::vector<uint32_t>& cands, bool aggressive) {
-  for (uint32_t c : cands) {
+void Planner::run_stage(uint32_t n, std::vector<uint32_t> cands, bool aggressive) {
+  // Stage order is total (before() ends with the id): the candidates are
+  // taken from a heap one at a time rather than sorted, since the stage
+  // mostly ends at the first (a sort per node of every starving job cost
+  // more than the stages).
+  auto later = [&](uint32_t x, uint32_t y) {
+    bool sx = m_.nodes[n].pool != m_.jobs[x].pool, sy = m_.nodes[n].pool != m_.jobs[y].pool;
+    if (sx != sy) return sx;  // residents of the node's pool first
+    return before(y, x);
+  };
+  std::make_heap(cands.begin(), cands.end(), later);
+  while (!cands.empty()) {
+    std::pop_heap(cands.begin(), cands.end(), later);
+    uint32_t c = cands.back();
+    cands.pop_back();
     if (!starving_candidate(c, aggressive)) continue;
     const auto& job = m_.jobs[c];
     if (fitting(n, job.per_task, free_[n], 1) > 0) {

@@ -158,8 +158,10 @@ class Planner {
 
   void preemptive_stages();
 
-  /// One preemptive stage on node n: at most one new allocation.
-  void run_stage(uint32_t n, const std::vector<uint32_t>& cands, bool aggressive);
+  /// One preemptive stage on node n: at most one new allocation, for the
+  /// first of `cands` in stage order (residents of n's pool first, then
+  /// before()) that can have one.
+  void run_stage(uint32_t n, std::vector<uint32_t> cands, bool aggressive);
 
   // ---------------------------------------------------------------- 7: defragmentation
   void defragment();

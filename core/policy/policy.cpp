@@ -125,7 +125,7 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::
   out.jobs.reserve(m.jobs.size());
   for (uint32_t ji = 0; ji < m.jobs.size(); ++ji) {
     const auto& j = m.jobs[ji];
-    JobRow r;
+    JobRow& r = out.jobs.emplace_back();  // filled in place: a row is large
     r.id = j.info->id;
     r.name = j.info->name;
     r.user = j.info->user;
@@ -168,7 +168,6 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::
     job_usage[ji] = r.usage;
     job_fair[ji] = r.fair_share;
     job_demand[ji] = r.demand;
-    out.jobs.push_back(std::move(r));
   }
   // out.jobs is in the model's job order (by id).
   for (const auto& p : plan.placements)
@@ -179,7 +178,10 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::
   for (const auto& j : m.jobs) ++pool_jobs[j.pool];
   for (uint32_t pi : m.postorder)
     if (m.pools[pi].parent != kNone) pool_jobs[m.pools[pi].parent] += pool_jobs[pi];
-  // Pools, classes, users.
+  // Pools, classes, users: a row each (the vectors grow once; rows are large).
+  out.pools.reserve(m.pools.size());
+  out.classes.reserve(m.classes.size());
+  out.users.reserve(m.groups.size());
   for (uint32_t pi : m.preorder) {
     const auto& p = m.pools[pi];
     PoolRow r;
@@ -210,7 +212,7 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::
       cr.policy = c.spec->policy;
       cr.users = static_cast<uint32_t>(c.groups.size());
       for (uint32_t g : c.groups) {
-        UserRow ur;
+        UserRow& ur = out.users.emplace_back();
         ur.class_name = c.spec->name;
         ur.user = std::string(m.users[m.groups[g].user].name);
         ur.jobs = static_cast<uint32_t>(m.groups[g].jobs.size());
@@ -230,7 +232,6 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::
         cr.demand += ur.demand;
         cr.fair_share += ur.fair_share;
         cr.usage += ur.usage;
-        out.users.push_back(std::move(ur));
       }
       fill_shares(cr, p.scope_capacity, p.tolerance);
       out.classes.push_back(std::move(cr));

@@ -144,11 +144,11 @@ uint64_t PolicyStage::input_fingerprint(const Scheduler& scheduler) const {
   const SchedulerConfig& sc = scheduler.config();
   scheduler.for_each_unfinished_job([&](const JobRecord& j) {
     if (j.cancelled) return;
+    // Small fields two or more to a value (this runs for every job at every
+    // policy tick), one-to-one for the values that occur (times below 2^62 ns).
     h.add(j.spec.id.value);
-    h.add(j.pending());
-    h.add(j.held());
-    h.add(j.queue.state == QueueState::gated);
-    h.add(j.initialized);
+    h.add(uint64_t{j.pending()} << 32 | j.held());
+    h.add(uint64_t{j.queue.state == QueueState::gated} << 1 | uint64_t{j.initialized});
     if (sc.classes[j.class_index].prediction) {
       h.add(j.observed.starts);
       h.add(j.observed.successes);
@@ -160,10 +160,8 @@ uint64_t PolicyStage::input_fingerprint(const Scheduler& scheduler) const {
     for (TaskIndex t = 0; t < j.tasks.size(); ++t) {
       const TaskRecord& r = j.tasks[t];
       if (r.state != TaskState::running || !r.node) continue;
-      h.add(t);
-      h.add(*r.node);
-      h.add(static_cast<uint64_t>(r.started.count()));
-      h.add(r.initialized);
+      h.add(uint64_t{t} << 32 | *r.node);
+      h.add(static_cast<uint64_t>(r.started.count()) << 1 | uint64_t{r.initialized});
     }
   });
   return h.value();
