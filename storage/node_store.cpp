@@ -106,14 +106,15 @@ Status decode_finished(const Database& db, std::string_view key, std::string_vie
   return Status::ok();
 }
 
-/// Encodes `in` into `out` through a protobuf message on this thread's arena,
-/// reset after each record: the arena keeps its first block (a buffer of its
-/// own), so a record that fits in it allocates nothing. A message on the heap
-/// allocates its parts every time (Clear() deletes its sub-messages).
-template <class Proto, class Value>
-void encode_on_arena(const Value& in, std::string& out) {
+/// Encodes into `out` the protobuf message `fill` sets, built on this
+/// thread's arena, reset after each record: the arena keeps its first block (a
+/// buffer of its own), so a record that fits in it allocates nothing (a
+/// claim's allocations, up to max_tasks_per_claim of them, too). A message on
+/// the heap allocates its parts every time (Clear() deletes its sub-messages).
+template <class Proto, class Fill>
+void encode_with_arena(Fill&& fill, std::string& out) {
   struct ThreadArena {
-    alignas(std::max_align_t) char block[8192];
+    alignas(std::max_align_t) char block[32768];
     google::protobuf::Arena arena{options(block)};
     static google::protobuf::ArenaOptions options(char* block) {
       google::protobuf::ArenaOptions o;
@@ -124,10 +125,15 @@ void encode_on_arena(const Value& in, std::string& out) {
   };
   thread_local ThreadArena t;
   auto* p = google::protobuf::Arena::CreateMessage<Proto>(&t.arena);
-  messages::to_proto(in, *p);
+  fill(*p);
   out.clear();
   p->SerializeToString(&out);
   t.arena.Reset();
+}
+
+template <class Proto, class Value>
+void encode_on_arena(const Value& in, std::string& out) {
+  encode_with_arena<Proto>([&](Proto& p) { messages::to_proto(in, p); }, out);
 }
 
 /// The node id a claim/allocation key starts with, or nullopt if malformed.
@@ -234,11 +240,12 @@ void NodeStore::Batch::put_allocations(core::NodeId node, core::ClaimId claim,
     batch_.Delete(db_->handle(kAllocations), slice(key)).PermitUncheckedError();
     return;
   }
-  thread_local pb::StoredAllocations p;
-  p.Clear();
-  for (const auto& a : allocations) messages::to_proto(a, *p.add_allocations());
-  scratch_.clear();
-  p.SerializeToString(&scratch_);
+  encode_with_arena<pb::StoredAllocations>(
+      [&](pb::StoredAllocations& p) {
+        p.mutable_allocations()->Reserve(static_cast<int>(allocations.size()));
+        for (const auto& a : allocations) messages::to_proto(a, *p.add_allocations());
+      },
+      scratch_);
   put(kAllocations, key, scratch_);
 }
 
