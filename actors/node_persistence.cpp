@@ -59,13 +59,15 @@ void NodeChanges::commit(core::NodeLedger& ledger) {
   if (!claims_changed_.empty()) {
     std::sort(claims_changed_.begin(), claims_changed_.end());
     claims_changed_.erase(std::unique(claims_changed_.begin(), claims_changed_.end()), claims_changed_.end());
-    std::vector<core::Allocation> held;
+    // Reused: a confirm would grow a new vector to the claim's size every time.
+    thread_local std::vector<core::Allocation> held;
     for (auto claim : claims_changed_) {
       held.clear();
       for (const auto& a : ledger.allocations())
         if (a.claim_id == claim) held.push_back(to_stored(a, clock_));
       batch_.put_allocations(node_, claim, held);
     }
+    held.clear();
     claims_changed_.clear();
   }
   if (header_) {
