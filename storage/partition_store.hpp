@@ -32,7 +32,9 @@
 // and on restart: PartitionStore::open(...), then recover(visitor).
 //
 // Thread safety: submit/write from any thread; reads from any thread; a Batch
-// belongs to one thread at a time. See Database for the error contract.
+// belongs to one thread at a time. The task records of one job come from one
+// thread at a time (the partition's owner): their versions follow the order
+// their batches were built in. See Database for the error contract.
 
 #include <atomic>
 #include <functional>
