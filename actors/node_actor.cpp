@@ -112,7 +112,7 @@ void end_tasks(self_ptr self, const std::vector<actors::TaskEnded>& ended) {
   }
   if (delta.events.empty()) return;
   persist(self, [&](NodeChanges& c) {
-    for (const auto& ev : delta.events) c.allocation_removed(ev.task);
+    for (const auto& ev : delta.events) c.allocation_removed(ev.task, ev.claim_id);
   });
   delta.snapshot = self->state.ledger.snapshot();
   publish(self, delta, nullptr);
@@ -296,7 +296,7 @@ const node_actor::behavior_type& shared_behavior() {
             persist(self, [&](NodeChanges& c) {
               if (epoch.raised()) c.header_changed(st.spec());
               if (request.claim_id.value != 0) c.claim_removed(request.claim_id);
-              for (auto index : request.tasks) c.allocation_removed(core::TaskRef{request.job, index});
+              for (auto index : request.tasks) c.allocation_removed(core::TaskRef{request.job, index}, claims[index]);
             });
           answer(self, std::move(reply));
         });

@@ -14,14 +14,24 @@ void NodeChanges::claim_added(const core::LiveClaim& claim) {
 
 void NodeChanges::claim_removed(core::ClaimId claim) { batch_.erase_claim(node_, claim); }
 
-void NodeChanges::allocation_set(const core::Allocation& allocation) {
+namespace {
+core::Allocation to_stored(const core::Allocation& allocation, const ClockMapping& clock) {
   core::Allocation stored = allocation;
-  stored.confirmed_at = clock_.to_wall(allocation.confirmed_at);
-  stored.finishes_at = clock_.to_wall(allocation.finishes_at);
-  batch_.put_allocation(node_, stored);
+  stored.confirmed_at = clock.to_wall(allocation.confirmed_at);
+  stored.finishes_at = clock.to_wall(allocation.finishes_at);
+  return stored;
+}
+}  // namespace
+
+void NodeChanges::allocation_set(const core::Allocation& allocation) {
+  if (allocation.claim_id.value == 0) return batch_.put_allocation(node_, to_stored(allocation, clock_));
+  claims_changed_.push_back(allocation.claim_id);
 }
 
-void NodeChanges::allocation_removed(core::TaskRef task) { batch_.erase_allocation(node_, task); }
+void NodeChanges::allocation_removed(core::TaskRef task, core::ClaimId claim) {
+  if (claim.value == 0) return batch_.erase_allocation(node_, task);
+  claims_changed_.push_back(claim);
+}
 
 void NodeChanges::events(const core::NodeLedger& ledger, const std::vector<core::NodeEvent>& events) {
   for (const auto& ev : events) {
@@ -30,7 +40,7 @@ void NodeChanges::events(const core::NodeLedger& ledger, const std::vector<core:
         claim_removed(ev.claim_id);
         break;
       case core::NodeEvent::Kind::task_finished:
-        allocation_removed(ev.task);
+        allocation_removed(ev.task, ev.claim_id);
         break;
       case core::NodeEvent::Kind::task_started:
         for (const auto& a : ledger.allocations())
@@ -46,6 +56,20 @@ void NodeChanges::commit(core::NodeLedger& ledger) {
   // Whichever operation ended them: the ends the ledger remembered since the
   // last commit.
   for (const auto& f : ledger.take_unsaved_finished()) batch_.put_finished(node_, f.slot, f.sequence, f.event);
+  if (!claims_changed_.empty()) {
+    std::sort(claims_changed_.begin(), claims_changed_.end());
+    claims_changed_.erase(std::unique(claims_changed_.begin(), claims_changed_.end()), claims_changed_.end());
+    // Reused: a confirm would grow a new vector to the claim's size every time.
+    thread_local std::vector<core::Allocation> held;
+    for (auto claim : claims_changed_) {
+      held.clear();
+      for (const auto& a : ledger.allocations())
+        if (a.claim_id == claim) held.push_back(to_stored(a, clock_));
+      batch_.put_allocations(node_, claim, held);
+    }
+    held.clear();
+    claims_changed_.clear();
+  }
   if (header_) {
     storage::StoredNodeHeader header;
     header.spec = std::move(*header_);

@@ -25,8 +25,11 @@ class NodeChanges {
 
   void claim_added(const core::LiveClaim& claim);
   void claim_removed(core::ClaimId claim);
+  /// An allocation of a claim changed (set, started): commit rewrites the
+  /// claim's record from the ledger (one record per claim, not per task).
   void allocation_set(const core::Allocation& allocation);
-  void allocation_removed(core::TaskRef task);
+  /// `claim` = the claim the removed allocation was held under (0 = none).
+  void allocation_removed(core::TaskRef task, core::ClaimId claim);
   /// Records the changes a ledger's events describe (expiry, start, end).
   void events(const core::NodeLedger& ledger, const std::vector<core::NodeEvent>& events);
   /// The header (spec, state, epochs, generation) changed too; `spec` is the
@@ -46,6 +49,8 @@ class NodeChanges {
   ClockMapping clock_;
   storage::NodeStore::Batch batch_;
   std::optional<core::NodeSpec> header_;
+  /// Claims whose allocations changed: rewritten whole at commit.
+  std::vector<core::ClaimId> claims_changed_;
 };
 
 /// A node's ledger rebuilt from what its store holds (times mapped back to

@@ -47,9 +47,10 @@ struct StoredJob {
   friend bool operator==(const StoredJob&, const StoredJob&) = default;
 };
 
-/// `tasks` record: the latest state of one task that was placed at least once.
-/// Keyed by (job, task index); tasks never placed have no record (the job's
-/// count says how many there are).
+/// `tasks` record: the state of a task that was placed at least once. Stored
+/// under (job, task index), or once for a claim's tasks (storage/
+/// partition_store.hpp); tasks never placed have no record (the job's count
+/// says how many there are).
 struct StoredTask {
   core::TaskState state = core::TaskState::pending;
   /// Zero when not on a node.

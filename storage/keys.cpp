@@ -9,6 +9,9 @@ std::string describe(std::string_view cf_name, std::string_view key) {
   } else if (cf_name == cf::kTasks) {
     if (auto t = parse_task(key))
       meaning = "job " + std::to_string(t->job.value) + " task " + std::to_string(t->index);
+    else if (auto g = parse_task_group(key))
+      meaning = "job " + std::to_string(g->job.value) + " tasks from " + std::to_string(g->first) + " version " +
+                std::to_string(g->version);
   } else if (cf_name == cf::kNodes || cf_name == cf::kNodeHeaders) {
     if (auto n = parse_node(key)) meaning = "node " + std::to_string(n->value);
   } else if (cf_name == cf::kNodeClaims) {
@@ -18,6 +21,8 @@ std::string describe(std::string_view cf_name, std::string_view key) {
     if (auto a = parse_node_allocation(key))
       meaning = "node " + std::to_string(a->node.value) + " job " +
                 std::to_string(a->task.job.value) + " task " + std::to_string(a->task.index);
+    else if (auto g = parse_node_claim(key))
+      meaning = "node " + std::to_string(g->node.value) + " claim " + std::to_string(g->claim.value) + " allocations";
   } else if (cf_name == cf::kNodeFinished) {
     if (auto f = parse_node_finished(key))
       meaning = "node " + std::to_string(f->node.value) + " finished slot " + std::to_string(f->slot);

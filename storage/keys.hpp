@@ -9,12 +9,14 @@
 // |-----------|-------------------|--------------------------------------|-------|
 // | partition | jobs              | job id (u64)                         | 8     |
 // | partition | tasks             | job id (u64), task index (u32)       | 12    |
+// | partition | tasks (a claim's) | job id (u64), first index (u32), version (u64) | 20 |
 // | partition | nodes             | node id (u64)                        | 8     |
 // | both      | meta              | "identity", "epoch", "applied_sequence" | -  |
 // | partition | meta              | "removed_pool/" + pool name          | -     |
 // | node      | node_headers      | node id (u64)                        | 8     |
 // | node      | node_claims       | node id (u64), claim id (u64)        | 16    |
 // | node      | node_allocations  | node id (u64), job id (u64), task index (u32) | 20 |
+// | node      | node_allocations (a claim's) | node id (u64), claim id (u64) | 16 |
 //
 // Node ids are 32-bit in the core but take 8 bytes here (like the Protobuf
 // schema's uint64 ids), so a wider id later is not a format break. Task
@@ -88,9 +90,11 @@ struct FixedKey {
 
 inline constexpr size_t kJobKeySize = 8;
 inline constexpr size_t kTaskKeySize = 12;
+inline constexpr size_t kTaskGroupKeySize = 20;
 inline constexpr size_t kNodeKeySize = 8;
 inline constexpr size_t kNodeClaimKeySize = 16;
 inline constexpr size_t kNodeAllocationKeySize = 20;
+inline constexpr size_t kNodeAllocationGroupKeySize = 16;
 inline constexpr size_t kNodeFinishedKeySize = 12;
 
 // -- partition store ----------------------------------------------------------
@@ -105,6 +109,17 @@ inline FixedKey<kTaskKeySize> task(core::JobId job, core::TaskIndex index) {
   FixedKey<kTaskKeySize> k;
   put_u64(k.bytes.data(), job.value);
   put_u32(k.bytes.data() + 8, index);
+  return k;
+}
+
+/// One record for several tasks of a job (a claim's): after the task key of
+/// its first index, so a job's records stay one range, and with the record's
+/// version, so a later claim starting at the same index never overwrites it.
+inline FixedKey<kTaskGroupKeySize> task_group(core::JobId job, core::TaskIndex first, uint64_t version) {
+  FixedKey<kTaskGroupKeySize> k;
+  put_u64(k.bytes.data(), job.value);
+  put_u32(k.bytes.data() + 8, first);
+  put_u64(k.bytes.data() + 12, version);
   return k;
 }
 
@@ -141,6 +156,17 @@ inline std::optional<TaskKey> parse_task(std::string_view k) {
   return TaskKey{core::JobId{get_u64(k.data())}, get_u32(k.data() + 8)};
 }
 
+struct TaskGroupKey {
+  core::JobId job;
+  core::TaskIndex first = 0;
+  uint64_t version = 0;
+};
+
+inline std::optional<TaskGroupKey> parse_task_group(std::string_view k) {
+  if (k.size() != kTaskGroupKeySize) return std::nullopt;
+  return TaskGroupKey{core::JobId{get_u64(k.data())}, get_u32(k.data() + 8), get_u64(k.data() + 12)};
+}
+
 inline std::optional<core::NodeId> parse_node(std::string_view k) {
   if (k.size() != kNodeKeySize) return std::nullopt;
   uint64_t v = get_u64(k.data());
@@ -153,6 +179,8 @@ inline std::optional<core::NodeId> parse_node(std::string_view k) {
 inline constexpr std::string_view kIdentity = "identity";
 inline constexpr std::string_view kEpoch = "epoch";
 inline constexpr std::string_view kAppliedSequence = "applied_sequence";
+/// Partition store: the highest task record version written.
+inline constexpr std::string_view kTaskVersion = "task_version";
 /// Partition store: one key per pool removed (`claimsched pool remove`),
 /// the prefix then the pool's name; the value is when (a counter, wall ms).
 inline constexpr std::string_view kRemovedPoolPrefix = "removed_pool/";
@@ -180,6 +208,13 @@ inline FixedKey<kNodeAllocationKeySize> node_allocation(core::NodeId node, core:
   put_u64(k.bytes.data() + 8, task.job.value);
   put_u32(k.bytes.data() + 16, task.index);
   return k;
+}
+
+/// One record for every allocation a claim holds on the node (the same
+/// width as node_claim, in the node_allocations family).
+inline FixedKey<kNodeAllocationGroupKeySize> node_allocation_group(core::NodeId node, core::ClaimId claim) {
+  auto k = node_claim(node, claim);
+  return FixedKey<kNodeAllocationGroupKeySize>{k.bytes};
 }
 
 /// A slot of the node's ring of recent task ends (NodeLedger::recent_finished).

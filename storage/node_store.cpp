@@ -3,7 +3,9 @@
 #include <google/protobuf/arena.h>
 #include <rocksdb/db.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <map>
 
 #include "messages/codec.hpp"
 #include "storage/crash_point.hpp"
@@ -58,6 +60,38 @@ Status decode_allocation(const Database& db, std::string_view key, std::string_v
   return Status::ok();
 }
 
+/// A claim's allocations (key (node, claim)): each must be the claim's.
+Status decode_allocation_group(const Database& db, std::string_view key, std::string_view value, core::NodeId& node,
+                               std::vector<core::Allocation>& out) {
+  auto parsed = keys::parse_node_claim(key);
+  if (!parsed) return db.record_error(NodeStore::kAllocations, key, "not a node allocation key");
+  node = parsed->node;
+  pb::StoredAllocations p;
+  if (!p.ParseFromArray(value.data(), static_cast<int>(value.size())))
+    return db.record_error(NodeStore::kAllocations, key,
+                           "StoredAllocations: not a valid encoding (" + std::to_string(value.size()) + " bytes)");
+  if (p.allocations_size() == 0)
+    return db.record_error(NodeStore::kAllocations, key, "a claim's record of no allocation");
+  for (const auto& pa : p.allocations()) {
+    core::Allocation a;
+    if (auto st = messages::from_proto(pa, a); !st) return db.record_error(NodeStore::kAllocations, key, st.error());
+    if (a.claim_id != parsed->claim)
+      return db.record_error(NodeStore::kAllocations, key, "holds claim " + std::to_string(a.claim_id.value));
+    out.push_back(std::move(a));
+  }
+  return Status::ok();
+}
+
+/// Either form of a node_allocations record: a claim's (16-byte key) or one task's.
+Status decode_allocations(const Database& db, std::string_view key, std::string_view value, core::NodeId& node,
+                          std::vector<core::Allocation>& out) {
+  if (key.size() == keys::kNodeAllocationGroupKeySize) return decode_allocation_group(db, key, value, node, out);
+  core::Allocation a;
+  if (auto st = decode_allocation(db, key, value, node, a); !st) return st;
+  out.push_back(std::move(a));
+  return Status::ok();
+}
+
 Status decode_finished(const Database& db, std::string_view key, std::string_view value, core::NodeId& node,
                        uint64_t& sequence, core::NodeEvent& out) {
   auto parsed = keys::parse_node_finished(key);
@@ -72,14 +106,15 @@ Status decode_finished(const Database& db, std::string_view key, std::string_vie
   return Status::ok();
 }
 
-/// Encodes `in` into `out` through a protobuf message on this thread's arena,
-/// reset after each record: the arena keeps its first block (a buffer of its
-/// own), so a record that fits in it allocates nothing. A message on the heap
-/// allocates its parts every time (Clear() deletes its sub-messages).
-template <class Proto, class Value>
-void encode_on_arena(const Value& in, std::string& out) {
+/// Encodes into `out` the protobuf message `fill` sets, built on this
+/// thread's arena, reset after each record: the arena keeps its first block (a
+/// buffer of its own), so a record that fits in it allocates nothing (a
+/// claim's allocations, up to max_tasks_per_claim of them, too). A message on
+/// the heap allocates its parts every time (Clear() deletes its sub-messages).
+template <class Proto, class Fill>
+void encode_with_arena(Fill&& fill, std::string& out) {
   struct ThreadArena {
-    alignas(std::max_align_t) char block[8192];
+    alignas(std::max_align_t) char block[32768];
     google::protobuf::Arena arena{options(block)};
     static google::protobuf::ArenaOptions options(char* block) {
       google::protobuf::ArenaOptions o;
@@ -90,10 +125,15 @@ void encode_on_arena(const Value& in, std::string& out) {
   };
   thread_local ThreadArena t;
   auto* p = google::protobuf::Arena::CreateMessage<Proto>(&t.arena);
-  messages::to_proto(in, *p);
+  fill(*p);
   out.clear();
   p->SerializeToString(&out);
   t.arena.Reset();
+}
+
+template <class Proto, class Value>
+void encode_on_arena(const Value& in, std::string& out) {
+  encode_with_arena<Proto>([&](Proto& p) { messages::to_proto(in, p); }, out);
 }
 
 /// The node id a claim/allocation key starts with, or nullopt if malformed.
@@ -123,7 +163,42 @@ Expected<std::unique_ptr<NodeStore>> NodeStore::open(const std::string& dir,
   id.host = identity.host;
   auto db = Database::open(dir, layout(), id, options);
   if (!db) return db.error();
-  return std::unique_ptr<NodeStore>{new NodeStore{std::move(*db)}};
+  std::unique_ptr<NodeStore> store{new NodeStore{std::move(*db)}};
+  if (!options.read_only)
+    if (auto st = store->upgrade_allocations(); !st) return st.error();
+  return store;
+}
+
+Status NodeStore::upgrade_allocations() {
+  // (node, claim) -> the claim's allocations, and the per-task keys they came from.
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<core::Allocation>> claims;
+  std::vector<std::string> old_keys;
+  auto st = db_->scan(kAllocations, {}, {}, [&](std::string_view key, std::string_view value) -> Status {
+    if (key.size() == keys::kNodeAllocationGroupKeySize) return Status::ok();  // a claim's: read at load
+    core::NodeId node;
+    core::Allocation a;
+    if (auto s2 = decode_allocation(*db_, key, value, node, a); !s2) return s2;
+    if (a.claim_id.value == 0) return Status::ok();  // stays one record per task
+    old_keys.emplace_back(key);
+    claims[{node.value, a.claim_id.value}].push_back(std::move(a));
+    return Status::ok();
+  });
+  if (!st || old_keys.empty()) return st;
+  auto b = batch();
+  for (const auto& k : old_keys) b.batch_.Delete(db_->handle(kAllocations), slice(k)).PermitUncheckedError();
+  for (auto& [id, held] : claims) {
+    // A claim's record of the new format beside them (never written so, but
+    // merged rather than lost).
+    auto key = keys::node_allocation_group(core::NodeId{id.first}, core::ClaimId{id.second});
+    auto existing = db_->get(kAllocations, key);
+    if (!existing) return existing.error();
+    if (existing->has_value()) {
+      core::NodeId node;
+      if (auto s2 = decode_allocation_group(*db_, key, **existing, node, held); !s2) return s2;
+    }
+    b.put_allocations(core::NodeId{id.first}, core::ClaimId{id.second}, held);
+  }
+  return write(std::move(b));
 }
 
 // -- batches ------------------------------------------------------------------
@@ -158,6 +233,22 @@ void NodeStore::Batch::put_allocation(core::NodeId node, const core::Allocation&
   put(kAllocations, keys::node_allocation(node, allocation.task), scratch_);
 }
 
+void NodeStore::Batch::put_allocations(core::NodeId node, core::ClaimId claim,
+                                       std::span<const core::Allocation> allocations) {
+  auto key = keys::node_allocation_group(node, claim);
+  if (allocations.empty()) {
+    batch_.Delete(db_->handle(kAllocations), slice(key)).PermitUncheckedError();
+    return;
+  }
+  encode_with_arena<pb::StoredAllocations>(
+      [&](pb::StoredAllocations& p) {
+        p.mutable_allocations()->Reserve(static_cast<int>(allocations.size()));
+        for (const auto& a : allocations) messages::to_proto(a, *p.add_allocations());
+      },
+      scratch_);
+  put(kAllocations, key, scratch_);
+}
+
 void NodeStore::Batch::erase_allocation(core::NodeId node, core::TaskRef task) {
   batch_.Delete(db_->handle(kAllocations), slice(keys::node_allocation(node, task)))
       .PermitUncheckedError();
@@ -189,7 +280,14 @@ void NodeStore::Batch::put_report(const core::NodeReport& report) {
   header.epochs = report.epochs;
   put_header(header);
   for (const auto& c : report.claims) put_claim(node, c);
-  for (const auto& a : report.allocations) put_allocation(node, a);
+  std::map<uint64_t, std::vector<core::Allocation>> by_claim;
+  for (const auto& a : report.allocations) {
+    if (a.claim_id.value == 0)
+      put_allocation(node, a);
+    else
+      by_claim[a.claim_id.value].push_back(a);
+  }
+  for (const auto& [claim, held] : by_claim) put_allocations(node, core::ClaimId{claim}, held);
 }
 
 void NodeStore::submit(Batch batch, DurableCallback on_durable) {
@@ -239,12 +337,11 @@ Status NodeStore::load_range(std::string_view lower, std::string_view upper,
     });
     if (!st) return st;
     st = take(allocations, kAllocations, id, [&](std::string_view k, std::string_view v) -> Status {
-      core::Allocation a;
-      if (auto s2 = decode_allocation(*db_, k, v, owner, a); !s2) return s2;
-      loaded.allocations.push_back(std::move(a));
-      return Status::ok();
+      return decode_allocations(*db_, k, v, owner, loaded.allocations);
     });
     if (!st) return st;
+    std::sort(loaded.allocations.begin(), loaded.allocations.end(),
+              [](const core::Allocation& a, const core::Allocation& b) { return a.task < b.task; });
     st = take(finished, kFinished, id, [&](std::string_view k, std::string_view v) -> Status {
       uint64_t sequence = 0;
       core::NodeEvent ev;
@@ -300,9 +397,10 @@ Status canonical_node_record(const Database& db, size_t cf, std::string_view key
       return Status::ok();
     }
     case NodeStore::kAllocations: {
-      core::Allocation a;
-      if (auto st = decode_allocation(db, key, value, node, a); !st) return st;
-      canonical = messages::encode(a);
+      std::vector<core::Allocation> held;
+      if (auto st = decode_allocations(db, key, value, node, held); !st) return st;
+      canonical.clear();
+      for (const auto& a : held) canonical += messages::encode(a);
       return Status::ok();
     }
     case NodeStore::kFinished: {

@@ -9,7 +9,8 @@
 // |------------------|-------------------------|----------------------------|
 // | node_headers     | node id                 | messages::StoredNodeHeader |
 // | node_claims      | node id, claim id       | LiveClaim (claimsched.proto) |
-// | node_allocations | node id, job, task idx  | Allocation (claimsched.proto) |
+// | node_allocations | node id, claim id       | StoredAllocations: the claim's allocations |
+// | node_allocations | node id, job, task idx  | Allocation: one without a claim id (and the older format) |
 // | meta             | "identity"              | StoreIdentity (cluster, host) |
 // | node_finished    | node id, ring slot      | sequence (u64, big-endian), NodeEvent |
 //
@@ -21,9 +22,12 @@
 //
 // A node actor writes, in ONE batch per ledger operation, the records that
 // operation changed plus its header (the generation moved): e.g. an accepted
-// claim = put_claim + put_header; a confirm = erase_claim + put_allocation
-// per task + put_header. Replying to the scheduler only after that batch is
-// durable makes "the node said yes" survive a crash of the node's process.
+// claim = put_claim + put_header; a confirm = erase_claim + ONE
+// put_allocations for the claim's tasks (+ put_header when it changed). A
+// store of the older format (one allocation record per task) is rewritten to
+// one record per claim when it is opened for writing, in one atomic batch.
+// Replying to the scheduler only after that batch is durable makes "the node
+// said yes" survive a crash of the node's process.
 //
 // Time points in LiveClaim::expires and Allocation times are stored as given:
 // a restarted process must interpret them against the same origin, so persist
@@ -36,6 +40,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -78,6 +83,9 @@ class NodeStore {
     void put_claim(core::NodeId node, const core::LiveClaim& claim);
     void erase_claim(core::NodeId node, core::ClaimId claim);
     void put_allocation(core::NodeId node, const core::Allocation& allocation);
+    /// Every allocation claim `claim` holds on the node, as one record (the
+    /// older ones of the claim replaced); none = erase the claim's record.
+    void put_allocations(core::NodeId node, core::ClaimId claim, std::span<const core::Allocation> allocations);
     void erase_allocation(core::NodeId node, core::TaskRef task);
     /// A recent task end, in slot `slot` of the node's ring (replacing the
     /// older one there).
@@ -130,6 +138,9 @@ class NodeStore {
 
  private:
   explicit NodeStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  /// Rewrites the older format's allocation records (one per task) as one
+  /// record per claim.
+  core::Status upgrade_allocations();
   core::Status load_range(std::string_view lower, std::string_view upper,
                           const std::function<core::Status(LoadedNode&&)>& f) const;
   std::unique_ptr<Database> db_;

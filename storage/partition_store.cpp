@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
 
 #include "storage/crash_point.hpp"
 
@@ -32,15 +33,89 @@ Status decode_job(const Database& db, std::string_view key, std::string_view val
   return Status::ok();
 }
 
-Status decode_task(const Database& db, std::string_view key, std::string_view value,
-                   keys::TaskKey& k, StoredTask& out) {
-  auto parsed = keys::parse_task(key);
-  if (!parsed) return db.record_error(PartitionStore::kTasks, key, "not a task key");
-  k = *parsed;
-  if (auto st = messages::decode(value, out); !st)
-    return db.record_error(PartitionStore::kTasks, key, st.error());
+/// One record of the tasks family: one task's (key (job, index)), or a
+/// claim's (key (job, first index, version), its indices in the value).
+struct TaskRecord {
+  core::JobId job;
+  uint64_t version = 0;
+  /// The tasks it covers: the key's index alone for one task's record.
+  std::vector<core::TaskIndex> indices;
+  StoredTask task;
+};
+
+Status decode_task(const Database& db, std::string_view key, std::string_view value, TaskRecord& out) {
+  constexpr auto cf = PartitionStore::kTasks;
+  auto one = keys::parse_task(key);
+  auto group = one ? std::nullopt : keys::parse_task_group(key);
+  if (!one && !group) return db.record_error(cf, key, "not a task key");
+  pb::StoredTask p;
+  if (!p.ParseFromArray(value.data(), static_cast<int>(value.size())))
+    return db.record_error(cf, key,
+                           "StoredTask: not a valid StoredTask encoding (" + std::to_string(value.size()) + " bytes)");
+  if (auto st = messages::from_proto(p, out.task); !st) return db.record_error(cf, key, st.error());
+  out.version = p.version();
+  out.indices.clear();
+  if (one) {
+    if (p.indices_size() != 0) return db.record_error(cf, key, "a claim's record under one task's key");
+    out.job = one->job;
+    out.indices.push_back(one->index);
+    return Status::ok();
+  }
+  out.job = group->job;
+  if (p.indices_size() == 0 || p.indices(0) != group->first || out.version != group->version || out.version == 0)
+    return db.record_error(cf, key, "a claim's record whose indices or version differ from its key");
+  for (int i = 0; i < p.indices_size(); ++i) {
+    if (i > 0 && p.indices(i) <= p.indices(i - 1))
+      return db.record_error(cf, key, "a claim's record whose indices are not ascending");
+    out.indices.push_back(p.indices(i));
+  }
   return Status::ok();
 }
+
+/// Resolves the records of one job at a time: each task takes the newest
+/// record covering it. Records arrive in key order (a job's are contiguous).
+class TaskResolver {
+ public:
+  using Emit = std::function<Status(core::JobId, core::TaskIndex, const StoredTask&)>;
+  explicit TaskResolver(const Emit& emit) : emit_(emit) {}
+
+  Status add(TaskRecord&& r) {
+    if (!records_.empty() && r.job != job_)
+      if (auto st = flush(); !st) return st;
+    job_ = r.job;
+    highest_ = std::max(highest_, r.version);
+    for (auto index : r.indices) entries_.push_back({index, r.version, records_.size()});
+    records_.push_back(std::move(r.task));
+    return Status::ok();
+  }
+
+  Status flush() {
+    std::sort(entries_.begin(), entries_.end(), [](const Entry& a, const Entry& b) {
+      return a.index != b.index ? a.index < b.index : a.version > b.version;
+    });
+    Status st = Status::ok();
+    for (size_t i = 0; i < entries_.size() && st; ++i)
+      if (i == 0 || entries_[i].index != entries_[i - 1].index)
+        st = emit_(job_, entries_[i].index, records_[entries_[i].record]);
+    entries_.clear();
+    records_.clear();
+    return st;
+  }
+
+  uint64_t highest_version() const { return highest_; }
+
+ private:
+  struct Entry {
+    core::TaskIndex index;
+    uint64_t version;
+    size_t record;
+  };
+  const Emit& emit_;
+  core::JobId job_;
+  std::vector<Entry> entries_;
+  std::vector<StoredTask> records_;
+  uint64_t highest_ = 0;
+};
 
 Status decode_node(const Database& db, std::string_view key, std::string_view value,
                    StoredNode& out) {
@@ -80,8 +155,9 @@ Status decode_meta(const Database& db, std::string_view key, std::string_view va
     if (canonical) *canonical = std::string(value);
     return Status::ok();
   }
-  uint64_t* target = key == keys::kEpoch              ? &meta.epoch
+  uint64_t* target = key == keys::kEpoch             ? &meta.epoch
                      : key == keys::kAppliedSequence ? &meta.applied_sequence
+                     : key == keys::kTaskVersion     ? &meta.task_version
                                                      : nullptr;
   if (target == nullptr) return db.record_error(PartitionStore::kMeta, key, "unknown meta record");
   if (auto st = messages::decode_counter(value, *target); !st)
@@ -111,7 +187,27 @@ Expected<std::unique_ptr<PartitionStore>> PartitionStore::open(const std::string
   id.partition = identity.partition;
   auto db = Database::open(dir, layout(), id, options);
   if (!db) return db.error();
-  return std::unique_ptr<PartitionStore>{new PartitionStore{std::move(*db)}};
+  std::unique_ptr<PartitionStore> store{new PartitionStore{std::move(*db)}};
+  auto stored = store->db_->get(kMeta, keys::kTaskVersion);
+  if (!stored) return stored.error();
+  if (stored->has_value()) {
+    uint64_t version = 0;
+    if (auto st = messages::decode_counter(**stored, version); !st)
+      return store->db_->record_error(kMeta, keys::kTaskVersion, st.error());
+    store->raise_versions(version);
+  }
+  return store;
+}
+
+void PartitionStore::raise_versions(uint64_t stored) const {
+  uint64_t v = versions_.load();
+  while (v < stored && !versions_.compare_exchange_weak(v, stored)) {
+  }
+}
+
+void PartitionStore::seal(Batch& batch) {
+  if (!batch.versioned_) return;
+  batch.put(kMeta, keys::kTaskVersion, messages::encode_counter(versions_.load()));
 }
 
 // -- batches ------------------------------------------------------------------
@@ -132,16 +228,34 @@ void PartitionStore::Batch::erase_job(core::JobId job) {
       .PermitUncheckedError();
 }
 
+uint64_t PartitionStore::Batch::encode_task(const StoredTask& task, std::span<const core::TaskIndex> group) {
+  thread_local pb::StoredTask p;
+  p.Clear();
+  messages::to_proto(task, p);
+  uint64_t version = versions_->fetch_add(1) + 1;
+  versioned_ = true;
+  p.set_version(version);
+  for (auto index : group) p.add_indices(index);
+  scratch_.clear();
+  p.SerializeToString(&scratch_);
+  return version;
+}
+
 void PartitionStore::Batch::put_task(core::JobId job, core::TaskIndex index,
                                      const StoredTask& task) {
-  messages::encode_to(task, scratch_);
+  encode_task(task, {});
   put(kTasks, keys::task(job, index), scratch_);
 }
 
 void PartitionStore::Batch::put_tasks(core::JobId job, std::span<const core::TaskIndex> indices,
                                       const StoredTask& task) {
-  messages::encode_to(task, scratch_);
-  for (auto index : indices) put(kTasks, keys::task(job, index), scratch_);
+  if (indices.empty()) return;
+  if (indices.size() == 1) return put_task(job, indices.front(), task);
+  std::vector<core::TaskIndex> sorted(indices.begin(), indices.end());
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  auto version = encode_task(task, sorted);
+  put(kTasks, keys::task_group(job, sorted.front(), version), scratch_);
 }
 
 void PartitionStore::Batch::erase_task(core::JobId job, core::TaskIndex index) {
@@ -171,10 +285,17 @@ void PartitionStore::Batch::remove_pool(std::string_view pool, core::TimePoint w
 }
 
 void PartitionStore::submit(Batch batch, DurableCallback on_durable) {
+  std::lock_guard<std::mutex> guard(submit_mutex_);
+  seal(batch);
   db_->submit(std::move(batch.batch_), std::move(on_durable));
 }
 
-Status PartitionStore::write(Batch batch) { return db_->write(std::move(batch.batch_)); }
+Status PartitionStore::write(Batch batch) {
+  std::promise<Status> done;
+  auto result = done.get_future();
+  submit(std::move(batch), [&done](Status st) { done.set_value(std::move(st)); });
+  return result.get();
+}
 
 // -- reads --------------------------------------------------------------------
 
@@ -205,30 +326,37 @@ Status PartitionStore::for_each_job(const std::function<Status(const StoredJob&)
 
 Status PartitionStore::for_each_task(
     const std::function<Status(core::JobId, core::TaskIndex, const StoredTask&)>& f) const {
-  keys::TaskKey k;
-  StoredTask task;
-  return db_->scan(kTasks, {}, {}, [&](std::string_view key, std::string_view value) -> Status {
-    if (auto st = decode_task(*db_, key, value, k, task); !st) return st;
-    return f(k.job, k.index, task);
+  TaskRecord record;
+  TaskResolver resolver(f);
+  auto st = db_->scan(kTasks, {}, {}, [&](std::string_view key, std::string_view value) -> Status {
+    if (auto s2 = decode_task(*db_, key, value, record); !s2) return s2;
+    return resolver.add(std::move(record));
   });
+  if (!st) return st;
+  raise_versions(resolver.highest_version());
+  return resolver.flush();
 }
 
 Status PartitionStore::for_each_task_of(
     core::JobId job, const std::function<Status(core::TaskIndex, const StoredTask&)>& f) const {
-  keys::TaskKey k;
-  StoredTask task;
+  TaskRecord record;
+  TaskResolver::Emit emit = [&](core::JobId, core::TaskIndex index, const StoredTask& task) { return f(index, task); };
+  TaskResolver resolver(emit);
   std::string end = keys::task_end(job);
-  return db_->scan(kTasks, keys::task_begin(job), end,
-                   [&](std::string_view key, std::string_view value) -> Status {
-                     if (auto st = decode_task(*db_, key, value, k, task); !st) return st;
-                     return f(k.index, task);
-                   });
+  auto st = db_->scan(kTasks, keys::task_begin(job), end, [&](std::string_view key, std::string_view value) -> Status {
+    if (auto s2 = decode_task(*db_, key, value, record); !s2) return s2;
+    return resolver.add(std::move(record));
+  });
+  if (!st) return st;
+  return resolver.flush();
 }
 
 Status PartitionStore::recover(const RecoveryVisitor& v) const {
   crash::point(crash::kRecoverStarted);
   auto meta = read_meta();
   if (!meta) return meta.error();
+  // A standby's records came through the replica applier, not this object.
+  raise_versions(meta->task_version);
   if (v.meta) {
     if (auto st = v.meta(*meta); !st) return st;
   }
@@ -256,14 +384,14 @@ Expected<std::optional<StoredJob>> PartitionStore::get_job(core::JobId id) const
 
 Expected<std::optional<StoredTask>> PartitionStore::get_task(core::JobId job,
                                                              core::TaskIndex index) const {
-  auto k = keys::task(job, index);
-  auto v = db_->get(kTasks, k);
-  if (!v) return v.error();
-  if (!v->has_value()) return std::optional<StoredTask>{};
-  keys::TaskKey parsed;
-  StoredTask task;
-  if (auto st = decode_task(*db_, k, **v, parsed, task); !st) return st.error();
-  return std::optional<StoredTask>{task};
+  // The task may be in a claim's record that starts at a lower index: read the job's.
+  std::optional<StoredTask> out;
+  auto st = for_each_task_of(job, [&](core::TaskIndex i, const StoredTask& task) {
+    if (i == index) out = task;
+    return Status::ok();
+  });
+  if (!st) return st.error();
+  return out;
 }
 
 Expected<std::optional<StoredNode>> PartitionStore::get_node(core::NodeId id) const {
@@ -305,10 +433,14 @@ Status canonical_partition_record(const Database& db, size_t cf, std::string_vie
       return Status::ok();
     }
     case PartitionStore::kTasks: {
-      keys::TaskKey k;
-      StoredTask task;
-      if (auto st = decode_task(db, key, value, k, task); !st) return st;
-      canonical = messages::encode(task);
+      TaskRecord record;
+      if (auto st = decode_task(db, key, value, record); !st) return st;
+      pb::StoredTask p;
+      messages::to_proto(record.task, p);
+      p.set_version(record.version);
+      if (keys::parse_task_group(key))
+        for (auto index : record.indices) p.add_indices(index);
+      canonical = p.SerializeAsString();
       return Status::ok();
     }
     case PartitionStore::kNodes: {

@@ -8,12 +8,22 @@
 // | column family | key            | value                 | written when                   |
 // |---------------|----------------|-----------------------|--------------------------------|
 // | jobs          | job id         | messages::StoredJob   | accepted, cancelled, finished  |
-// | tasks         | job, task idx  | messages::StoredTask  | placed (claimed), confirmed, each later state |
+// | tasks         | job, task idx  | messages::StoredTask  | one task's state changes       |
+// | tasks         | job, first idx, version | StoredTask + its indices | a claim's tasks placed (one record) |
 // | nodes         | node id        | messages::StoredNode  | registered, state changes      |
 // | meta          | "identity"     | StoreIdentity         | created                        |
 // | meta          | "epoch"        | counter               | the owner's epoch changes      |
 // | meta          | "applied_sequence" | counter           | caller-defined (see Batch)     |
 // | meta          | "removed_pool/P" | counter (wall ms)   | pool P removed (pool remove)   |
+// | meta          | "task_version" | counter               | with task records (highest version) |
+//
+// Task records carry a version (the store's counter, higher = newer): a
+// claim's tasks are one record, and a later change of one of them is a record
+// of its own, so a task may be covered by several; it is in the state of the
+// newest. A store written before versions (one record per task, version 0)
+// reads as it was; new records are written in the new format. A claim's
+// record stays until its job is erased (erase_job), even once all its tasks
+// have newer records.
 //
 // Typical use by the scheduler actor:
 //   auto b = store.batch();
@@ -22,10 +32,14 @@
 // and on restart: PartitionStore::open(...), then recover(visitor).
 //
 // Thread safety: submit/write from any thread; reads from any thread; a Batch
-// belongs to one thread at a time. See Database for the error contract.
+// belongs to one thread at a time. The task records of one job come from one
+// thread at a time (the partition's owner): their versions follow the order
+// their batches were built in. See Database for the error contract.
 
+#include <atomic>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -58,6 +72,8 @@ struct PartitionMeta {
   uint64_t applied_sequence = 0;
   /// Pools removed with `claimsched pool remove`, by name.
   std::vector<std::string> removed_pools;
+  /// The highest task record version written (0 = none, or an older format).
+  uint64_t task_version = 0;
 
   friend bool operator==(const PartitionMeta&, const PartitionMeta&) = default;
 };
@@ -93,9 +109,12 @@ class PartitionStore {
     /// Removes the job and every task record of it (a range delete).
     void erase_job(core::JobId job);
     void put_task(core::JobId job, core::TaskIndex index, const StoredTask& task);
-    /// The same record for several tasks of one job (a claim's tasks).
+    /// The same state for several tasks of one job (a claim's tasks): ONE
+    /// record (a placement costs one record per claim, not one per task).
     void put_tasks(core::JobId job, std::span<const core::TaskIndex> indices,
                    const StoredTask& task);
+    /// Removes a record put_task wrote; tasks written together by put_tasks
+    /// go with their job (erase_job).
     void erase_task(core::JobId job, core::TaskIndex index);
     void put_node(const StoredNode& node);
     void erase_node(core::NodeId node);
@@ -113,11 +132,16 @@ class PartitionStore {
 
    private:
     friend class PartitionStore;
-    explicit Batch(const Database* db) : db_(db) {}
+    Batch(const Database* db, std::atomic<uint64_t>* versions) : db_(db), versions_(versions) {}
     void put(Cf cf, std::string_view key, std::string_view value);
+    uint64_t encode_task(const StoredTask& task, std::span<const core::TaskIndex> group);
     const Database* db_;
+    std::atomic<uint64_t>* versions_;
     rocksdb::WriteBatch batch_;
     std::string scratch_;
+    /// Whether the batch holds versioned task records (then it records the
+    /// store's highest version too).
+    bool versioned_ = false;
   };
 
   /// Opens or creates the partition's database in `dir`. Errors: the
@@ -128,7 +152,7 @@ class PartitionStore {
                                                               const PartitionIdentity& identity,
                                                               const StoreOptions& options = {});
 
-  Batch batch() const { return Batch{db_.get()}; }
+  Batch batch() const { return Batch{db_.get(), &versions_}; }
   /// See Database::submit: `on_durable` fires once, on the writer thread,
   /// after the batch is durable under the sync mode (or failed); batches are
   /// durable, and callbacks fire, in submission order.
@@ -170,7 +194,16 @@ class PartitionStore {
 
  private:
   explicit PartitionStore(std::unique_ptr<Database> db) : db_(std::move(db)) {}
+  /// Adds the highest version handed out to a batch that holds task records
+  /// (under submit_mutex_: the value only grows in submission order).
+  void seal(Batch& batch);
+  /// No version handed out is at or below a stored one (a standby that was
+  /// written by the replica applier, then recovers).
+  void raise_versions(uint64_t stored) const;
   std::unique_ptr<Database> db_;
+  /// The last task record version handed out.
+  mutable std::atomic<uint64_t> versions_{0};
+  std::mutex submit_mutex_;
 };
 
 /// Decodes one record of a partition store's column family `cf` and checks it

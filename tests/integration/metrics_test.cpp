@@ -240,9 +240,10 @@ TEST(Metrics, SimServesTheCountersItReports) {
         << "partition " << p << " missing:\n" << sim.metrics;
 }
 
-// A durable sim's group commits: every acknowledged job and every placement
-// is a record of some partition's group commit, so the records counted are at
-// least jobs + placements; an in-memory partition shows none.
+// A durable sim's group commits: every acknowledged job and every accepted
+// claim (its tasks' placements: one record) is a record of some partition's
+// group commit, so the records counted are at least jobs + claims accepted;
+// an in-memory partition shows none.
 TEST(Metrics, DurableSimCountsItsGroupCommits) {
   LocalCluster scratch;  // for its directory only
   ScrapedSim sim;
@@ -253,7 +254,7 @@ TEST(Metrics, DurableSimCountsItsGroupCommits) {
   const auto& report = sim.report;
   const auto& samples = sim.samples;
   EXPECT_GE(sum_over_partitions_d(samples, "claimsched_group_commit_batch_records_sum"),
-            static_cast<double>(report["jobs"].get<uint64_t>() + report["placements"].get<uint64_t>()))
+            static_cast<double>(report["jobs"].get<uint64_t>() + report["claims_accepted"].get<uint64_t>()))
       << sim.metrics;
   auto commits = sum_over_partitions(samples, "claimsched_group_commit_seconds_count");
   EXPECT_GT(commits, 0u);

@@ -127,6 +127,73 @@ TEST(NodeStore, EveryHostedNodeReloadsWithItsClaimsAndAllocations) {
   EXPECT_FALSE(none->has_value());
 }
 
+size_t raw_allocation_records(const NodeStore& store) {
+  size_t n = 0;
+  EXPECT_OK(store.database().scan(NodeStore::kAllocations, {}, {}, [&](std::string_view, std::string_view) {
+    ++n;
+    return core::Status::ok();
+  }));
+  return n;
+}
+
+TEST(NodeStore, AClaimsAllocationsAreOneRecordRewrittenAsTheyChange) {
+  TempDir tmp;
+  LoadedNode e;
+  e.header = header(3, 1);
+  {
+    auto store = NodeStore::open(tmp.path(), host_a());
+    ASSERT_TRUE(store);
+    auto b = (*store)->batch();
+    b.put_header(e.header);
+    e.allocations = {allocation(8, 0, 41), allocation(8, 2, 41), allocation(8, 5, 41)};
+    b.put_allocations(core::NodeId{3}, core::ClaimId{41}, e.allocations);
+    b.put_allocations(core::NodeId{3}, core::ClaimId{42}, std::vector{allocation(9, 1, 42)});
+    ASSERT_OK((*store)->write(std::move(b)));
+    EXPECT_EQ(raw_allocation_records(**store), 2u);
+    // Task 8.2 ends: the claim's record is rewritten without it; claim 42's last ends.
+    b = (*store)->batch();
+    e.allocations.erase(e.allocations.begin() + 1);
+    b.put_allocations(core::NodeId{3}, core::ClaimId{41}, e.allocations);
+    b.put_allocations(core::NodeId{3}, core::ClaimId{42}, {});
+    ASSERT_OK((*store)->write(std::move(b)));
+  }
+  auto store = NodeStore::open(tmp.path(), host_a());
+  ASSERT_TRUE(store);
+  EXPECT_EQ(raw_allocation_records(**store), 1u);
+  auto loaded = load_all(**store);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded.at(3), e);
+}
+
+TEST(NodeStore, OneRecordPerTaskAllocationsAreRewrittenPerClaimOnOpen) {
+  TempDir tmp;
+  LoadedNode e;
+  e.header = header(5, 2);
+  {
+    auto store = NodeStore::open(tmp.path(), host_a());
+    ASSERT_TRUE(store);
+    auto b = (*store)->batch();
+    b.put_header(e.header);
+    // The older format: one record per task (and one without a claim id, which stays so).
+    e.allocations = {allocation(1, 0, 0), allocation(2, 0, 70), allocation(2, 1, 70), allocation(3, 4, 71)};
+    for (const auto& a : e.allocations) b.put_allocation(core::NodeId{5}, a);
+    ASSERT_OK((*store)->write(std::move(b)));
+    EXPECT_EQ(raw_allocation_records(**store), 4u);
+  }
+  StoreOptions read_only;
+  read_only.read_only = true;
+  {
+    auto reader = NodeStore::open(tmp.path(), host_a(), read_only);
+    ASSERT_TRUE(reader);
+    EXPECT_EQ(raw_allocation_records(**reader), 4u) << "a read-only open changes nothing";
+    EXPECT_EQ(load_all(**reader).at(5), e);
+  }
+  auto store = NodeStore::open(tmp.path(), host_a());
+  ASSERT_TRUE(store);
+  EXPECT_EQ(raw_allocation_records(**store), 3u);
+  EXPECT_EQ(load_all(**store).at(5), e);
+}
+
 TEST(NodeStore, PutReportReplacesAndEraseNodeRemovesEverything) {
   TempDir tmp;
   auto store = NodeStore::open(tmp.path(), host_a());
@@ -250,9 +317,17 @@ TEST(NodeStore, AnAllocationUnderTheWrongKeyIsCorrupt) {
     for (auto* h : hs) raw->DestroyColumnFamilyHandle(h);
     delete raw;
   }
+  // Opening for writing upgrades one-per-task allocation records, and reads
+  // this one there; a read-only open reads it at load.
   auto store = NodeStore::open(tmp.path(), host_a());
-  ASSERT_TRUE(store);
-  auto st = (*store)->load([](LoadedNode&&) { return core::Status::ok(); });
+  ASSERT_FALSE(store);
+  EXPECT_THAT(store.error().message, AllOf(HasSubstr("column family 'node_allocations'"),
+                                           HasSubstr("node 1 job 8 task 3"), HasSubstr("holds job 8 task 4")));
+  StoreOptions read_only;
+  read_only.read_only = true;
+  auto reader = NodeStore::open(tmp.path(), host_a(), read_only);
+  ASSERT_TRUE(reader);
+  auto st = (*reader)->load([](LoadedNode&&) { return core::Status::ok(); });
   ASSERT_FALSE(st);
   EXPECT_THAT(st.error().message, AllOf(HasSubstr("column family 'node_allocations'"),
                                         HasSubstr("node 1 job 8 task 3"),

@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -174,6 +175,97 @@ TEST(PartitionStore, StateChangesOverwriteAndEraseJobRemovesItsTasks) {
   EXPECT_EQ(**store->get_task(core::JobId{2}, 8), stored_task(6, core::TaskState::claimed, 1234));
   EXPECT_FALSE(store->get_task(core::JobId{1}, 0)->has_value());
   EXPECT_FALSE(store->get_task(core::JobId{3}, 9)->has_value());
+}
+
+size_t raw_task_records(const PartitionStore& store) {
+  size_t n = 0;
+  EXPECT_OK(store.database().scan(PartitionStore::kTasks, {}, {}, [&](std::string_view, std::string_view) {
+    ++n;
+    return core::Status::ok();
+  }));
+  return n;
+}
+
+std::map<core::TaskIndex, StoredTask> tasks_of(const PartitionStore& store, uint64_t job) {
+  std::map<core::TaskIndex, StoredTask> out;
+  EXPECT_OK(store.for_each_task_of(core::JobId{job}, [&](core::TaskIndex t, const StoredTask& task) {
+    out.emplace(t, task);
+    return core::Status::ok();
+  }));
+  return out;
+}
+
+TEST(PartitionStore, AClaimsTasksAreOneRecordAndComeBackAsThoseTasksAfterARestart) {
+  TempDir tmp;
+  const auto claimed = stored_task(4, core::TaskState::claimed, 100);
+  {
+    auto store = open_ok(tmp.path());
+    ASSERT_TRUE(store);
+    auto b = store->batch();
+    b.put_job(stored_job(7, 12));
+    std::vector<core::TaskIndex> claim{5, 1, 3};
+    b.put_tasks(core::JobId{7}, claim, claimed);
+    ASSERT_OK(store->write(std::move(b)));
+    EXPECT_EQ(raw_task_records(*store), 1u) << "a claim of three tasks is one record";
+  }
+  // kill -9 and restart: the record comes back as those three tasks.
+  const auto done = stored_task(4, core::TaskState::succeeded, 100);
+  {
+    auto store = open_ok(tmp.path());
+    ASSERT_TRUE(store);
+    auto got = tasks_of(*store, 7);
+    EXPECT_EQ(got, (std::map<core::TaskIndex, StoredTask>{{1, claimed}, {3, claimed}, {5, claimed}}));
+    EXPECT_EQ(**store->get_task(core::JobId{7}, 3), claimed);
+    // After the restart, one task ends (a record of its own, newer than the
+    // claim's), and two go back to pending and are placed again together.
+    auto b = store->batch();
+    b.put_task(core::JobId{7}, 3, done);
+    b.put_task(core::JobId{7}, 1, stored_task(0, core::TaskState::pending, 0));
+    std::vector<core::TaskIndex> again{1, 9};
+    b.put_tasks(core::JobId{7}, again, stored_task(6, core::TaskState::claimed, 200));
+    ASSERT_OK(store->write(std::move(b)));
+  }
+  auto store = open_ok(tmp.path());
+  ASSERT_TRUE(store);
+  const auto placed_again = stored_task(6, core::TaskState::claimed, 200);
+  std::map<core::TaskIndex, StoredTask> want{{1, placed_again}, {3, done}, {5, claimed}, {9, placed_again}};
+  EXPECT_EQ(tasks_of(*store, 7), want);
+  std::map<core::TaskIndex, StoredTask> recovered;
+  RecoveryVisitor v;
+  v.task = [&](core::JobId job, core::TaskIndex t, const StoredTask& task) {
+    EXPECT_EQ(job, core::JobId{7});
+    EXPECT_TRUE(recovered.emplace(t, task).second) << "task " << t << " recovered twice";
+    return core::Status::ok();
+  };
+  ASSERT_OK(store->recover(v));
+  EXPECT_EQ(recovered, want);
+  EXPECT_EQ(store->count()->tasks, 4u);
+  // The job's erase takes every record of it, the claims' too.
+  auto b = store->batch();
+  b.erase_job(core::JobId{7});
+  ASSERT_OK(store->write(std::move(b)));
+  EXPECT_EQ(raw_task_records(*store), 0u);
+}
+
+TEST(PartitionStore, AStoreOfOneRecordPerTaskStillRecoversAndTakesNewRecords) {
+  TempDir tmp;
+  const auto old = stored_task(2, core::TaskState::running, 50);
+  {
+    auto store = open_ok(tmp.path());
+    ASSERT_TRUE(store);
+  }
+  // The older format: one record per task, no version, no task_version meta.
+  for (core::TaskIndex t : {0u, 1u, 2u})
+    raw_put(tmp.path(), "tasks", keys::task(core::JobId{4}, t), messages::encode(old));
+  auto store = open_ok(tmp.path());
+  ASSERT_TRUE(store);
+  EXPECT_EQ(tasks_of(*store, 4), (std::map<core::TaskIndex, StoredTask>{{0, old}, {1, old}, {2, old}}));
+  auto b = store->batch();
+  std::vector<core::TaskIndex> claim{1, 2};
+  const auto placed = stored_task(3, core::TaskState::claimed, 60);
+  b.put_tasks(core::JobId{4}, claim, placed);
+  ASSERT_OK(store->write(std::move(b)));
+  EXPECT_EQ(tasks_of(*store, 4), (std::map<core::TaskIndex, StoredTask>{{0, old}, {1, placed}, {2, placed}}));
 }
 
 // -- corrupt records ----------------------------------------------------------
