@@ -2,27 +2,21 @@
 
 #include <algorithm>
 
-#include "actors/gateway_actor.hpp"
+#include "actors/gateway_forward.hpp"
 
 namespace claimsched::actors {
 
-namespace {
-
-caf::error unavailable(std::string why) {
-  return messages::to_caf_error(core::make_error(core::Errc::unavailable, std::move(why)));
-}
-
-}  // namespace
+using namespace gateway_detail;
 
 caf::result<core::campaign::CampaignReply> ask_campaigns(gateway_self self, core::campaign::CampaignRequest request) {
   auto& st = self->state;
   if (!st.campaigns)
-    return unavailable(st.config.member ? "no member runs the campaigns right now (the campaign partition's owner "
-                                          "is changing); try again"
-                                        : "this server runs no campaigns");
+    return error_of(core::Errc::unavailable,
+                    st.config.member ? "no member runs the campaigns right now (the campaign partition's owner "
+                                       "is changing); try again"
+                                     : "this server runs no campaigns");
   auto promise = self->make_response_promise<core::campaign::CampaignReply>();
-  auto timeout = std::chrono::duration_cast<std::chrono::milliseconds>(st.config.request_timeout);
-  self->request(st.campaigns, timeout, campaign_atom::value, std::move(request))
+  self->request(st.campaigns, timeout_of(st), campaign_atom::value, std::move(request))
       .then([=](core::campaign::CampaignReply& answer) mutable { promise.deliver(std::move(answer)); },
             [=](caf::error& err) mutable { promise.deliver(std::move(err)); });
   return promise;
@@ -50,7 +44,8 @@ void set_campaign_runner(gateway_self self, campaign_actor campaigns) {
 
 caf::result<campaign_actor> local_campaign_runner(gateway_self self) {
   auto& c = self->state.campaigns;
-  if (!c || c->node() != self->node()) return unavailable("this member does not run the campaigns");
+  if (!c || c->node() != self->node())
+    return error_of(core::Errc::unavailable, "this member does not run the campaigns");
   return c;
 }
 
