@@ -4,12 +4,38 @@
 
 namespace claimsched::storage {
 
+namespace {
+
+/// Jobs of one spec under consecutive ids (a `submit --repeat` message's
+/// copies) go in as one record: a run ends at the first job whose id or
+/// spec breaks it. Comparing against the run's spec, renumbered, costs no
+/// allocation per job.
+void append_accepted_jobs(const std::vector<core::JobSpec>& jobs, core::TimePoint wall_now,
+                          PartitionStore::Batch& batch) {
+  size_t i = 0;
+  while (i < jobs.size()) {
+    StoredJob run{jobs[i], JobStatus::active, wall_now, core::TimePoint{0}};
+    uint32_t count = 1;
+    for (; i + count < jobs.size() && count < kMaxJobCopiesPerRecord; ++count) {
+      const auto& next = jobs[i + count];
+      if (next.id.value != jobs[i].id.value + count) break;
+      run.spec.id = next.id;
+      bool same = run.spec == next;
+      run.spec.id = jobs[i].id;
+      if (!same) break;
+    }
+    batch.put_job_copies(run, count);
+    i += count;
+  }
+}
+
+}  // namespace
+
 void append_journal(const core::Journal& journal, core::Epoch epoch, core::TimePoint wall_now,
                     PartitionStore::Batch& batch) {
   for (const auto& node : journal.nodes_registered)
     batch.put_node(StoredNode{node, core::NodeState::up, wall_now});
-  for (const auto& job : journal.jobs_accepted)
-    batch.put_job(StoredJob{job, JobStatus::active, wall_now, core::TimePoint{0}});
+  append_accepted_jobs(journal.jobs_accepted, wall_now, batch);
   for (const auto& job : journal.jobs_cancelled)
     batch.put_job(StoredJob{job, JobStatus::cancelled, wall_now, wall_now});
   for (const auto& pool : journal.pools_removed) batch.remove_pool(pool, wall_now);

@@ -5,7 +5,10 @@ namespace claimsched::storage::keys {
 std::string describe(std::string_view cf_name, std::string_view key) {
   std::string meaning;
   if (cf_name == cf::kJobs) {
-    if (auto j = parse_job(key)) meaning = "job " + std::to_string(j->value);
+    if (auto j = parse_job(key))
+      meaning = "job " + std::to_string(j->value);
+    else if (auto c = parse_job_copies(key))
+      meaning = std::to_string(c->count) + " copies of job " + std::to_string(c->first.value);
   } else if (cf_name == cf::kTasks) {
     if (auto t = parse_task(key))
       meaning = "job " + std::to_string(t->job.value) + " task " + std::to_string(t->index);

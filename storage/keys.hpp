@@ -89,6 +89,7 @@ struct FixedKey {
 };
 
 inline constexpr size_t kJobKeySize = 8;
+inline constexpr size_t kJobCopiesKeySize = 12;
 inline constexpr size_t kTaskKeySize = 12;
 inline constexpr size_t kTaskGroupKeySize = 20;
 inline constexpr size_t kNodeKeySize = 8;
@@ -102,6 +103,17 @@ inline constexpr size_t kNodeFinishedKeySize = 12;
 inline FixedKey<kJobKeySize> job(core::JobId id) {
   FixedKey<kJobKeySize> k;
   put_u64(k.bytes.data(), id.value);
+  return k;
+}
+
+/// Copies of one spec under consecutive ids from `first` (`submit --repeat`):
+/// one record. Its key follows the first copy's own key and precedes the next
+/// id's, so a later record of one copy (a cancel) sorts inside the range the
+/// copies cover.
+inline FixedKey<kJobCopiesKeySize> job_copies(core::JobId first, uint32_t count) {
+  FixedKey<kJobCopiesKeySize> k;
+  put_u64(k.bytes.data(), first.value);
+  put_u32(k.bytes.data() + 8, count);
   return k;
 }
 
@@ -149,6 +161,16 @@ struct TaskKey {
 inline std::optional<core::JobId> parse_job(std::string_view k) {
   if (k.size() != kJobKeySize) return std::nullopt;
   return core::JobId{get_u64(k.data())};
+}
+
+struct JobCopiesKey {
+  core::JobId first;
+  uint32_t count = 0;
+};
+
+inline std::optional<JobCopiesKey> parse_job_copies(std::string_view k) {
+  if (k.size() != kJobCopiesKeySize) return std::nullopt;
+  return JobCopiesKey{core::JobId{get_u64(k.data())}, get_u32(k.data() + 8)};
 }
 
 inline std::optional<TaskKey> parse_task(std::string_view k) {

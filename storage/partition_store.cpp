@@ -21,10 +21,23 @@ rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
 
 // -- decoding one record, checked against its key -----------------------------
 
-Status decode_job(const Database& db, std::string_view key, std::string_view value,
-                  StoredJob& out) {
+/// A job record, or a copies record (`copies` is then their count, else 1).
+Status decode_job(const Database& db, std::string_view key, std::string_view value, StoredJob& out,
+                  uint32_t& copies) {
   auto id = keys::parse_job(key);
-  if (!id) return db.record_error(PartitionStore::kJobs, key, "not a job key");
+  auto run = id ? std::nullopt : keys::parse_job_copies(key);
+  if (!id && !run) return db.record_error(PartitionStore::kJobs, key, "not a job key");
+  copies = 1;
+  if (run) {
+    if (run->count < 2 || run->count > kMaxJobCopiesPerRecord)
+      return db.record_error(PartitionStore::kJobs, key,
+                             "a copies record of " + std::to_string(run->count) + " jobs (2 to " +
+                                 std::to_string(kMaxJobCopiesPerRecord) + ")");
+    if (run->first.value > UINT64_MAX - run->count)
+      return db.record_error(PartitionStore::kJobs, key, "copies past the last job id");
+    id = run->first;
+    copies = run->count;
+  }
   if (auto st = messages::decode(value, out); !st)
     return db.record_error(PartitionStore::kJobs, key, st.error());
   if (out.spec.id != *id)
@@ -32,6 +45,55 @@ Status decode_job(const Database& db, std::string_view key, std::string_view val
                            "holds job " + std::to_string(out.spec.id.value));
   return Status::ok();
 }
+
+/// Reads job records in key order and emits each job once, in id order: every
+/// copy of a copies record as a job of its own, unless a record under the
+/// copy's own id (a later cancel) says otherwise. A copy's own record sorts
+/// inside its copies' range, or just before it for the first copy.
+class JobResolver {
+ public:
+  using Emit = std::function<Status(const StoredJob&)>;
+  explicit JobResolver(const Emit& emit) : emit_(emit) {}
+
+  Status add(StoredJob&& job, uint32_t copies) {
+    uint64_t id = job.spec.id.value;
+    if (auto st = emit_copies_before(id); !st) return st;
+    if (copies > 1) {
+      next_ = emitted_any_ && last_ == id ? id + 1 : id;
+      end_ = id + copies;
+      copies_ = std::move(job);
+      return Status::ok();
+    }
+    if (copies_ && id >= next_ && id < end_) next_ = id + 1;
+    return emit(job);
+  }
+
+  Status flush() { return emit_copies_before(UINT64_MAX); }
+
+ private:
+  Status emit(const StoredJob& job) {
+    emitted_any_ = true;
+    last_ = job.spec.id.value;
+    return emit_(job);
+  }
+
+  Status emit_copies_before(uint64_t id) {
+    if (!copies_) return Status::ok();
+    for (uint64_t stop = std::min(id, end_); next_ < stop; ++next_) {
+      copies_->spec.id = core::JobId{next_};
+      if (auto st = emit(*copies_); !st) return st;
+    }
+    if (next_ >= end_) copies_.reset();
+    return Status::ok();
+  }
+
+  const Emit& emit_;
+  std::optional<StoredJob> copies_;
+  uint64_t next_ = 0;
+  uint64_t end_ = 0;
+  bool emitted_any_ = false;
+  uint64_t last_ = 0;
+};
 
 /// One record of the tasks family: one task's (key (job, index)), or a
 /// claim's (key (job, first index, version), its indices in the value).
@@ -222,8 +284,29 @@ void PartitionStore::Batch::put_job(const StoredJob& job) {
   put(kJobs, keys::job(job.spec.id), scratch_);
 }
 
+void PartitionStore::Batch::put_job_copies(const StoredJob& first, uint32_t count) {
+  if (count <= 1) {
+    if (count == 1) put_job(first);
+    return;
+  }
+  StoredJob part = first;
+  while (count > 0) {
+    uint32_t n = std::min(count, kMaxJobCopiesPerRecord);
+    messages::encode_to(part, scratch_);
+    if (n == 1)
+      put(kJobs, keys::job(part.spec.id), scratch_);
+    else
+      put(kJobs, keys::job_copies(part.spec.id, n), scratch_);
+    part.spec.id.value += n;
+    count -= n;
+  }
+}
+
 void PartitionStore::Batch::erase_job(core::JobId job) {
-  batch_.Delete(db_->handle(kJobs), slice(keys::job(job))).PermitUncheckedError();
+  // The job's own record and a copies record starting at it.
+  std::string end = job.value == UINT64_MAX ? std::string(keys::kJobCopiesKeySize, '\xFF')
+                                            : keys::job(core::JobId{job.value + 1}).str();
+  batch_.DeleteRange(db_->handle(kJobs), slice(keys::job(job)), end).PermitUncheckedError();
   batch_.DeleteRange(db_->handle(kTasks), slice(keys::task_begin(job)), keys::task_end(job))
       .PermitUncheckedError();
 }
@@ -318,10 +401,14 @@ Status PartitionStore::for_each_node(const std::function<Status(const StoredNode
 
 Status PartitionStore::for_each_job(const std::function<Status(const StoredJob&)>& f) const {
   StoredJob job;
-  return db_->scan(kJobs, {}, {}, [&](std::string_view key, std::string_view value) -> Status {
-    if (auto st = decode_job(*db_, key, value, job); !st) return st;
-    return f(job);
+  uint32_t copies = 1;
+  JobResolver resolver(f);
+  auto st = db_->scan(kJobs, {}, {}, [&](std::string_view key, std::string_view value) -> Status {
+    if (auto s2 = decode_job(*db_, key, value, job, copies); !s2) return s2;
+    return resolver.add(std::move(job), copies);
   });
+  if (!st) return st;
+  return resolver.flush();
 }
 
 Status PartitionStore::for_each_task(
@@ -376,10 +463,26 @@ Expected<std::optional<StoredJob>> PartitionStore::get_job(core::JobId id) const
   auto k = keys::job(id);
   auto v = db_->get(kJobs, k);
   if (!v) return v.error();
-  if (!v->has_value()) return std::optional<StoredJob>{};
   StoredJob job;
-  if (auto st = decode_job(*db_, k, **v, job); !st) return st.error();
-  return std::optional<StoredJob>{std::move(job)};
+  uint32_t copies = 1;
+  if (v->has_value()) {
+    if (auto st = decode_job(*db_, k, **v, job, copies); !st) return st.error();
+    return std::optional<StoredJob>{std::move(job)};
+  }
+  // Not a record of its own: a copy, if a copies record that starts at most
+  // kMaxJobCopiesPerRecord - 1 ids before it covers it.
+  core::JobId lowest{id.value - std::min<uint64_t>(id.value, kMaxJobCopiesPerRecord - 1)};
+  std::optional<StoredJob> out;
+  auto st = db_->scan(kJobs, keys::job(lowest), k, [&](std::string_view key, std::string_view value) -> Status {
+    auto run = keys::parse_job_copies(key);
+    if (!run || id.value - run->first.value >= run->count) return Status::ok();
+    if (auto s2 = decode_job(*db_, key, value, job, copies); !s2) return s2;
+    job.spec.id = id;
+    out = std::move(job);
+    return Status::ok();
+  });
+  if (!st) return st.error();
+  return out;
 }
 
 Expected<std::optional<StoredTask>> PartitionStore::get_task(core::JobId job,
@@ -428,7 +531,8 @@ Status canonical_partition_record(const Database& db, size_t cf, std::string_vie
   switch (cf) {
     case PartitionStore::kJobs: {
       StoredJob job;
-      if (auto st = decode_job(db, key, value, job); !st) return st;
+      uint32_t copies = 1;
+      if (auto st = decode_job(db, key, value, job, copies); !st) return st;
       canonical = messages::encode(job);
       return Status::ok();
     }

@@ -8,6 +8,7 @@
 // | column family | key            | value                 | written when                   |
 // |---------------|----------------|-----------------------|--------------------------------|
 // | jobs          | job id         | messages::StoredJob   | accepted, cancelled, finished  |
+// | jobs          | first id, count | StoredJob of the first | copies of one spec accepted (one record) |
 // | tasks         | job, task idx  | messages::StoredTask  | one task's state changes       |
 // | tasks         | job, first idx, version | StoredTask + its indices | a claim's tasks placed (one record) |
 // | nodes         | node id        | messages::StoredNode  | registered, state changes      |
@@ -24,6 +25,13 @@
 // reads as it was; new records are written in the new format. A claim's
 // record stays until its job is erased (erase_job), even once all its tasks
 // have newer records.
+//
+// Copies of one spec under consecutive ids (`submit --repeat`, accepted in one
+// batch) are one record: the first copy's job record under (first id, count).
+// A later record of one copy under its own id (a cancel) overrides the copy's
+// share of it; readers (for_each_job, get_job, recover) see each copy as a job
+// of its own. An older binary stops at such a record with a corrupt-record
+// error naming its key, rather than reading only the first copy.
 //
 // Typical use by the scheduler actor:
 //   auto b = store.batch();
@@ -95,6 +103,9 @@ struct RecordCounts {
   uint64_t nodes = 0;
 };
 
+/// The most copies one record holds; put_job_copies splits larger runs.
+inline constexpr uint32_t kMaxJobCopiesPerRecord = 10'000;
+
 class PartitionStore {
  public:
   /// Column family indices in the Database.
@@ -106,7 +117,11 @@ class PartitionStore {
   class Batch {
    public:
     void put_job(const StoredJob& job);
-    /// Removes the job and every task record of it (a range delete).
+    /// `count` jobs of `first`'s spec under the ids first.spec.id, +1, ...:
+    /// one record per kMaxJobCopiesPerRecord (a job record when count is 1).
+    void put_job_copies(const StoredJob& first, uint32_t count);
+    /// Removes the job and every task record of it (a range delete); with a
+    /// copies record starting at `job`, every copy in it.
     void erase_job(core::JobId job);
     void put_task(core::JobId job, core::TaskIndex index, const StoredTask& task);
     /// The same state for several tasks of one job (a claim's tasks): ONE

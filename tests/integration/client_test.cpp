@@ -280,10 +280,25 @@ TEST_F(ClientTest, NodesAreNamedWhereverTheyAppear) {
   nodes = cluster.client("nodes");
   EXPECT_TRUE(contains(nodes.out, "cpu=4,memory=4Gi  none")) << nodes.out;
   cluster.client("cancel " + std::to_string(full));
+  // Copies of a job are one record in the store (issue 17); each comes back
+  // after the restart as a job of its own, the one cancelled cancelled.
+  auto repeated = cluster.client_before_command("submit --repeat 3 --hold --resources cpu=64", "/bin/true");
+  ASSERT_EQ(repeated.exit_code, 0) << repeated.out;
+  std::vector<uint64_t> copies;
+  std::istringstream copy_lines(repeated.out);
+  for (std::string line; std::getline(copy_lines, line);) copies.push_back(std::stoull(line));
+  ASSERT_EQ(copies.size(), 3u) << repeated.out;
+  ASSERT_EQ(cluster.client("cancel " + std::to_string(copies[1])).exit_code, 0);
   // Bug 5 of issue 13: after a restart, finished tasks kept their node.
   cluster.kill_server();
   cluster.start_server();
   ASSERT_TRUE(cluster.wait_for_alive_nodes(2));
+  for (size_t i = 0; i < copies.size(); ++i) {
+    auto copy = cluster.status(copies[i]);
+    ASSERT_TRUE(copy) << "copy " << copies[i] << " lost in the restart";
+    EXPECT_EQ(copy->value("state", ""), i == 1 ? "cancelled" : "pending") << copy->dump(2);
+    EXPECT_EQ((*copy)["job"], copies[i]) << copy->dump(2);
+  }
   auto after = *cluster.status(s["job"].get<uint64_t>());
   for (size_t i = 0; i < 2; ++i) {
     EXPECT_EQ(after["tasks"][i]["node"], s["tasks"][i]["node"]) << after.dump(2);

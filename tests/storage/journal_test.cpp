@@ -65,6 +65,53 @@ TEST(Journal, FinishedTasksKeepTheirNodeAndWhyTheyEndedAcrossARestart) {
   EXPECT_EQ(recovered->scheduler->view().node(*n).state, core::NodeState::down);
 }
 
+// Issue 17: the copies of `submit --repeat N` are one record, not N, and
+// each comes back after a restart as the job the user submitted.
+TEST(Journal, CopiesOfAJobAcceptedTogetherAreOneRecordAndEachComesBack) {
+  TempDir tmp;
+  core::SchedulerConfig config = scheduler_config();
+  config.journal = true;
+  core::Scheduler scheduler(config);
+  const core::TimePoint t0{std::chrono::seconds(5)};
+  auto submit = [&](core::JobSpec spec, uint64_t id) {
+    spec.id = core::JobId{id};
+    spec.wait_for_nodes = true;  // no node has registered
+    auto st = scheduler.submit(std::move(spec), t0);
+    ASSERT_TRUE(st) << st.error().to_string();
+  };
+  const auto copy = job_spec(1, 1);
+  for (uint64_t id = 10; id < 310; ++id) submit(copy, id);
+  submit(job_spec(310, 2), 310);  // another spec right after them
+  submit(copy, 500);              // the same spec after a gap in the ids
+  submit(copy, 501);
+  size_t job_records = 0;
+  {
+    auto store = PartitionStore::open(tmp.path(), partition_id(), {});
+    ASSERT_TRUE(store) << store.error().to_string();
+    auto batch = (*store)->batch();
+    append_journal(scheduler.take_journal(), 1, core::TimePoint{std::chrono::seconds(100)}, batch);
+    ASSERT_TRUE((*store)->write(std::move(batch)));
+    ASSERT_TRUE((*store)->database().scan(PartitionStore::kJobs, {}, {}, [&](std::string_view, std::string_view) {
+      ++job_records;
+      return core::Status::ok();
+    }));
+  }
+  EXPECT_EQ(job_records, 3u) << "jobs 10-309, 310, 500-501";
+  auto store = PartitionStore::open(tmp.path(), partition_id(), {});
+  ASSERT_TRUE(store) << store.error().to_string();
+  auto recovered = recover_partition(**store, config, core::TimePoint{0});
+  ASSERT_TRUE(recovered) << recovered.error().to_string();
+  EXPECT_EQ(recovered->jobs, 303u);
+  for (uint64_t id : {10, 123, 309, 310, 500, 501}) {
+    const auto* before = scheduler.job(core::JobId{id});
+    const auto* after = recovered->scheduler->job(core::JobId{id});
+    ASSERT_TRUE(before && after) << "job " << id;
+    EXPECT_EQ(after->spec, before->spec) << "job " << id;
+  }
+  EXPECT_EQ(recovered->scheduler->job(core::JobId{310})->spec.count, 2u);
+  EXPECT_FALSE(recovered->scheduler->job(core::JobId{311}));
+}
+
 // `claimsched pool remove`: the removal is a record of the partition store,
 // so a restart (or a standby that replicated the store) keeps the pool out
 // even when the config still lists it.

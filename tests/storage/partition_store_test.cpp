@@ -177,14 +177,16 @@ TEST(PartitionStore, StateChangesOverwriteAndEraseJobRemovesItsTasks) {
   EXPECT_FALSE(store->get_task(core::JobId{3}, 9)->has_value());
 }
 
-size_t raw_task_records(const PartitionStore& store) {
+size_t raw_records(const PartitionStore& store, PartitionStore::Cf cf) {
   size_t n = 0;
-  EXPECT_OK(store.database().scan(PartitionStore::kTasks, {}, {}, [&](std::string_view, std::string_view) {
+  EXPECT_OK(store.database().scan(cf, {}, {}, [&](std::string_view, std::string_view) {
     ++n;
     return core::Status::ok();
   }));
   return n;
 }
+
+size_t raw_task_records(const PartitionStore& store) { return raw_records(store, PartitionStore::kTasks); }
 
 std::map<core::TaskIndex, StoredTask> tasks_of(const PartitionStore& store, uint64_t job) {
   std::map<core::TaskIndex, StoredTask> out;
@@ -268,6 +270,87 @@ TEST(PartitionStore, AStoreOfOneRecordPerTaskStillRecoversAndTakesNewRecords) {
   EXPECT_EQ(tasks_of(*store, 4), (std::map<core::TaskIndex, StoredTask>{{0, old}, {1, placed}, {2, placed}}));
 }
 
+std::map<uint64_t, StoredJob> jobs_of(const PartitionStore& store) {
+  std::map<uint64_t, StoredJob> out;
+  uint64_t previous = 0;
+  EXPECT_OK(store.for_each_job([&](const StoredJob& job) {
+    EXPECT_GT(job.spec.id.value, previous) << "jobs come in id order, each once";
+    previous = job.spec.id.value;
+    out.emplace(job.spec.id.value, job);
+    return core::Status::ok();
+  }));
+  return out;
+}
+
+/// `job` renumbered: what each copy of it reads back as.
+StoredJob copy_of(StoredJob job, uint64_t id) {
+  job.spec.id = core::JobId{id};
+  return job;
+}
+
+TEST(PartitionStore, CopiesOfAJobAreOneRecordAndEachComesBackAsAJobOfItsOwn) {
+  TempDir tmp;
+  const auto first = stored_job(100, 2);
+  auto cancelled = [&](uint64_t id) {
+    auto j = copy_of(first, id);
+    j.status = JobStatus::cancelled;
+    j.finished_at = core::TimePoint{std::chrono::seconds(9)};
+    return j;
+  };
+  {
+    auto store = open_ok(tmp.path());
+    ASSERT_TRUE(store);
+    auto b = store->batch();
+    b.put_job(stored_job(99));
+    b.put_job_copies(first, 500);
+    b.put_job(stored_job(600));
+    ASSERT_OK(store->write(std::move(b)));
+    EXPECT_EQ(raw_records(*store, PartitionStore::kJobs), 3u) << "500 copies are one record";
+    // Later, the user cancels the first copy, one in the middle and the last.
+    auto later = store->batch();
+    for (uint64_t id : {100, 321, 599}) later.put_job(cancelled(id));
+    ASSERT_OK(store->write(std::move(later)));
+  }
+  // kill -9 and restart: 502 jobs, each copy under its own id.
+  auto store = open_ok(tmp.path());
+  ASSERT_TRUE(store);
+  auto jobs = jobs_of(*store);
+  ASSERT_EQ(jobs.size(), 502u);
+  EXPECT_EQ(jobs.begin()->first, 99u);
+  EXPECT_EQ(jobs.rbegin()->first, 600u);
+  for (uint64_t id = 100; id < 600; ++id) {
+    bool was_cancelled = id == 100 || id == 321 || id == 599;
+    EXPECT_EQ(jobs[id], was_cancelled ? cancelled(id) : copy_of(first, id)) << "job " << id;
+  }
+  EXPECT_EQ(store->count()->jobs, 502u);
+  EXPECT_EQ(**store->get_job(core::JobId{100}), cancelled(100));
+  EXPECT_EQ(**store->get_job(core::JobId{101}), copy_of(first, 101));
+  EXPECT_EQ(**store->get_job(core::JobId{598}), copy_of(first, 598));
+  EXPECT_FALSE(store->get_job(core::JobId{601})->has_value());
+  // Erasing the first copy's job takes the copies record with it.
+  auto b = store->batch();
+  b.erase_job(core::JobId{100});
+  ASSERT_OK(store->write(std::move(b)));
+  EXPECT_EQ(jobs_of(*store).size(), 4u) << "99, 321, 599 (their own records) and 600 remain";
+}
+
+TEST(PartitionStore, MoreCopiesThanARecordHoldsAreSeveralRecords) {
+  TempDir tmp;
+  auto store = open_ok(tmp.path());
+  ASSERT_TRUE(store);
+  const auto first = stored_job(1, 1);
+  const uint32_t count = 2 * kMaxJobCopiesPerRecord + 1;
+  auto b = store->batch();
+  b.put_job_copies(first, count);
+  ASSERT_OK(store->write(std::move(b)));
+  EXPECT_EQ(raw_records(*store, PartitionStore::kJobs), 3u);
+  auto jobs = jobs_of(*store);
+  ASSERT_EQ(jobs.size(), count);
+  EXPECT_EQ(jobs.rbegin()->second, copy_of(first, count));
+  EXPECT_EQ(**store->get_job(core::JobId{count}), copy_of(first, count)) << "the last, a record of its own";
+  EXPECT_EQ(**store->get_job(core::JobId{kMaxJobCopiesPerRecord + 7}), copy_of(first, kMaxJobCopiesPerRecord + 7));
+}
+
 // -- corrupt records ----------------------------------------------------------
 
 class CorruptRecord : public ::testing::Test {
@@ -312,6 +395,22 @@ TEST_F(CorruptRecord, ValidProtobufWithAMissingFieldIsNamed) {
   EXPECT_EQ(e.code, core::Errc::corrupt);
   EXPECT_THAT(e.message, AllOf(HasSubstr(tmp_.path()), HasSubstr("column family 'jobs'"),
                                HasSubstr("job 3 ["), HasSubstr("StoredJob.status: missing")));
+}
+
+TEST_F(CorruptRecord, ACopiesRecordOfOneJobOrUnderAnotherIdIsNamed) {
+  raw_put(tmp_.path(), "jobs", keys::job_copies(core::JobId{40}, 1), messages::encode(stored_job(40)));
+  auto e = recover_error();
+  EXPECT_EQ(e.code, core::Errc::corrupt);
+  EXPECT_THAT(e.message, AllOf(HasSubstr("column family 'jobs'"), HasSubstr("1 copies of job 40 ["),
+                               HasSubstr("a copies record of 1 jobs")));
+  TempDir other;
+  { ASSERT_TRUE(open_ok(other.path())); }
+  raw_put(other.path(), "jobs", keys::job_copies(core::JobId{40}, 3), messages::encode(stored_job(41)));
+  auto store = open_ok(other.path());
+  ASSERT_TRUE(store);
+  auto st = store->for_each_job([](const StoredJob&) { return core::Status::ok(); });
+  ASSERT_FALSE(st);
+  EXPECT_THAT(st.error().message, AllOf(HasSubstr("3 copies of job 40 ["), HasSubstr("holds job 41")));
 }
 
 TEST_F(CorruptRecord, MalformedKeyIsNamed) {
