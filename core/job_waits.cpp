@@ -9,7 +9,11 @@ JobWaits::Key JobWaits::add(std::span<const JobId> jobs) {
   std::vector<JobId> unique(jobs.begin(), jobs.end());
   std::sort(unique.begin(), unique.end());
   unique.erase(std::unique(unique.begin(), unique.end()), unique.end());
-  for (auto id : unique) by_job_[id].push_back(key);
+  names_ += unique.size();
+  if (unique.size() > kIndexedJobsPerWait)
+    big_.push_back(key);
+  else
+    for (auto id : unique) by_job_[id].push_back(key);
   waits_.emplace(key, std::move(unique));
   return key;
 }
@@ -18,6 +22,13 @@ std::vector<JobWaits::Key> JobWaits::touched_by(std::span<const JobId> jobs) con
   std::vector<Key> keys;
   for (auto id : jobs)
     if (auto it = by_job_.find(id); it != by_job_.end()) keys.insert(keys.end(), it->second.begin(), it->second.end());
+  for (auto key : big_) {
+    const auto& mine = waits_.at(key);
+    auto named = [&](JobId id) {
+      return id >= mine.front() && id <= mine.back() && std::binary_search(mine.begin(), mine.end(), id);
+    };
+    if (std::any_of(jobs.begin(), jobs.end(), named)) keys.push_back(key);
+  }
   // Keys grow with each add: sorted is the order they were added.
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
@@ -41,6 +52,12 @@ std::vector<JobId> JobWaits::named_by(Key key, std::span<const JobId> jobs) cons
 void JobWaits::remove(Key key) {
   auto it = waits_.find(key);
   if (it == waits_.end()) return;
+  names_ -= it->second.size();
+  if (it->second.size() > kIndexedJobsPerWait) {
+    std::erase(big_, key);
+    waits_.erase(it);
+    return;
+  }
   for (auto id : it->second) {
     auto j = by_job_.find(id);
     if (j == by_job_.end()) continue;

@@ -39,12 +39,24 @@ class JobWaits {
   void remove(Key key);
 
   size_t size() const { return waits_.size(); }
-  /// Jobs some wait names.
-  size_t jobs_waited_for() const { return by_job_.size(); }
+  /// Job names held, summed over the waits.
+  size_t names_held() const { return names_; }
+
+  /// A wait naming more jobs than this is not indexed by job: an event looks
+  /// its jobs up in the wait's sorted list. A client waiting for N copies
+  /// (`submit --repeat N --wait`) asks again after each answer with the jobs
+  /// still running; indexing them cost an entry made and freed per job per
+  /// question, most of the server's work per job with a few thousand jobs.
+  static constexpr size_t kIndexedJobsPerWait = 64;
 
  private:
+  /// Each wait's jobs, sorted and unique.
   std::unordered_map<Key, std::vector<JobId>> waits_;
+  /// The small waits, by job.
   std::unordered_map<JobId, std::vector<Key>> by_job_;
+  /// The big waits, in the order they were added.
+  std::vector<Key> big_;
+  size_t names_ = 0;
   Key next_ = 1;
 };
 
