@@ -82,7 +82,11 @@ while [[ $# -gt 0 ]]; do
     --tls) tls_modes=(plain tls); shift ;;
     --simulate) simulate=1; shift ;;
     --node-slots) node_slots="$2"; shift 2 ;;
-    *) echo "e2e_throughput: unknown option $1" >&2; exit 2 ;;
+    -h|--help)
+      # The comment at the top of this file, without its '#'s.
+      sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'
+      exit 0 ;;
+    *) echo "e2e_throughput: unknown option $1 (--help lists them)" >&2; exit 2 ;;
   esac
 done
 
