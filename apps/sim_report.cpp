@@ -79,15 +79,15 @@ std::string to_json(const SimOptions& o, const SimReport& r) {
   j["store_writes"] = r.store_writes;
   if (r.durable) {
     auto writer = [](const storage::WriterStats& w) {
-      return nlohmann::json{{"writes", w.writes},
-                            {"syncs", w.syncs},
-                            {"batches", w.batches},
-                            {"records", w.records},
-                            {"bytes", w.bytes},
-                            {"write_ms_mean", w.writes == 0 ? 0.0
-                                                            : std::chrono::duration<double, std::milli>(w.write_time)
-                                                                      .count() /
-                                                                  static_cast<double>(w.writes)}};
+      return nlohmann::json{
+          {"writes", w.writes},
+          {"syncs", w.syncs},
+          {"batches", w.batches},
+          {"records", w.records},
+          {"bytes", w.bytes},
+          {"write_ms_mean", w.writes == 0 ? 0.0
+                                          : std::chrono::duration<double, std::milli>(w.write_time).count() /
+                                                static_cast<double>(w.writes)}};
     };
     j["partition_store"] = writer(r.partition_writers);
     j["node_store"] = writer(r.node_writer);

@@ -187,8 +187,7 @@ TEST(NodeStore, AClaimsRecordIsCompactAndReloadsEveryField) {
   held[12].confirmed_at = core::TimePoint{-5};
   held[13].resources = core::Resources{};
   e.allocations = held;
-  std::sort(e.allocations.begin(), e.allocations.end(),
-            [](const auto& a, const auto& b) { return a.task < b.task; });
+  std::sort(e.allocations.begin(), e.allocations.end(), [](const auto& a, const auto& b) { return a.task < b.task; });
   size_t protobuf_bytes = 0;
   for (const auto& a : held) protobuf_bytes += messages::encode(a).size();
   {
@@ -275,12 +274,12 @@ TEST(NodeStore, ADamagedCompactRecordIsCorruptNamingItsKey) {
   ASSERT_GT(good.size(), 4u);
   std::string unknown_format = good;
   unknown_format[1] = 7;
-  for (const auto& [what, value] : std::vector<std::pair<std::string, std::string>>{
-           {"truncated", good.substr(0, good.size() - 1)},
-           {"trailing byte", good + '\x01'},
-           {"unknown format", unknown_format},
-           {"no allocation", std::string{"\0\1\0", 3}},
-           {"count past the end", std::string{"\0\1\x7f\0\0", 5}}}) {
+  for (const auto& [what, value] :
+       std::vector<std::pair<std::string, std::string>>{{"truncated", good.substr(0, good.size() - 1)},
+                                                        {"trailing byte", good + '\x01'},
+                                                        {"unknown format", unknown_format},
+                                                        {"no allocation", std::string{"\0\1\0", 3}},
+                                                        {"count past the end", std::string{"\0\1\x7f\0\0", 5}}}) {
     SCOPED_TRACE(what);
     TempDir tmp;
     put_claim_record(tmp.path(), value);
