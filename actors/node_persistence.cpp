@@ -6,11 +6,10 @@
 
 namespace claimsched::actors {
 
-void NodeChanges::claim_added(const core::LiveClaim& claim) {
-  core::LiveClaim stored = claim;
-  stored.expires = clock_.to_wall(claim.expires);
-  batch_.put_claim(node_, stored);
-}
+// Not written (see the header): a claim's records were half of a node's
+// writes, and a claim lost in a crash is one the node does not know, which
+// any confirm of it already handles.
+void NodeChanges::claim_added(const core::LiveClaim&) {}
 
 void NodeChanges::claim_removed(core::ClaimId claim) { batch_.erase_claim(node_, claim); }
 

@@ -23,6 +23,12 @@ class NodeChanges {
   NodeChanges(storage::NodeStore& store, core::NodeId node, ClockMapping clock)
       : store_(store), node_(node), clock_(clock), batch_(store.batch()) {}
 
+  /// Writes nothing: an accepted claim is not stored. A claim lives until its
+  /// confirm or its ttl; lost in a crash, the restarted node does not know it
+  /// and refuses its confirm (the scheduler places the tasks again), exactly
+  /// as when its write had not reached the disk yet, which replying without
+  /// waiting always allowed. It halved the node store's batches (one per
+  /// claim, at its confirm).
   void claim_added(const core::LiveClaim& claim);
   void claim_removed(core::ClaimId claim);
   /// An allocation of a claim changed (set, started): commit rewrites the

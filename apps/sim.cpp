@@ -598,6 +598,17 @@ int run_sim(const SimOptions& cli) {
   report.stats = totals.stats;
   report.unplaced = totals.pending;
   report.store_writes = totals.store_writes;
+  for (const auto& p : primaries) {
+    auto w = p->writer_stats();
+    auto& sum = report.partition_writers;
+    sum.writes += w.writes;
+    sum.syncs += w.syncs;
+    sum.batches += w.batches;
+    sum.records += w.records;
+    sum.bytes += w.bytes;
+    sum.write_time += w.write_time;
+  }
+  if (node_store) report.node_writer = node_store->writer_stats();
   report.policy_cycles = totals.policy_cycles;
   report.elapsed_s = std::chrono::duration<double>(std::max(totals.last_placement, started) - started).count();
   report.utilization_cpu = ratio(static_cast<double>(cluster_totals.allocated[core::dim::cpu]),

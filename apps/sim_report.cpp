@@ -1,5 +1,6 @@
 #include "apps/sim_report.hpp"
 
+#include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
@@ -76,6 +77,21 @@ std::string to_json(const SimOptions& o, const SimReport& r) {
   j["durable"] = r.durable;
   j["sync"] = r.durable ? nlohmann::json(o.sync) : nlohmann::json(nullptr);
   j["store_writes"] = r.store_writes;
+  if (r.durable) {
+    auto writer = [](const storage::WriterStats& w) {
+      return nlohmann::json{
+          {"writes", w.writes},
+          {"syncs", w.syncs},
+          {"batches", w.batches},
+          {"records", w.records},
+          {"bytes", w.bytes},
+          {"write_ms_mean", w.writes == 0 ? 0.0
+                                          : std::chrono::duration<double, std::milli>(w.write_time).count() /
+                                                static_cast<double>(w.writes)}};
+    };
+    j["partition_store"] = writer(r.partition_writers);
+    j["node_store"] = writer(r.node_writer);
+  }
   j["resumed"] = r.resumed;
   j["recovery_ms"] = r.recovery_ms;
   j["recovery_load_ms"] = r.recovery_load_ms;

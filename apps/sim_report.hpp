@@ -8,6 +8,7 @@
 
 #include "apps/sim.hpp"
 #include "core/scheduler.hpp"
+#include "storage/options.hpp"
 
 namespace claimsched::apps {
 
@@ -33,6 +34,11 @@ struct SimReport {
   uint64_t recovered_jobs = 0;
   uint64_t recovered_task_records = 0;
   uint64_t store_writes = 0;
+  /// Durable runs: what the stores' writer threads did over the whole run
+  /// (the partition stores summed; the process's node store), for where the
+  /// time of a durable run goes.
+  storage::WriterStats partition_writers;
+  storage::WriterStats node_writer;
   bool replicated = false;
   core::Histogram replica_lag_ms;
   uint64_t replica_max_sequence_lag = 0;

@@ -8,8 +8,8 @@
 // | column family    | key                     | value                      |
 // |------------------|-------------------------|----------------------------|
 // | node_headers     | node id                 | messages::StoredNodeHeader |
-// | node_claims      | node id, claim id       | LiveClaim (claimsched.proto) |
-// | node_allocations | node id, claim id       | StoredAllocations: the claim's allocations |
+// | node_claims      | node id, claim id       | LiveClaim (claimsched.proto): older builds' only |
+// | node_allocations | node id, claim id       | the claim's allocations: compact form, or StoredAllocations |
 // | node_allocations | node id, job, task idx  | Allocation: one without a claim id (and the older format) |
 // | meta             | "identity"              | StoreIdentity (cluster, host) |
 // | node_finished    | node id, ring slot      | sequence (u64, big-endian), NodeEvent |
@@ -21,13 +21,19 @@
 // again.
 //
 // A node actor writes, in ONE batch per ledger operation, the records that
-// operation changed plus its header (the generation moved): e.g. an accepted
-// claim = put_claim + put_header; a confirm = erase_claim + ONE
-// put_allocations for the claim's tasks (+ put_header when it changed). A
-// store of the older format (one allocation record per task) is rewritten to
-// one record per claim when it is opened for writing, in one atomic batch.
-// Replying to the scheduler only after that batch is durable makes "the node
-// said yes" survive a crash of the node's process.
+// operation changed (actors/node_persistence.hpp): an accepted claim writes
+// nothing (its header only when the claim raised an epoch); a confirm = ONE
+// put_allocations for the claim's tasks + erase_claim (of an older build's
+// claim record; + put_header when it changed). A store of the older format
+// (one allocation record per task) is rewritten to one record per claim when
+// it is opened for writing, in one atomic batch. The node replies to the
+// scheduler WITHOUT waiting for that batch to be durable: after a crash of
+// the node's process its last changes may be lost, and the owning
+// scheduler's durable records decide (core::Scheduler::reconcile_node).
+//
+// A claim's allocations are written in a compact form (node_store.cpp,
+// storage/README.md) unless one carries a launch or an operator-defined
+// resource dimension (then as StoredAllocations); both forms are read.
 //
 // Time points in LiveClaim::expires and Allocation times are stored as given:
 // a restarted process must interpret them against the same origin, so persist

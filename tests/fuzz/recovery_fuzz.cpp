@@ -161,13 +161,31 @@ size_t covered_tasks(const Written& tasks) {
   return covered.size();
 }
 
+/// The count a claim's record in the compact form starts with (0x00, the
+/// format byte, then the count as a varint: storage/node_store.cpp); 0 if it
+/// is not one. A load that accepted the record yielded exactly that many.
+size_t compact_count(std::string_view value) {
+  if (value.size() < 3 || value[0] != '\0') return 0;
+  uint64_t count = 0;
+  for (size_t at = 2, shift = 0; at < value.size() && shift < 64; ++at, shift += 7) {
+    count |= static_cast<uint64_t>(static_cast<uint8_t>(value[at]) & 0x7f) << shift;
+    if ((static_cast<uint8_t>(value[at]) & 0x80) == 0) return static_cast<size_t>(count);
+  }
+  return 0;
+}
+
 /// The allocations a node store load yields for these records when it
 /// accepts them all: a claim's record holds several.
 size_t held_allocations(const Written& allocations) {
   size_t n = 0;
   for (const auto& [key, value] : allocations) {
+    bool group_key = key.size() == storage::keys::kNodeAllocationGroupKeySize;
+    if (size_t compact = group_key ? compact_count(value) : 0; compact > 0) {
+      n += compact;
+      continue;
+    }
     pb::StoredAllocations p;
-    bool group = key.size() == storage::keys::kNodeAllocationGroupKeySize && p.ParseFromString(value);
+    bool group = group_key && p.ParseFromString(value);
     n += group ? static_cast<size_t>(p.allocations_size()) : 1;
   }
   return n;

@@ -165,6 +165,136 @@ TEST(NodeStore, AClaimsAllocationsAreOneRecordRewrittenAsTheyChange) {
   EXPECT_EQ(loaded.at(3), e);
 }
 
+/// The raw value of node `node`'s record of claim `claim`.
+std::string raw_claim_record(const NodeStore& store, uint32_t node, uint64_t claim) {
+  auto key = keys::node_allocation_group(core::NodeId{node}, core::ClaimId{claim});
+  auto v = store.database().get(NodeStore::kAllocations, key.view());
+  EXPECT_TRUE(v && v->has_value());
+  return v && v->has_value() ? **v : std::string{};
+}
+
+TEST(NodeStore, AClaimsRecordIsCompactAndReloadsEveryField) {
+  TempDir tmp;
+  LoadedNode e;
+  e.header = header(4, 1);
+  // Fields that change from one allocation to the next, and one that differs from all before it.
+  std::vector<core::Allocation> held;
+  for (core::TaskIndex i = 0; i < 64; ++i) held.push_back(allocation(7, i * 3, 50));
+  held[5].resources = core::Resources::of({{core::dim::cpu, 0}, {core::dim::gpu, 2}, {core::dim::disk, 1 << 30}});
+  held[9].task.job = core::JobId{uint64_t{1} << 40};
+  held[10].partition = core::PartitionId{UINT32_MAX};
+  held[11].finishes_at = core::kNever;
+  held[12].confirmed_at = core::TimePoint{-5};
+  held[13].resources = core::Resources{};
+  e.allocations = held;
+  std::sort(e.allocations.begin(), e.allocations.end(), [](const auto& a, const auto& b) { return a.task < b.task; });
+  size_t protobuf_bytes = 0;
+  for (const auto& a : held) protobuf_bytes += messages::encode(a).size();
+  {
+    auto store = NodeStore::open(tmp.path(), host_a());
+    ASSERT_TRUE(store);
+    auto b = (*store)->batch();
+    b.put_header(e.header);
+    b.put_allocations(core::NodeId{4}, core::ClaimId{50}, held);
+    ASSERT_OK((*store)->write(std::move(b)));
+    EXPECT_LT(raw_claim_record(**store, 4, 50).size() * 5, protobuf_bytes) << "not compact";
+  }
+  auto store = NodeStore::open(tmp.path(), host_a());
+  ASSERT_TRUE(store);
+  EXPECT_EQ(load_all(**store).at(4), e);
+}
+
+TEST(NodeStore, AllocationsTheCompactFormCannotHoldAreWrittenAsProtobufAndReload) {
+  TempDir tmp;
+  auto custom = core::DimensionRegistry::intern("licenses");
+  ASSERT_TRUE(custom);
+  LoadedNode e;
+  e.header = header(6, 1);
+  auto with_launch = allocation(3, 0, 60);
+  core::TaskLaunch launch;
+  launch.argv = {"/bin/true"};
+  with_launch.launch = core::LaunchRef{launch};
+  auto with_custom = allocation(3, 1, 61);
+  with_custom.resources.set(*custom, 4);
+  e.allocations = {with_launch, with_custom};
+  {
+    auto store = NodeStore::open(tmp.path(), host_a());
+    ASSERT_TRUE(store);
+    auto b = (*store)->batch();
+    b.put_header(e.header);
+    b.put_allocations(core::NodeId{6}, core::ClaimId{60}, std::vector{with_launch});
+    b.put_allocations(core::NodeId{6}, core::ClaimId{61}, std::vector{with_custom});
+    ASSERT_OK((*store)->write(std::move(b)));
+    EXPECT_NE(raw_claim_record(**store, 6, 60).front(), '\0') << "a launch is kept: Protobuf";
+    EXPECT_NE(raw_claim_record(**store, 6, 61).front(), '\0') << "a named dimension is kept: Protobuf";
+  }
+  auto store = NodeStore::open(tmp.path(), host_a());
+  ASSERT_TRUE(store);
+  EXPECT_EQ(load_all(**store).at(6), e);
+}
+
+/// Writes `value` under node 1's record of claim 9, beside node 1's header.
+void put_claim_record(const std::string& dir, const std::string& value) {
+  auto store = NodeStore::open(dir, host_a());
+  ASSERT_TRUE(store);
+  auto b = (*store)->batch();
+  b.put_header(header(1, 1));
+  ASSERT_OK((*store)->write(std::move(b)));
+  rocksdb::WriteBatch raw;
+  auto key = keys::node_allocation_group(core::NodeId{1}, core::ClaimId{9});
+  ASSERT_TRUE(raw.Put((*store)->database().handle(NodeStore::kAllocations),
+                      rocksdb::Slice{key.view().data(), key.view().size()}, value)
+                  .ok());
+  ASSERT_OK((*store)->database().write(std::move(raw)));
+}
+
+TEST(NodeStore, AClaimsRecordOfTheEarlierProtobufFormStillLoads) {
+  TempDir tmp;
+  pb::StoredAllocations p;
+  std::vector<core::Allocation> held = {allocation(2, 0, 9), allocation(2, 1, 9)};
+  for (const auto& a : held) messages::to_proto(a, *p.add_allocations());
+  put_claim_record(tmp.path(), p.SerializeAsString());
+  auto store = NodeStore::open(tmp.path(), host_a());
+  ASSERT_TRUE(store) << store.error().to_string();
+  EXPECT_EQ(load_all(**store).at(1).allocations, held);
+}
+
+TEST(NodeStore, ADamagedCompactRecordIsCorruptNamingItsKey) {
+  // A good record of two allocations, then damaged copies of it.
+  std::string good;
+  {
+    TempDir tmp;
+    auto store = NodeStore::open(tmp.path(), host_a());
+    ASSERT_TRUE(store);
+    auto b = (*store)->batch();
+    b.put_allocations(core::NodeId{1}, core::ClaimId{9}, std::vector{allocation(2, 0, 9), allocation(2, 1, 9)});
+    ASSERT_OK((*store)->write(std::move(b)));
+    good = raw_claim_record(**store, 1, 9);
+  }
+  ASSERT_GT(good.size(), 4u);
+  std::string unknown_format = good;
+  unknown_format[1] = 7;
+  for (const auto& [what, value] :
+       std::vector<std::pair<std::string, std::string>>{{"truncated", good.substr(0, good.size() - 1)},
+                                                        {"trailing byte", good + '\x01'},
+                                                        {"unknown format", unknown_format},
+                                                        {"no allocation", std::string{"\0\1\0", 3}},
+                                                        {"count past the end", std::string{"\0\1\x7f\0\0", 5}}}) {
+    SCOPED_TRACE(what);
+    TempDir tmp;
+    put_claim_record(tmp.path(), value);
+    StoreOptions read_only;
+    read_only.read_only = true;
+    auto reader = NodeStore::open(tmp.path(), host_a(), read_only);
+    ASSERT_TRUE(reader);
+    auto st = (*reader)->load([](LoadedNode&&) { return core::Status::ok(); });
+    ASSERT_FALSE(st);
+    EXPECT_EQ(st.error().code, core::Errc::corrupt);
+    EXPECT_THAT(st.error().message,
+                AllOf(HasSubstr("column family 'node_allocations'"), HasSubstr("compact allocations")));
+  }
+}
+
 TEST(NodeStore, OneRecordPerTaskAllocationsAreRewrittenPerClaimOnOpen) {
   TempDir tmp;
   LoadedNode e;
