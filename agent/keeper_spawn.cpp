@@ -60,6 +60,7 @@ pid_t spawn_keeper(const std::string& keeper_binary, const keeper::Args& a) {
                                 a.cgroup_procs ? a.cgroup_procs : "",
                                 a.stdout_path ? a.stdout_path : "",
                                 a.stderr_path ? a.stderr_path : "",
+                                a.make_workdir ? "1" : "",
                                 a.path};
   std::vector<char*> argv;
   for (auto& s : head) argv.push_back(s.data());

@@ -250,7 +250,8 @@ struct ProcessSupervisor::Impl {
                       p.exit_tmp_path.empty() ? nullptr : p.exit_tmp_path.c_str(),
                       cgroup_procs.empty() ? nullptr : cgroup_procs.c_str(),
                       p.lazy_stdout.empty() ? nullptr : p.lazy_stdout.c_str(),
-                      p.lazy_stderr.empty() ? nullptr : p.lazy_stderr.c_str()};
+                      p.lazy_stderr.empty() ? nullptr : p.lazy_stderr.c_str(),
+                      p.make_workdir};
     const auto started = Clock::now();
     pid_t pid = 0;
     if (!keeper_binary.empty()) {
