@@ -1,5 +1,5 @@
 // claimsched-keeper: a task's keeper as a program of its own (agent/keeper.hpp
-// says what a keeper does). The supervisor starts it with posix_spawn, so
+// says what a keeper does). The supervisor starts it with vfork + exec, so
 // the agent never copies itself: a fork() of the agent costs page tables and
 // faults in proportion to its size, an exec of this small program does not.
 //

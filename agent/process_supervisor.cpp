@@ -258,7 +258,7 @@ struct ProcessSupervisor::Impl {
       pid = spawn_keeper(keeper_binary, args);
       if (pid < 0) drop_cgroup();
       if (pid < 0)
-        return io_error("cannot start " + in_quotes(p.command) + ": posix_spawn of " + in_quotes(keeper_binary) +
+        return io_error("cannot start " + in_quotes(p.command) + ": spawn of " + in_quotes(keeper_binary) +
                             ": " + errno_text(-pid),
                         core::SpawnStage::system, -pid);
     } else {

@@ -725,6 +725,29 @@ TEST_F(ProcessSupervisorTest, WithoutAKeeperProgramTheKeeperIsAForkAndGivesTheSa
   EXPECT_EQ(killed->how, How::killed_on_request);
 }
 
+// The keeper is started by vfork + exec: an exec that fails fails the start
+// with its errno and reports no exit.
+TEST_F(ProcessSupervisorTest, AKeeperProgramThatCannotBeExecutedFailsTheStartAndSaysWhy) {
+  const fs::path keeper = dir_ / "broken-keeper";
+  std::ofstream(keeper) << "#!/nonexistent/interpreter\n";
+  fs::permissions(keeper, fs::perms::owner_all);
+  Exits exits;
+  SupervisorOptions options;
+  options.keeper_binary = keeper.string();
+  {
+    ProcessSupervisor supervisor(exits.callback(), options);
+    auto r = supervisor.start(shell("true"));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, core::Errc::io_error);
+    EXPECT_EQ(r.error().error_number, ENOENT);
+    EXPECT_NE(r.error().message.find("spawn of '" + keeper.string() + "': No such file or directory"),
+              std::string::npos)
+        << r.error().message;
+    EXPECT_EQ(supervisor.running(), 0u);
+  }
+  EXPECT_EQ(exits.total(), 0u);
+}
+
 TEST_F(ProcessSupervisorTest, AKeeperProgramThatIsNotExecutableFallsBackToAFork) {
   std::ofstream(dir_ / "not-a-keeper") << "#!/bin/sh\n";
   Exits exits;
