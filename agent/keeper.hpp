@@ -11,8 +11,8 @@
 // its agent. When the agent stops on purpose (drain, `local-cluster.sh
 // stop`) it tells each keeper to detach (one byte on the keeper's control
 // pipe); a detached keeper keeps waiting for its task and, when the task
-// ends, writes the wait status to the task's exit file for the next agent,
-// which adopts the keeper by pid. When the agent dies without detaching
+// ends, records the wait status (Args::exit_path: an attribute of the job's
+// directory, or a file) for the next agent, which adopts the keeper by pid. When the agent dies without detaching
 // (kill -9, a crash), the control pipe reaches end of file and the keeper
 // kills its task's whole process group at once: a task never outlives an
 // agent that did not mean it to (it would run a second time elsewhere).
