@@ -258,9 +258,9 @@ struct ProcessSupervisor::Impl {
       pid = spawn_keeper(keeper_binary, args);
       if (pid < 0) drop_cgroup();
       if (pid < 0)
-        return io_error("cannot start " + in_quotes(p.command) + ": spawn of " + in_quotes(keeper_binary) +
-                            ": " + errno_text(-pid),
-                        core::SpawnStage::system, -pid);
+        return io_error(
+            "cannot start " + in_quotes(p.command) + ": spawn of " + in_quotes(keeper_binary) + ": " + errno_text(-pid),
+            core::SpawnStage::system, -pid);
     } else {
       pid = ::fork();
       if (pid < 0) {
