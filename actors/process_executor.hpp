@@ -4,7 +4,7 @@
 // ProcessSupervisor (agent/process_supervisor.hpp). Output goes to
 // <output_dir>/<job>/<task>.out and .err (appended: a retried task's runs
 // follow each other); a task without a working directory runs in
-// <output_dir>/<job>.
+// <output_dir>/<job>, which its keeper makes (LaunchSpec::make_workdir).
 //
 // Starts are asynchronous: start() queues the launch and returns, a launcher
 // thread starts the task's keeper and waits for the task's exec. The node

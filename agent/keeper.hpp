@@ -11,8 +11,8 @@
 // its agent. When the agent stops on purpose (drain, `local-cluster.sh
 // stop`) it tells each keeper to detach (one byte on the keeper's control
 // pipe); a detached keeper keeps waiting for its task and, when the task
-// ends, writes the wait status to the task's exit file for the next agent,
-// which adopts the keeper by pid. When the agent dies without detaching
+// ends, records the wait status (Args::exit_path: an attribute of the job's
+// directory, or a file) for the next agent, which adopts the keeper by pid. When the agent dies without detaching
 // (kill -9, a crash), the control pipe reaches end of file and the keeper
 // kills its task's whole process group at once: a task never outlives an
 // agent that did not mean it to (it would run a second time elsewhere).
@@ -40,6 +40,8 @@ enum class Stage : int32_t {
   exec,
   /// Moving the task into its cgroup (agent/cgroup.hpp).
   cgroup,
+  /// Making its working directory (Args::make_workdir).
+  mkdir_workdir,
 };
 
 struct Report {
@@ -60,8 +62,12 @@ struct Args {
   int control_fd;
   pid_t parent;
   int max_fd;
-  /// Where the keeper writes the task's wait status when it ends (tmp
-  /// first; synced when detached); nullptr: nowhere.
+  /// Where the keeper records the task's wait status when it ends (synced
+  /// when detached): the attribute `user.claimsched.<file name>` of the
+  /// file's directory where its file system takes extended attributes (no
+  /// new inode per task), else this file (tmp first); nullptr: nowhere.
+  /// read_exit_file reads either. An older record of the run is removed
+  /// before the task starts.
   const char* exit_path;
   const char* exit_tmp_path;
   /// The cgroup.procs file of the task's own cgroup, which the task joins
@@ -75,6 +81,9 @@ struct Args {
   /// the task gets stdout_fd (stderr_fd) itself.
   const char* stdout_path = nullptr;
   const char* stderr_path = nullptr;
+  /// The keeper makes `workdir` (one level, 0777 & ~umask) if it does not
+  /// exist, before it moves there (LaunchSpec::make_workdir).
+  bool make_workdir = false;
 };
 
 /// The byte that tells a keeper to outlive the agent.
@@ -83,7 +92,8 @@ inline constexpr char kDetach = 'D';
 /// Runs the keeper (in the forked child); never returns.
 [[noreturn]] void run(const Args& args);
 
-/// The wait status a detached keeper wrote to `path`, if it did.
+/// The wait status a keeper recorded for `path` (Args::exit_path: the
+/// attribute of its directory, or the file), if it did.
 std::optional<int> read_exit_file(const std::string& path);
 
 }  // namespace claimsched::agent::keeper

@@ -1,5 +1,5 @@
 // claimsched-keeper: a task's keeper as a program of its own (agent/keeper.hpp
-// says what a keeper does). The supervisor starts it with posix_spawn, so
+// says what a keeper does). The supervisor starts it with vfork + exec, so
 // the agent never copies itself: a fork() of the agent costs page tables and
 // faults in proportion to its size, an exec of this small program does not.
 //
@@ -9,10 +9,10 @@
 //   environment  the task's
 //   signal mask  every signal blocked (the supervisor thread's)
 //   argv         claimsched-keeper PARENT MAX_FD WORKDIR EXIT_PATH EXIT_TMP CGROUP_PROCS STDOUT_FILE STDERR_FILE
-//                PATH ARGV0 ARGS...
+//                MAKE_WORKDIR PATH ARGV0 ARGS...
 //                (WORKDIR, EXIT_PATH, EXIT_TMP, CGROUP_PROCS empty for none; STDOUT_FILE, STDERR_FILE
 //                empty: the task gets descriptor 1 (2) as is, else the file the keeper creates at the
-//                first byte, keeper.hpp)
+//                first byte, keeper.hpp; MAKE_WORKDIR "1": the keeper makes WORKDIR if missing, else empty)
 // Anything else it is given is a usage error: exit 127 with a report on fd 3.
 
 #include <unistd.h>
@@ -24,7 +24,7 @@
 
 namespace {
 
-constexpr int kArgsBeforeTask = 10;
+constexpr int kArgsBeforeTask = 11;
 
 /// A decimal in [1, INT_MAX], or -1.
 long number(const char* text) {
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
     [[maybe_unused]] ssize_t n = ::write(3, &report, sizeof report);
     return 127;
   }
-  Args args{argv[9],
+  Args args{argv[10],
             argv + kArgsBeforeTask,
             environ,
             or_null(argv[3]),
@@ -64,6 +64,7 @@ int main(int argc, char** argv) {
             or_null(argv[5]),
             or_null(argv[6]),
             or_null(argv[7]),
-            or_null(argv[8])};
+            or_null(argv[8]),
+            *argv[9] != '\0'};
   run(args);
 }

@@ -1,7 +1,7 @@
 #pragma once
 
-// Starting a task's keeper without copying the agent: posix_spawn (a vfork
-// and an exec in glibc) of the claimsched-keeper program (keeper_main.cpp).
+// Starting a task's keeper without copying the agent: a vfork and an exec
+// of the claimsched-keeper program (keeper_main.cpp).
 // A fork() of the agent copies its page tables and then faults its pages in
 // again, in proportion to its size: 1.4-10 ms of the agent's CPU per task
 // measured on these machines, against well under a millisecond for the
@@ -25,7 +25,8 @@ core::Expected<std::string> find_keeper_binary(const std::string& configured);
 /// descriptors, environment and arguments as keeper_main.cpp expects; the
 /// calling thread's signal mask (every signal blocked on the supervisor's
 /// thread) goes with it. Returns the keeper's pid (> 0), or minus the errno
-/// of the failed spawn.
+/// of the failed spawn. Call it with every signal blocked (the supervisor's
+/// thread): the vfork child runs on this thread's stack until its exec.
 pid_t spawn_keeper(const std::string& keeper_binary, const keeper::Args& args);
 
 }  // namespace claimsched::agent

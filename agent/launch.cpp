@@ -179,13 +179,16 @@ core::Expected<UniqueFd, StartError> open_output(const std::string& given, const
 /// file is opened now instead (no path given, or one that exists already:
 /// opening it costs no new file, and a FIFO or a device keeps its meaning).
 core::Expected<std::string, StartError> lazy_output_path(const std::string& given, const std::string& workdir,
-                                                         const char* what) {
+                                                         bool made_by_keeper, const char* what) {
   if (given.empty()) return std::string();
   std::error_code ec;
   fs::path path(given);
   if (path.is_relative() && !workdir.empty()) path = fs::path(workdir) / path;
   path = fs::absolute(path, ec).lexically_normal();
   if (ec) return std::string();  // open_output says what is wrong
+  // Directly in a working directory its keeper makes: nothing to look at
+  // yet (LaunchSpec::make_workdir).
+  if (made_by_keeper && path.parent_path() == fs::path(workdir)) return path.string();
   struct stat st {};
   if (::stat(path.c_str(), &st) == 0 || errno != ENOENT) return std::string();
   fs::path parent = path.parent_path();
@@ -217,16 +220,18 @@ core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec) {
     fs::path abs = fs::absolute(spec.workdir, ec);
     const auto bad_workdir = core::SpawnStage::bad_workdir;
     if (ec) return io_error("working directory " + in_quotes(spec.workdir) + ": " + ec.message(), bad_workdir, ec.value());
+    // One its keeper makes is checked there (LaunchSpec::make_workdir).
     struct stat st {};
-    if (::stat(abs.c_str(), &st) != 0) {
+    if (!spec.make_workdir && ::stat(abs.c_str(), &st) != 0) {
       int err = errno;
       if (err == ENOENT)
         return io_error("working directory " + in_quotes(spec.workdir) + " does not exist", bad_workdir, err);
       return io_error("working directory " + in_quotes(spec.workdir) + ": " + errno_text(err), bad_workdir, err);
     }
-    if (!S_ISDIR(st.st_mode))
+    if (!spec.make_workdir && !S_ISDIR(st.st_mode))
       return io_error("working directory " + in_quotes(spec.workdir) + " is not a directory", bad_workdir, ENOTDIR);
     p.workdir = abs.lexically_normal().string();
+    p.make_workdir = spec.make_workdir;
   }
 
   auto env = child_environment(spec);
@@ -250,10 +255,10 @@ core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec) {
   if (!stdin_fd) return stdin_fd.error();
   p.stdin_fd = std::move(*stdin_fd);
   if (spec.lazy_output) {
-    auto lazy_out = lazy_output_path(spec.stdout_path, p.workdir, "stdout");
+    auto lazy_out = lazy_output_path(spec.stdout_path, p.workdir, p.make_workdir, "stdout");
     if (!lazy_out) return lazy_out.error();
     p.lazy_stdout = std::move(*lazy_out);
-    auto lazy_err = lazy_output_path(spec.stderr_path, p.workdir, "stderr");
+    auto lazy_err = lazy_output_path(spec.stderr_path, p.workdir, p.make_workdir, "stderr");
     if (!lazy_err) return lazy_err.error();
     p.lazy_stderr = std::move(*lazy_err);
   }
@@ -269,8 +274,7 @@ core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec) {
   if (!spec.exit_path.empty()) {
     p.exit_path = spec.exit_path;
     p.exit_tmp_path = spec.exit_path + ".tmp";
-    std::error_code ec;
-    fs::remove(p.exit_path, ec);  // an older run's
+    // An older run's is removed by the keeper, before the task starts.
   }
   p.max_fd = kMaxFdScan;
   struct rlimit limit {};
@@ -301,6 +305,8 @@ std::string describe_stage(Stage stage, const Prepared& p) {
       return "execve of " + in_quotes(p.path);
     case Stage::cgroup:
       return "joining its cgroup";
+    case Stage::mkdir_workdir:
+      return "creating the working directory " + in_quotes(p.workdir);
   }
   return "starting";
 }
@@ -309,6 +315,9 @@ core::SpawnStage typed_stage(Stage stage, int err) {
   switch (stage) {
     case Stage::chdir:
       return core::SpawnStage::bad_workdir;
+    case Stage::mkdir_workdir:
+      // Made for the task (the job's directory): where its output goes.
+      return core::SpawnStage::output;
     case Stage::exec:
       return exec_stage(err);
     case Stage::dup_stdin:

@@ -54,6 +54,7 @@ struct Prepared {
   std::string command;  // argv[0] as given, for messages
   std::string path;     // what execve gets
   std::string workdir;  // absolute; empty: the agent's
+  bool make_workdir = false;  // LaunchSpec::make_workdir
   std::vector<std::string> argv_storage, env_storage;
   std::vector<char*> argv, envp;
   UniqueFd stdin_fd, stdout_fd, stderr_fd;

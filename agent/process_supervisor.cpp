@@ -250,16 +250,17 @@ struct ProcessSupervisor::Impl {
                       p.exit_tmp_path.empty() ? nullptr : p.exit_tmp_path.c_str(),
                       cgroup_procs.empty() ? nullptr : cgroup_procs.c_str(),
                       p.lazy_stdout.empty() ? nullptr : p.lazy_stdout.c_str(),
-                      p.lazy_stderr.empty() ? nullptr : p.lazy_stderr.c_str()};
+                      p.lazy_stderr.empty() ? nullptr : p.lazy_stderr.c_str(),
+                      p.make_workdir};
     const auto started = Clock::now();
     pid_t pid = 0;
     if (!keeper_binary.empty()) {
       pid = spawn_keeper(keeper_binary, args);
       if (pid < 0) drop_cgroup();
       if (pid < 0)
-        return io_error("cannot start " + in_quotes(p.command) + ": posix_spawn of " + in_quotes(keeper_binary) +
-                            ": " + errno_text(-pid),
-                        core::SpawnStage::system, -pid);
+        return io_error(
+            "cannot start " + in_quotes(p.command) + ": spawn of " + in_quotes(keeper_binary) + ": " + errno_text(-pid),
+            core::SpawnStage::system, -pid);
     } else {
       pid = ::fork();
       if (pid < 0) {

@@ -67,8 +67,17 @@ struct LaunchSpec {
   /// Added to the inherited environment (see the file comment); a name must
   /// be non-empty and contain no '='; a later duplicate wins.
   std::vector<std::pair<std::string, std::string>> env;
-  /// Must be an existing directory; empty means the agent's working directory.
+  /// Must be an existing directory (see make_workdir); empty means the
+  /// agent's working directory.
   std::string workdir;
+  /// The task's keeper makes `workdir` (one level: its parent must exist;
+  /// 0777 & ~umask) if it does not exist, before the task starts; the start
+  /// fails if it cannot. The start then touches nothing under it: no check
+  /// of the directory or of lazy output files directly in it (they are the
+  /// keeper's to make), no removal of an older exit file (the keeper's too).
+  /// For a directory of the agent's own (ProcessExecutor's job directory):
+  /// one file-system call fewer for the agent per start of every task.
+  bool make_workdir = false;
   /// Appended to (O_APPEND), created 0666 & ~umask with missing parent
   /// directories. A relative path is relative to workdir. Empty means
   /// /dev/null. Both may name the same file.
@@ -76,7 +85,8 @@ struct LaunchSpec {
   /// The output files are made only when the task writes to them: the task's
   /// stdout and stderr are pipes its keeper copies into the files, created at
   /// the first byte (keeper.hpp). A task that prints nothing costs no file.
-  /// Their directories are still created (and must be writable) at the start.
+  /// Their directories are still created (and must be writable) at the
+  /// start, except the working directory its keeper makes (make_workdir).
   bool lazy_output = false;
   /// Measured from the fork; when exceeded the process group is terminated
   /// (SIGTERM, SIGKILL after the grace) and the exit is How::timed_out.
@@ -90,8 +100,10 @@ struct LaunchSpec {
   /// The job's cpu, in millicores: the task's cpu.max where it runs in a
   /// cgroup (SupervisorOptions::cgroups); not limited otherwise. Zero: none.
   int64_t cpu_millicores = 0;
-  /// Where the task's keeper writes its wait status if it is detached
-  /// (detach_all) and the task ends with no agent watching; empty: nowhere.
+  /// Where the task's keeper records its wait status when the task ends,
+  /// for an agent that did not hear of it (detached, or killed right after):
+  /// an attribute of this file's directory where the file system takes one,
+  /// else this file (keeper::Args::exit_path); empty: nowhere.
   std::string exit_path;
 };
 

@@ -93,9 +93,10 @@ done
 # Every cluster's directory is removed at the end, not after its run: on an
 # ext4 without a journal (this machine's), the kernel skips inodes deleted in
 # the last 1-6 minutes when it allocates new ones, so the next run's agents,
-# which create a directory and two files per task, paid several times their CPU
-# in inode allocation right after the previous run's ~9,000 inodes went
-# (see bench/README.md, "With TLS").
+# which then created a directory and two files per task (now one directory,
+# made by each task's keeper), paid several times their CPU in inode
+# allocation right after the previous run's ~9,000 inodes went (see
+# bench/README.md, "With TLS").
 finished_dirs=()
 dir=""
 cleanup() {

@@ -128,7 +128,7 @@ TEST_F(ProcessExecutorTest, LogsOfATaskThatPrintedNothingAreEmptyAndItLeftNoFile
     a.launch = core::LaunchRef(core::TaskLaunch{{"/bin/sh", "-c", script}, {}, "", {}, ""});
     return a;
   };
-  std::vector<core::Allocation> tasks = {task(0, "true"), task(1, "echo hi; echo oops >&2")};
+  std::vector<core::Allocation> tasks = {task(0, "true"), task(1, "echo hi; echo oops >&2; pwd -P >&2")};
   actors::ProcessExecutor agent(dir_);
   for (const auto& a : tasks) ASSERT_TRUE(agent.start(node_, spec_, a));
   auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -149,7 +149,10 @@ TEST_F(ProcessExecutorTest, LogsOfATaskThatPrintedNothingAreEmptyAndItLeftNoFile
   EXPECT_EQ(out->data, "hi\n");
   auto err = agent.read_output(core::LogRequest{tasks[1].task, true});
   ASSERT_TRUE(err) << err.error().message;
-  EXPECT_EQ(err->data, "oops\n");
+  EXPECT_EQ(err->data, "oops\n" + std::filesystem::canonical(dir_ + "/8").string() + "\n");
+  // A task without a working directory ran in its job's directory, which
+  // its keeper made (the agent no longer does: LaunchSpec::make_workdir).
+  EXPECT_TRUE(std::filesystem::is_directory(dir_ + "/8"));
   // Nothing of that job here (never ran, or removed after the retention): an error says so.
   auto gone = agent.read_output(core::LogRequest{core::TaskRef{core::JobId{9}, 0}, false});
   ASSERT_FALSE(gone);

@@ -9,6 +9,7 @@
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -24,6 +25,7 @@
 #include <sstream>
 #include <thread>
 
+#include "agent/keeper.hpp"
 #include "tests/agent/exits.hpp"
 
 namespace claimsched::agent {
@@ -239,6 +241,57 @@ TEST_F(ProcessSupervisorTest, WorkdirIsHonouredAndRelativeOutputPathsUseIt) {
   ASSERT_TRUE(handle) << handle.error().to_string();
   ASSERT_TRUE(exits.wait(*handle));
   EXPECT_EQ(read_file(dir_ / "work/logs/task-0/out.txt"), fs::canonical(dir_ / "work").string() + "\n");
+}
+
+// The agent's job directories: made by the keeper (spawned or forked), one
+// level, before the task runs there; a start whose directory cannot be made
+// fails and says so, as a missing workdir does.
+TEST_F(ProcessSupervisorTest, AWorkdirTheKeeperMakesExistsBeforeTheTaskRunsThere) {
+  for (bool fork_keepers : {false, true}) {
+    SCOPED_TRACE(fork_keepers ? "forked keeper" : "spawned keeper");
+    Exits exits;
+    SupervisorOptions options;
+    options.fork_keepers = fork_keepers;
+    ProcessSupervisor supervisor(exits.callback(), options);
+    const fs::path job = dir_ / (fork_keepers ? "job-forked" : "job-spawned");
+    LaunchSpec spec;
+    spec.argv = {"/bin/sh", "-c", "pwd -P; echo x > left.txt; echo err >&2"};
+    spec.workdir = job.string();
+    spec.make_workdir = true;
+    spec.lazy_output = true;
+    spec.stdout_path = (job / "0.out").string();
+    spec.stderr_path = (job / "0.err").string();
+    spec.exit_path = (job / "0.1.exit").string();
+    for (int run = 0; run < 2; ++run) {  // the second finds it made
+      auto handle = supervisor.start(spec);
+      ASSERT_TRUE(handle) << handle.error().to_string();
+      auto exit = exits.wait(*handle);
+      ASSERT_TRUE(exit);
+      EXPECT_EQ(exit->exit_code, 0) << exit->detail;
+    }
+    const std::string where = fs::canonical(job).string() + "\n";
+    EXPECT_EQ(read_file(job / "0.out"), where + where);
+    EXPECT_EQ(read_file(job / "0.err"), "err\nerr\n");
+    EXPECT_EQ(read_file(job / "left.txt"), "x\n");
+    EXPECT_EQ(keeper::read_exit_file((job / "0.1.exit").string()), 0) << "its keeper records its end";
+    // Where the file system takes extended attributes (this one), the
+    // record is one of the directory: no file of its own.
+    char probe[8];
+    if (::getxattr(job.c_str(), "user.claimsched.0.1.exit", probe, sizeof probe) > 0) {
+      EXPECT_FALSE(fs::exists(job / "0.1.exit"));
+    }
+
+    spec.workdir = (dir_ / "no-parent" / "job").string();
+    spec.stdout_path = spec.stderr_path = spec.exit_path = "";
+    auto r = supervisor.start(spec);
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, core::Errc::io_error);
+    EXPECT_EQ(r.error().stage, core::SpawnStage::output);
+    EXPECT_NE(r.error().message.find("creating the working directory '" + spec.workdir + "'"), std::string::npos)
+        << r.error().message;
+    EXPECT_NE(r.error().message.find("No such file or directory"), std::string::npos) << r.error().message;
+    EXPECT_EQ(exits.total(), 2u) << "a failed start reports no exit";
+  }
 }
 
 TEST_F(ProcessSupervisorTest, OutputIsAppendedToSeparateFiles) {
@@ -672,6 +725,29 @@ TEST_F(ProcessSupervisorTest, WithoutAKeeperProgramTheKeeperIsAForkAndGivesTheSa
   EXPECT_EQ(killed->how, How::killed_on_request);
 }
 
+// The keeper is started by vfork + exec: an exec that fails fails the start
+// with its errno and reports no exit.
+TEST_F(ProcessSupervisorTest, AKeeperProgramThatCannotBeExecutedFailsTheStartAndSaysWhy) {
+  const fs::path keeper = dir_ / "broken-keeper";
+  std::ofstream(keeper) << "#!/nonexistent/interpreter\n";
+  fs::permissions(keeper, fs::perms::owner_all);
+  Exits exits;
+  SupervisorOptions options;
+  options.keeper_binary = keeper.string();
+  {
+    ProcessSupervisor supervisor(exits.callback(), options);
+    auto r = supervisor.start(shell("true"));
+    ASSERT_FALSE(r);
+    EXPECT_EQ(r.error().code, core::Errc::io_error);
+    EXPECT_EQ(r.error().error_number, ENOENT);
+    EXPECT_NE(r.error().message.find("spawn of '" + keeper.string() + "': No such file or directory"),
+              std::string::npos)
+        << r.error().message;
+    EXPECT_EQ(supervisor.running(), 0u);
+  }
+  EXPECT_EQ(exits.total(), 0u);
+}
+
 TEST_F(ProcessSupervisorTest, AKeeperProgramThatIsNotExecutableFallsBackToAFork) {
   std::ofstream(dir_ / "not-a-keeper") << "#!/bin/sh\n";
   Exits exits;
@@ -717,7 +793,7 @@ TEST_F(ProcessSupervisorTest, ADetachedTaskOutlivesItsAgentAndTheNextOneGetsItsS
   ASSERT_TRUE(alive(d.pid)) << "the keeper died with the agent";
   std::ofstream(go) << "";
   // The task ends while no agent watches; its keeper records the status.
-  ASSERT_TRUE(eventually([&] { return fs::exists(spec.exit_path); })) << "no exit file";
+  ASSERT_TRUE(eventually([&] { return keeper::read_exit_file(spec.exit_path).has_value(); })) << "no exit record";
   Exits exits;
   ProcessSupervisor next(exits.callback());
   uint64_t adopted = next.adopt(d);
