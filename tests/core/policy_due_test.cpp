@@ -170,7 +170,8 @@ TEST_P(PolicyDue, ACycleRunsOnTheSnapshotAFreshOneWouldBe) {
     }
     Outbox out;
     if (rng.below(6) == 0 && next_job > 1) (void)sched.cancel(JobId{1 + rng.below(next_job - 1)}, cluster.now(), out);
-    if (rng.below(10) == 0) stage.observe_name(NodeId{1 + rng.below(3)}, "named-node-" + std::to_string(tick));
+    if (rng.below(10) == 0)
+      stage.observe_name(NodeId{static_cast<uint32_t>(1 + rng.below(3))}, "named-node-" + std::to_string(tick));
     for (auto& r : out.releases) cluster.send_to_node(s, static_cast<size_t>(r.node.value - 1), r);
     out.clear();
     cluster.run();
