@@ -314,10 +314,11 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
       info.initialized = it->second.first;
       info.prediction = it->second.second;
     }
+    // Only a job waiting for capacity can be fragmented: the others' notes are not looked up.
     info.fragmented = false;
-    if (const JobNotes* n = scheduler.notes(j.spec.id))
-      info.fragmented = n->fragmented && n->waits == WaitCause::no_room &&
-                        j.queue.state == QueueState::waiting_for_capacity;
+    if (j.queue.state == QueueState::waiting_for_capacity)
+      if (const JobNotes* n = scheduler.notes(j.spec.id))
+        info.fragmented = n->fragmented && n->waits == WaitCause::no_room;
     auto lands = landing.find(j.spec.id);
     info.allocations.clear();
     info.allocations.reserve(j.count_in(TaskState::running) + (lands != landing.end() ? lands->second.size() : 0));
