@@ -170,8 +170,8 @@ Status validate(const Snapshot& snap) {
     }
     const ClassSpec* cls_spec = last_spec;
     if (!j.pool.empty() && !in_pool_subtree(j.pool, cls_spec->pool))
-      return invalid(what() + ": pool '" + j.pool + "' is not pool '" + cls_spec->pool + "' of class '" +
-                     cls_name + "' or below it (a class is bound to one pool)");
+      return invalid(what() + ": pool '" + j.pool + "' is not pool '" + cls_spec->pool + "' of class '" + cls_name +
+                     "' or below it (a class is bound to one pool)");
     if (j.per_task.any_negative()) return invalid(what() + ": per_task must not be negative");
     if (j.per_task.is_zero()) return invalid(what() + ": per_task must request some resource");
     if (j.pending > 10'000'000) return invalid(what() + ": pending must be at most 10000000");

@@ -125,8 +125,8 @@ std::string words_of(const policy::Snapshot& snap) {
     for (const auto& c : j.constraints) out += " " + c;
     for (const auto& a : j.allocations)
       out += " (" + std::to_string(a.index) + "@" + std::to_string(a.node.value) + " " +
-             std::to_string(a.start.count()) + " " + std::to_string(a.interruptible) +
-             std::to_string(a.initialized) + std::to_string(a.landing) + ")";
+             std::to_string(a.start.count()) + " " + std::to_string(a.interruptible) + std::to_string(a.initialized) +
+             std::to_string(a.landing) + ")";
     out += "\n";
   }
   return out;
