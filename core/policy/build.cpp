@@ -202,8 +202,15 @@ Expected<Model> build_model(const Snapshot& snap) {
   std::vector<std::string_view> user_names;
   for (const auto& u : snap.users)
     if (user_index.emplace(u.name, 0).second) user_names.push_back(u.name);
-  for (const auto& j : snap.jobs)
-    if (user_index.emplace(j.user, 0).second) user_names.push_back(j.user);
+  // Each job's entry, by its place in snap.jobs: its user's index is read
+  // from there below rather than hashed again (this runs per job per cycle;
+  // the map's values stay where they are as it grows).
+  std::vector<const uint32_t*> user_slot(snap.jobs.size());
+  for (size_t k = 0; k < snap.jobs.size(); ++k) {
+    auto [it, fresh] = user_index.emplace(snap.jobs[k].user, 0);
+    if (fresh) user_names.push_back(snap.jobs[k].user);
+    user_slot[k] = &it->second;
+  }
   std::sort(user_names.begin(), user_names.end());
   m.users.resize(user_names.size());
   for (uint32_t i = 0; i < user_names.size(); ++i) {
@@ -298,7 +305,7 @@ Expected<Model> build_model(const Snapshot& snap) {
     const auto& cls = *m.classes[j.cls].spec;
     j.pool = m.classes[j.cls].pool;
     j.domain = j.info->pool.empty() ? j.pool : pool_of(j.info->pool);
-    j.user = user_of(j.info->user);
+    j.user = *user_slot[static_cast<size_t>(j.info - snap.jobs.data())];
     j.policy = cls.policy;
     j.preemptible = cls.policy == ClassPolicy::fair_share && j.info->preemptible;
     j.per_task = round_task(j.info->per_task, quantum);

@@ -152,25 +152,33 @@ Status validate(const Snapshot& snap) {
       if (ids[i] == ids[i - 1])
         return make_error(Errc::duplicate, "job " + std::to_string(ids[i].value) + " is defined twice");
   }
+  // Jobs come in runs of one class: the last class found is asked first.
+  const std::string* last_class = nullptr;
+  const ClassSpec* last_spec = nullptr;
   for (const auto& j : snap.jobs) {
     // Names are built only for errors: this loop runs for every job.
     auto what = [&] { return job_name(j); };
     if (j.user.empty()) return invalid(what() + ": user is required");
     const std::string& cls_name = j.job_class.empty() ? snap.settings.default_class : j.job_class;
     if (cls_name.empty()) return invalid(what() + ": class is required (no settings.default_class)");
-    auto cls = classes.find(cls_name);
-    if (cls == classes.end())
-      return make_error(Errc::unknown_name, what() + ": class '" + cls_name + "' is not a class");
-    if (!j.pool.empty() && !in_pool_subtree(j.pool, cls->second->pool))
-      return invalid(what() + ": pool '" + j.pool + "' is not pool '" + cls->second->pool + "' of class '" +
-                     cls_name + "' or below it (a class is bound to one pool)");
+    if (!(last_class && *last_class == cls_name)) {
+      auto found = classes.find(cls_name);
+      if (found == classes.end())
+        return make_error(Errc::unknown_name, what() + ": class '" + cls_name + "' is not a class");
+      last_class = &cls_name;
+      last_spec = found->second;
+    }
+    const ClassSpec* cls_spec = last_spec;
+    if (!j.pool.empty() && !in_pool_subtree(j.pool, cls_spec->pool))
+      return invalid(what() + ": pool '" + j.pool + "' is not pool '" + cls_spec->pool + "' of class '" + cls_name +
+                     "' or below it (a class is bound to one pool)");
     if (j.per_task.any_negative()) return invalid(what() + ": per_task must not be negative");
     if (j.per_task.is_zero()) return invalid(what() + ": per_task must request some resource");
     if (j.pending > 10'000'000) return invalid(what() + ": pending must be at most 10000000");
-    if (cls->second->policy == ClassPolicy::reserve && j.per_task[dim::memory] <= 0)
+    if (cls_spec->policy == ClassPolicy::reserve && j.per_task[dim::memory] <= 0)
       return invalid(what() + ": class '" + cls_name +
                      "' has policy reserve, which matches machines by memory; per_task must give memory");
-    if (cls->second->policy == ClassPolicy::reserve && j.pending + j.allocations.size() > 1)
+    if (cls_spec->policy == ClassPolicy::reserve && j.pending + j.allocations.size() > 1)
       return invalid(what() + ": class '" + cls_name +
                      "' has policy reserve, which takes exactly one machine per job; the job asks for " +
                      std::to_string(j.pending + j.allocations.size()));

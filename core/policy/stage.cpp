@@ -56,10 +56,10 @@ std::string class_pool(const ClassConfig& c, const PolicyConfig& config, const s
 
 /// "node-<id>", a node's name when none was observed: written in place
 /// (short enough to need no allocation; this runs per node per cycle).
-std::string default_name(NodeId id) {
+void set_default_name(std::string& name, NodeId id) {
   char buf[32] = "node-";
   auto end = std::to_chars(buf + 5, buf + sizeof buf, id.value).ptr;
-  return std::string(buf, end);
+  name.assign(buf, end);
 }
 
 bool below(const std::vector<PoolSpec>& pools, const std::string& pool, const std::string& ancestor) {
@@ -195,9 +195,18 @@ TimePoint PolicyStage::next_timer() const {
 }
 
 Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) const {
+  Snapshot snap;
+  std::vector<Resources> freeing;
+  fill_snapshot(scheduler, now, snap, freeing);
+  return snap;
+}
+
+void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snapshot& snap,
+                                std::vector<Resources>& freeing) const {
+  // Every field of `snap` is written (it may hold the last cycle's): its
+  // vectors and strings are reused rather than made again each cycle.
   const SchedulerConfig& sc = scheduler.config();
   const ClusterView& view = scheduler.view();
-  Snapshot snap;
   snap.now = now;
   snap.settings = config_.settings;
   // One class model: the scheduler's classes, allotments and quantum.
@@ -214,17 +223,22 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
       snap.pools.push_back(std::move(spec));
     }
   }
-  for (ClassConfig c : sc.classes) {
-    c.pool = class_pool(c, config_, snap.pools);
-    snap.classes.push_back(std::move(c));
+  snap.classes.resize(sc.classes.size());
+  for (size_t c = 0; c < sc.classes.size(); ++c) {
+    snap.classes[c] = sc.classes[c];
+    snap.classes[c].pool = class_pool(sc.classes[c], config_, snap.pools);
   }
-  for (const auto& [user, limits] : sc.user_allotments) snap.users.push_back(UserSpec{user, limits});
+  snap.users.resize(sc.user_allotments.size());
+  for (size_t u = 0; u < sc.user_allotments.size(); ++u) {
+    snap.users[u].name = sc.user_allotments[u].first;
+    snap.users[u].allotment = sc.user_allotments[u].second;
+  }
 
   // The policy sees the partition as it will be once what is under way
   // lands: tasks being taken away already gone (their room free), claims in
   // flight and held room already running. Otherwise every cycle until the
   // nodes answer would see the preemptor still starving and preempt again.
-  std::vector<Resources> freeing(view.node_count());
+  freeing.assign(view.node_count(), Resources{});
   std::set<TaskRef> leaving;
   scheduler.for_each_releasing([&](TaskRef task, NodeId node, const Resources& r) {
     if (auto n = view.find_node(node)) freeing[*n] += r;
@@ -244,32 +258,39 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
         landing[job].push_back(AllocationInfo{next++, view.node(p.node).id, now, false, false, true});
     held[job] = h.tasks();
   }
-  snap.nodes.reserve(view.node_count());
+  snap.nodes.resize(view.node_count());
   // About as many jobs as the last cycle saw: the vector grows once, if at all.
   if (last_) snap.jobs.reserve(last_->jobs.size() + 16);
   for (NodeIndex n = 0; n < view.node_count(); ++n) {
     const NodeView& v = view.node(n);
-    NodeInfo info;
+    NodeInfo& info = snap.nodes[n];
     info.id = v.id;
     auto named = names_.find(v.id);
-    info.name = named != names_.end() ? named->second : default_name(v.id);
+    if (named != names_.end())
+      info.name = named->second;
+    else
+      set_default_name(info.name, v.id);
     info.pool = view.pool(v.pool).name;
     info.capacity = v.capacity;
     info.free = (v.available() + freeing[n]).min(v.capacity);
     info.state = v.state;
     info.labels = v.labels;
-    snap.nodes.push_back(std::move(info));
   }
+  size_t jobs = 0;
   scheduler.for_each_unfinished_job([&](const JobRecord& j) {
     if (j.cancelled) return;
-    JobInfo info;
+    if (jobs == snap.jobs.size()) snap.jobs.emplace_back();
+    JobInfo& info = snap.jobs[jobs++];
     info.id = j.spec.id;
     info.name = j.spec.name;
     info.user = j.spec.user;
     info.job_class = j.spec.job_class;
     const ClassConfig& cls = sc.classes[j.class_index];
     // Where its tasks may run, when that is below its class's pool.
-    if (below(snap.pools, j.spec.pool, snap.classes[j.class_index].pool)) info.pool = j.spec.pool;
+    if (below(snap.pools, j.spec.pool, snap.classes[j.class_index].pool))
+      info.pool = j.spec.pool;
+    else
+      info.pool.clear();
     info.per_task = j.spec.per_task;
     uint32_t h = held.count(j.spec.id) ? held[j.spec.id] : 0;
     info.pending = j.pending() - std::min(h, j.pending());
@@ -281,6 +302,7 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
     // DUCC's inputs: what the tasks showed (a task that started passed
     // initialization; tasks are the work items a prediction counts).
     info.initialized = j.initialized;
+    info.prediction.reset();
     if (cls.prediction && j.observed.successes > 0) {
       PredictionInfo p;
       p.remaining_work = j.pending() + j.held();
@@ -292,10 +314,13 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
       info.initialized = it->second.first;
       info.prediction = it->second.second;
     }
-    if (const JobNotes* n = scheduler.notes(j.spec.id))
-      info.fragmented = n->fragmented && n->waits == WaitCause::no_room &&
-                        j.queue.state == QueueState::waiting_for_capacity;
+    // Only a job waiting for capacity can be fragmented: the others' notes are not looked up.
+    info.fragmented = false;
+    if (j.queue.state == QueueState::waiting_for_capacity)
+      if (const JobNotes* n = scheduler.notes(j.spec.id))
+        info.fragmented = n->fragmented && n->waits == WaitCause::no_room;
     auto lands = landing.find(j.spec.id);
+    info.allocations.clear();
     info.allocations.reserve(j.count_in(TaskState::running) + (lands != landing.end() ? lands->second.size() : 0));
     for (TaskIndex t = 0; t < j.tasks.size(); ++t) {
       const TaskRecord& r = j.tasks[t];
@@ -310,9 +335,8 @@ Snapshot PolicyStage::snapshot_of(const Scheduler& scheduler, TimePoint now) con
     }
     if (lands != landing.end())
       info.allocations.insert(info.allocations.end(), lands->second.begin(), lands->second.end());
-    snap.jobs.push_back(std::move(info));
   });
-  return snap;
+  snap.jobs.resize(jobs);
 }
 
 void PolicyStage::apply_marks(Scheduler& scheduler, const CycleResult& result, CycleSummary& summary) const {
@@ -339,7 +363,8 @@ Expected<CycleResult> PolicyStage::rank(Scheduler& scheduler, TimePoint now) {
 
 Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, Outbox& out, const Check* checked) {
   uint64_t input = checked ? checked->input : input_fingerprint(scheduler);
-  auto result = run_cycle(snapshot_of(scheduler, now), scheduler.view(), state_, false, reasons_);
+  fill_snapshot(scheduler, now, snap_, freeing_);
+  auto result = run_cycle(snap_, scheduler.view(), state_, false, reasons_);
   if (!result) return result.error();
   state_ = result->next_state;
   if (!ran_ || input != input_seen_ || observed_since_cycle_) input_since_ = now;

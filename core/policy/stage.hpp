@@ -112,6 +112,8 @@ class PolicyStage {
   /// Returns the cycle's result (shares and statuses of the state as it is).
   Expected<CycleResult> rank(Scheduler& scheduler, TimePoint now);
 
+  /// The snapshot the last cycle() ran on (refilled in place by the next).
+  const Snapshot& last_snapshot() const { return snap_; }
   /// The last cycle's result (shares, statuses, plan), for reports and explain.
   const std::optional<CycleResult>& last() const { return last_; }
   /// Whether cycle() words why each waiting job waits (last()'s
@@ -137,6 +139,10 @@ class PolicyStage {
 
  private:
   void apply_marks(Scheduler& scheduler, const CycleResult& result, CycleSummary& summary) const;
+  /// snapshot_of into `snap`, every field written: a cycle refills the last
+  /// cycle's (its strings and vectors reused, not made again each cycle).
+  /// `freeing`: scratch, the room being freed per node.
+  void fill_snapshot(const Scheduler& scheduler, TimePoint now, Snapshot& snap, std::vector<Resources>& freeing) const;
   /// A hash of everything snapshot_of reads but the clock (mirrors it).
   uint64_t input_fingerprint(const Scheduler& scheduler) const;
 
@@ -153,6 +159,9 @@ class PolicyStage {
   bool observed_since_cycle_ = false;
   bool reasons_ = true;
   std::optional<CycleResult> last_;
+  /// The snapshot cycle() ran on, refilled by the next (fill_snapshot).
+  Snapshot snap_;
+  std::vector<Resources> freeing_;
   std::map<JobId, std::pair<bool, std::optional<PredictionInfo>>> observed_;
   std::set<TaskRef> interruptible_;
   std::map<NodeId, std::string> names_;
