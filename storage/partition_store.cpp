@@ -470,10 +470,13 @@ Expected<std::optional<StoredJob>> PartitionStore::get_job(core::JobId id) const
     return std::optional<StoredJob>{std::move(job)};
   }
   // Not a record of its own: a copy, if a copies record that starts at most
-  // kMaxJobCopiesPerRecord - 1 ids before it covers it.
+  // kMaxJobCopiesPerRecord - 1 ids before it (or at it: that key follows
+  // the id's own) covers it.
   core::JobId lowest{id.value - std::min<uint64_t>(id.value, kMaxJobCopiesPerRecord - 1)};
+  std::string upper = id.value == UINT64_MAX ? std::string(keys::kJobCopiesKeySize, '\xFF')
+                                             : keys::job(core::JobId{id.value + 1}).str();
   std::optional<StoredJob> out;
-  auto st = db_->scan(kJobs, keys::job(lowest), k, [&](std::string_view key, std::string_view value) -> Status {
+  auto st = db_->scan(kJobs, keys::job(lowest), upper, [&](std::string_view key, std::string_view value) -> Status {
     auto run = keys::parse_job_copies(key);
     if (!run || id.value - run->first.value >= run->count) return Status::ok();
     if (auto s2 = decode_job(*db_, key, value, job, copies); !s2) return s2;

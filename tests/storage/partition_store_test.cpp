@@ -347,6 +347,9 @@ TEST(PartitionStore, MoreCopiesThanARecordHoldsAreSeveralRecords) {
   auto jobs = jobs_of(*store);
   ASSERT_EQ(jobs.size(), count);
   EXPECT_EQ(jobs.rbegin()->second, copy_of(first, count));
+  EXPECT_EQ(**store->get_job(core::JobId{1}), first) << "the first, under its copies' key";
+  EXPECT_EQ(**store->get_job(core::JobId{kMaxJobCopiesPerRecord + 1}), copy_of(first, kMaxJobCopiesPerRecord + 1))
+      << "the first of the second record";
   EXPECT_EQ(**store->get_job(core::JobId{count}), copy_of(first, count)) << "the last, a record of its own";
   EXPECT_EQ(**store->get_job(core::JobId{kMaxJobCopiesPerRecord + 7}), copy_of(first, kMaxJobCopiesPerRecord + 7));
 }
