@@ -60,6 +60,7 @@ class JobResolver {
     if (auto st = emit_copies_before(id); !st) return st;
     if (copies > 1) {
       next_ = emitted_any_ && last_ == id ? id + 1 : id;
+      first_ = id;
       end_ = id + copies;
       copies_ = std::move(job);
       return Status::ok();
@@ -69,6 +70,13 @@ class JobResolver {
   }
 
   Status flush() { return emit_copies_before(UINT64_MAX); }
+
+  /// The first copy of the open copies record whose range holds `id` (no
+  /// store of ours writes one copies record inside another's range).
+  std::optional<uint64_t> copies_holding(uint64_t id) const {
+    if (copies_ && id >= first_ && id < end_) return first_;
+    return std::nullopt;
+  }
 
  private:
   Status emit(const StoredJob& job) {
@@ -89,6 +97,7 @@ class JobResolver {
 
   const Emit& emit_;
   std::optional<StoredJob> copies_;
+  uint64_t first_ = 0;
   uint64_t next_ = 0;
   uint64_t end_ = 0;
   bool emitted_any_ = false;
@@ -405,6 +414,8 @@ Status PartitionStore::for_each_job(const std::function<Status(const StoredJob&)
   JobResolver resolver(f);
   auto st = db_->scan(kJobs, {}, {}, [&](std::string_view key, std::string_view value) -> Status {
     if (auto s2 = decode_job(*db_, key, value, job, copies); !s2) return s2;
+    if (auto holder = copies > 1 ? resolver.copies_holding(job.spec.id.value) : std::nullopt)
+      return db_->record_error(kJobs, key, "overlaps the copies of job " + std::to_string(*holder));
     return resolver.add(std::move(job), copies);
   });
   if (!st) return st;

@@ -414,6 +414,21 @@ TEST_F(CorruptRecord, ACopiesRecordOfOneJobOrUnderAnotherIdIsNamed) {
   auto st = store->for_each_job([](const StoredJob&) { return core::Status::ok(); });
   ASSERT_FALSE(st);
   EXPECT_THAT(st.error().message, AllOf(HasSubstr("3 copies of job 40 ["), HasSubstr("holds job 41")));
+  // Copies inside another record's copies: no store of ours writes that.
+  TempDir overlapping;
+  {
+    auto fresh = open_ok(overlapping.path());
+    ASSERT_TRUE(fresh);
+    auto b = fresh->batch();
+    b.put_job_copies(stored_job(40), 3);
+    ASSERT_OK(fresh->write(std::move(b)));
+  }
+  raw_put(overlapping.path(), "jobs", keys::job_copies(core::JobId{41}, 2), messages::encode(stored_job(41)));
+  store = open_ok(overlapping.path());
+  ASSERT_TRUE(store);
+  st = store->for_each_job([](const StoredJob&) { return core::Status::ok(); });
+  ASSERT_FALSE(st);
+  EXPECT_THAT(st.error().message, AllOf(HasSubstr("2 copies of job 41 ["), HasSubstr("overlaps the copies of job 40")));
 }
 
 TEST_F(CorruptRecord, MalformedKeyIsNamed) {
