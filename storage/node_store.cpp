@@ -158,36 +158,37 @@ Status decode_compact(std::string_view value, core::ClaimId claim, std::vector<c
   a.claim_id = claim;
   a.finishes_at = core::TimePoint{0};
   for (uint64_t i = 0; i < count; ++i) {
-    std::string which = "allocation " + std::to_string(i) + ": ";
+    // Made only for an error: a load decodes every allocation of the node.
+    auto which = [i] { return "allocation " + std::to_string(i) + ": "; };
     uint64_t flags = 0, v = 0;
-    if (!varint(flags) || (flags & ~kAllFlags) != 0) return bad(which + "bad flags");
-    if (!varint(v) || v > UINT32_MAX) return bad(which + "bad task index");
+    if (!varint(flags) || (flags & ~kAllFlags) != 0) return bad(which() + "bad flags");
+    if (!varint(v) || v > UINT32_MAX) return bad(which() + "bad task index");
     a.task.index = static_cast<core::TaskIndex>(v);
     a.running = (flags & kRunning) != 0;
     if (flags & kNewJob) {
-      if (!varint(v)) return bad(which + "truncated job");
+      if (!varint(v)) return bad(which() + "truncated job");
       a.task.job = core::JobId{v};
     }
     if (flags & kNewPartition) {
-      if (!varint(v) || v > UINT32_MAX) return bad(which + "bad partition");
+      if (!varint(v) || v > UINT32_MAX) return bad(which() + "bad partition");
       a.partition = core::PartitionId{static_cast<uint32_t>(v)};
     }
     if (flags & kNewResources) {
       uint64_t mask = 0;
-      if (!varint(mask) || mask >= (uint64_t{1} << kCompactDimensions)) return bad(which + "bad resource dimensions");
+      if (!varint(mask) || mask >= (uint64_t{1} << kCompactDimensions)) return bad(which() + "bad resource dimensions");
       a.resources = core::Resources{};
       for (core::DimensionId d = 0; d < kCompactDimensions; ++d) {
         if (!(mask & (uint64_t{1} << d))) continue;
-        if (!varint(v) || v > static_cast<uint64_t>(INT64_MAX)) return bad(which + "bad resource quantity");
+        if (!varint(v) || v > static_cast<uint64_t>(INT64_MAX)) return bad(which() + "bad resource quantity");
         a.resources.set(d, static_cast<int64_t>(v));
       }
     }
     if (flags & kNewConfirmedAt) {
-      if (!varint(v)) return bad(which + "truncated confirmed_at");
+      if (!varint(v)) return bad(which() + "truncated confirmed_at");
       a.confirmed_at = core::TimePoint{unzigzag(v)};
     }
     if (flags & kNewFinishesAt) {
-      if (!varint(v)) return bad(which + "truncated finishes_at");
+      if (!varint(v)) return bad(which() + "truncated finishes_at");
       a.finishes_at = core::TimePoint{unzigzag(v)};
     }
     out.push_back(a);
