@@ -1,8 +1,11 @@
 // Writes the binary seed corpora of the `wire`, `records` and `recovery`
-// targets from real values (tests/messages/samples.hpp, storage/keys.hpp):
+// targets from real values (tests/messages/samples.hpp, storage/keys.hpp, and
+// for the forms only a store's writer makes, records a real store wrote):
 //   build-fuzz/tests/fuzz/fuzz_seeds tests/fuzz/corpus
 // Each file is named after what it holds. The text targets' seeds (configs,
 // job files, resource strings, durations) are written by hand.
+
+#include <stdlib.h>
 
 #include <cstdio>
 #include <filesystem>
@@ -11,6 +14,8 @@
 #include <string_view>
 
 #include "storage/keys.hpp"
+#include "storage/node_store.hpp"
+#include "storage/partition_store.hpp"
 #include "tests/fuzz/wire_types.hpp"
 #include "tests/messages/samples.hpp"
 
@@ -110,6 +115,76 @@ std::string record(bool node_store, size_t cf, std::string_view key, std::string
   return out;
 }
 
+/// Fails the seed writer with what went wrong.
+template <class T>
+T must(core::Expected<T> value, const char* what) {
+  if (!value) {
+    std::fprintf(stderr, "%s: %s\n", what, value.error().message.c_str());
+    std::exit(1);
+  }
+  return std::move(*value);
+}
+
+void must(const core::Status& status, const char* what) {
+  if (!status) {
+    std::fprintf(stderr, "%s: %s\n", what, status.error().message.c_str());
+    std::exit(1);
+  }
+}
+
+/// Every record of `db` but its meta column family, as `recovery` records.
+std::string records_of(const storage::Database& db, bool node_store, size_t meta_cf) {
+  std::string out;
+  for (size_t cf = 0; cf < meta_cf; ++cf)
+    for (auto c = db.cursor(cf, {}, {}); c.valid(); c.next()) out += record(node_store, cf, c.key(), c.value());
+  return out;
+}
+
+/// The forms only the stores' own writers make, taken from real stores in a
+/// scratch directory rather than spelled out here: a copies record (one job
+/// record for a run of copies under consecutive ids, PartitionStore) and a
+/// claim's allocations in the compact form (NodeStore).
+void written_forms() {
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dir = std::string(tmp && *tmp ? tmp : "/tmp") + "/fuzz_seeds.XXXXXX";
+  if (::mkdtemp(dir.data()) == nullptr) {
+    std::fprintf(stderr, "mkdtemp %s failed\n", dir.c_str());
+    std::exit(1);
+  }
+  storage::StoreOptions options;
+  options.sync = storage::SyncMode::none;
+  {
+    auto store = must(storage::PartitionStore::open(dir + "/partition", {"fuzz", core::PartitionId{1}}, options),
+                      "cannot open a partition store");
+    auto batch = store->batch();
+    auto job = stored_job();
+    batch.put_job_copies(job, 3);
+    auto cancelled = job;
+    cancelled.spec.id = core::JobId{job.spec.id.value + 1};
+    cancelled.status = messages::JobStatus::cancelled;
+    batch.put_job(cancelled);
+    must(store->write(std::move(batch)), "cannot write the partition store");
+    put("recovery", "partition_store.copies", records_of(store->database(), false, storage::PartitionStore::kMeta));
+  }
+  {
+    auto store =
+        must(storage::NodeStore::open(dir + "/nodes", {"fuzz", "host-1"}, options), "cannot open a node store");
+    auto batch = store->batch();
+    auto header = node_header();
+    batch.put_header(header);
+    std::vector<core::Allocation> allocations{samples::sample_allocation(0), samples::sample_allocation(1)};
+    for (auto& a : allocations) {  // a launch or an operator-defined dimension keeps the Protobuf form
+      a.launch = core::LaunchRef{};
+      a.resources.set(samples::fpga(), 0);
+    }
+    batch.put_allocations(header.spec.id, allocations.front().claim_id, allocations);
+    must(store->write(std::move(batch)), "cannot write the node store");
+    put("recovery", "node_store.compact", records_of(store->database(), true, storage::NodeStore::kMeta));
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+}
+
 void recovery() {
   namespace keys = storage::keys;
   // Partition store: column families jobs, tasks, nodes, meta (PartitionStore::Cf).
@@ -132,6 +207,7 @@ void recovery() {
       record(true, 2, keys::node_allocation(header.spec.id, allocation.task), messages::encode(allocation));
   put("recovery", "node_store", nodes);
   put("recovery", "both_stores", partition + nodes);
+  written_forms();
 }
 
 }  // namespace
