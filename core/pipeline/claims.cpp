@@ -274,12 +274,15 @@ void Scheduler::on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbo
   observe_generation(c->node, reply.snapshot, confirmed, out);
   if (reply.outcome == ConfirmOutcome::stale_epoch) on_fenced();
   JobRecord& j = table_.at(c->request.job);
-  std::string expired = "claim on node " + std::to_string(c->request.node.value) + " expired before its confirm";
+  // Worded only when a confirm failed: this runs once per placement.
+  auto expired = [node = c->request.node] {
+    return "claim on node " + std::to_string(node.value) + " expired before its confirm";
+  };
   if (c->gang) {
     if (!confirmed) {
       // The claim is gone on the node: nothing to release there.
       ++stats_.confirms_failed;
-      claim_failed(reply.claim_id, expired, false, now, out);
+      claim_failed(reply.claim_id, expired(), false, now, out);
       return;
     }
     c->phase = ClaimPhase::confirmed;
@@ -310,7 +313,7 @@ void Scheduler::on_confirm_reply(const ConfirmReply& reply, TimePoint now, Outbo
     return;
   }
   ++stats_.confirms_failed;
-  claim_failed(reply.claim_id, expired, true, now, out);
+  claim_failed(reply.claim_id, expired(), true, now, out);
 }
 
 void Scheduler::on_release_reply(const ReleaseReply& reply, TimePoint now, Outbox& out) {
