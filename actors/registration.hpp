@@ -24,6 +24,8 @@ struct LinkOptions {
   /// One shared job queue whose idle workers sleep, instead of CAF's work
   /// stealing, whose idle workers poll. Stealing wins for one busy process
   /// (the sim); a server and agents sharing few cores lose to the polling.
+  /// It also deserializes remote messages on the network thread (no BASP
+  /// worker between the socket and the actor).
   bool shared_queue = false;
 };
 
