@@ -66,6 +66,7 @@ using login_atom = caf::atom_constant<caf::atom("login")>;
 using challenge_atom = caf::atom_constant<caf::atom("challenge")>;
 using prove_atom = caf::atom_constant<caf::atom("prove")>;
 using watch_atom = caf::atom_constant<caf::atom("watch")>;
+using unwatch_atom = caf::atom_constant<caf::atom("unwatch")>;
 using ended_atom = caf::atom_constant<caf::atom("ended")>;
 using repeat_atom = caf::atom_constant<caf::atom("repeat")>;
 
@@ -252,6 +253,8 @@ using scheduler_actor = claim_client_actor::extend<
     /// (watch_atom, std::vector<core::JobId>) (the campaigns follow their
     /// jobs this way instead of polling each one). Once per actor.
     caf::reacts_to<watch_atom, caf::actor>,
+    /// Local only: no more job events for this actor.
+    caf::reacts_to<unwatch_atom, caf::actor>,
     /// Internal timer: reply timeouts.
     caf::reacts_to<tick_atom>,
     /// Internal: a store write is durable (empty string) or failed (why);
@@ -425,6 +428,8 @@ using gateway_actor = caf::typed_actor<
     /// scheduler, also owners that take over later) to this actor (see the
     /// scheduler's watch_atom).
     caf::reacts_to<watch_atom, caf::actor>,
+    /// Local only: no more job events for this actor, from any partition.
+    caf::reacts_to<unwatch_atom, caf::actor>,
     /// From a local scheduler (see its watch_atom): these jobs started or
     /// ended; the waits that name one of them are looked at.
     caf::reacts_to<watch_atom, std::vector<core::JobId>>,

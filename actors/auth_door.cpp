@@ -426,6 +426,7 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
       // from this process.
       [=](campaign_atom, campaign_actor) {},
       [=](watch_atom, caf::actor) {},
+      [=](unwatch_atom, caf::actor) {},
       [=](watch_atom, const std::vector<core::JobId>&) {},
       [=](ended_atom, uint64_t) {},
       [=](route_atom, uint32_t, scheduler_actor, change_feed_actor, uint64_t, bool) {},

@@ -77,10 +77,35 @@ void cancel_copy(self_ptr self, CampaignRun& run, cc::CopyId copy) {
             });
 }
 
+/// Job events reach this actor while it follows a job, and only then.
+void watch_while_following(self_ptr self) {
+  auto& st = self->state;
+  bool want = !st.by_job.empty();
+  if (want == st.watching) return;
+  st.watching = want;
+  // Through the gateway, as the job itself: so the schedulers hear of the
+  // watch before they see the job.
+  auto me = caf::actor_cast<caf::actor>(self);
+  if (want)
+    self->send(st.config.gateway, watch_atom::value, me);
+  else
+    self->send(st.config.gateway, unwatch_atom::value, me);
+}
+
+void follow_job(self_ptr self, core::JobId job, campaign_state::Followed what) {
+  self->state.by_job[job.value] = std::move(what);
+  watch_while_following(self);
+}
+
+void forget_job(self_ptr self, core::JobId job) {
+  self->state.by_job.erase(job.value);
+  watch_while_following(self);
+}
+
 /// Stops following a job: its end was seen, or it was never accepted.
 void unfollow(self_ptr self, CampaignRun& run, cc::CopyId copy) {
   run.followed.erase(copy);
-  if (auto job = run.job_of.find(copy); job != run.job_of.end()) self->state.by_job.erase(job->second.value);
+  if (auto job = run.job_of.find(copy); job != run.job_of.end()) forget_job(self, job->second);
 }
 
 /// Sends a copy's job (its id recorded already) to its pool, followed from
@@ -92,7 +117,7 @@ void send_copy(self_ptr self, CampaignRun& run, cc::CopyId copy, core::TimePoint
   core::JobSpec job = job_for_copy(run, run.scheduler.tasks().copy(copy), id);
   auto campaign = run.id;
   run.followed[copy] = due;
-  self->state.by_job[id.value] = {campaign, copy, ""};
+  follow_job(self, id, {campaign, copy, ""});
   self->request(self->state.config.gateway, timeout_of(self->state), std::move(job))
       .then([](core::JobId&) {},
             [=](caf::error& err) {
@@ -244,7 +269,7 @@ void observe_test(self_ptr self, CampaignRun& run, const std::string& pool, cons
   if (!ended) run.test_followed[pool] = wall_now() + self->state.config.fallback_poll;
   if (!ended || !run.test_wave) return;
   run.test_followed.erase(pool);
-  self->state.by_job.erase(view.spec.id.value);
+  forget_job(self, view.spec.id);
   // A task that could not start, was lost or cancelled has no exit code of
   // its own: it did not pass.
   int exit_code = view.state == core::JobState::succeeded ? 0 : -1;
@@ -266,14 +291,14 @@ void send_test(self_ptr self, CampaignRun& run, const std::string& pool) {
   job.name += "-test";
   auto campaign = run.id;
   run.test_followed[pool] = wall_now() + self->state.config.fallback_poll;
-  self->state.by_job[id.value] = {campaign, std::nullopt, pool};
+  follow_job(self, id, {campaign, std::nullopt, pool});
   self->request(self->state.config.gateway, timeout_of(self->state), std::move(job))
       .then([](core::JobId&) {},
             [=](caf::error& err) {
               auto* r = find_run(self, campaign);
               if (!r || !r->test_wave) return;
               r->test_followed.erase(pool);
-              self->state.by_job.erase(id.value);
+              forget_job(self, id);
               spdlog::warn("campaign {}: the test job for pool {} was refused: {}", campaign.value, pool,
                            self->system().render(err));
               r->test_wave->ended(pool, -1, core::Duration{0});
@@ -579,8 +604,8 @@ campaign_actor::behavior_type campaigns(self_ptr self, CampaignActorConfig confi
   self->state.config = std::move(config);
   self->set_default_handler(messages::reject_unexpected);
   if (self->state.config.store) restore(self);
-  // Job events from every partition, from now on (ask_status, follow_jobs).
-  self->send(self->state.config.gateway, watch_atom::value, caf::actor_cast<caf::actor>(self));
+  // Job events come while a job is followed (watch_while_following); the
+  // fallback polls the jobs whose events were missed (follow_jobs).
   self->delayed_send(self, self->state.config.round_interval, tick_atom::value);
   return {
       [=](campaign_atom, cc::CampaignRequest& request) -> caf::result<cc::CampaignReply> {

@@ -107,6 +107,10 @@ struct campaign_state {
     std::string test_pool;
   };
   std::unordered_map<uint64_t, Followed> by_job;
+  /// Whether the schedulers tell this actor of job events: only while it
+  /// follows a job (follow_job, forget_job), so that a server whose
+  /// campaigns follow none sends no message per scheduling pass.
+  bool watching = false;
   static inline const char* name = "campaigns";
 };
 

@@ -565,6 +565,16 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
         for (const auto& p : self->state.config.partitions)
           if (p.scheduler) self->send(p.scheduler, watch_atom::value, watcher);
       },
+      [=](unwatch_atom, const caf::actor& watcher) {
+        auto sender = self->current_sender();
+        if (!sender || sender->node() != self->node() || !watcher) return;
+        auto& watchers = self->state.job_watchers;
+        auto it = std::find(watchers.begin(), watchers.end(), watcher);
+        if (it == watchers.end()) return;
+        watchers.erase(it);
+        for (const auto& p : self->state.config.partitions)
+          if (p.scheduler) self->send(p.scheduler, unwatch_atom::value, watcher);
+      },
       [=](metrics_atom) -> caf::result<std::string> {
         auto sender = self->current_sender();
         if (!sender || sender->node() != self->node())

@@ -673,6 +673,12 @@ scheduler_actor::behavior_type scheduler(self_ptr self, SchedulerActorConfig con
         auto& w = self->state.watchers;
         if (watcher && std::find(w.begin(), w.end(), watcher) == w.end()) w.push_back(std::move(watcher));
       },
+      [=](unwatch_atom, const caf::actor& watcher) {
+        auto sender = self->current_sender();
+        if (!sender || sender->node() != self->node()) return;
+        auto& w = self->state.watchers;
+        if (watcher) w.erase(std::remove(w.begin(), w.end(), watcher), w.end());
+      },
       [=](node_down_atom, core::NodeId node) {
         auto t = now(self);
         spdlog::warn("{}: node {} is down; what ran there is lost", self->state.log_name, node.value);

@@ -315,5 +315,32 @@ TEST_F(SchedulerNodeTest, ANodeWhoseSubscriptionAnswerIsLostIsAskedAgainAndUsed)
   EXPECT_EQ(st.claims_in_flight, 1u) << "the waiting job is placed on the node once it is known";
 }
 
+TEST_F(SchedulerNodeTest, AWatcherHearsOfItsPartitionsJobsUntilItUnwatches) {
+  // The campaigns watch job events only while they follow a job: after an
+  // unwatch, passes send them nothing.
+  auto s = spawn(actors::scheduler, scheduler_config());
+  add_node(s, node_spec(1, 4000));
+  auto heard = std::make_shared<std::vector<uint64_t>>();
+  auto watcher = spawn([heard]() -> caf::behavior {
+    return {[heard](actors::watch_atom, const std::vector<core::JobId>& jobs) {
+      for (auto j : jobs) heard->push_back(j.value);
+    }};
+  });
+  auto tell = [&](auto atom) {
+    spawn([atom](caf::event_based_actor* self, scheduler_actor to, caf::actor w) { self->send(to, atom, w); }, s,
+          watcher);
+    run();
+  };
+  tell(actors::watch_atom::value);
+  ASSERT_TRUE(ask<core::JobId>(s, job(7, 1, 1000)).has_value()) << sys().render(last_error);
+  run();
+  EXPECT_EQ(*heard, std::vector<uint64_t>{7}) << "placed: the watcher hears of it";
+  tell(actors::unwatch_atom::value);
+  ASSERT_TRUE(ask<core::JobId>(s, job(8, 1, 1000)).has_value()) << sys().render(last_error);
+  run();
+  EXPECT_EQ(*heard, std::vector<uint64_t>{7}) << "unwatched: job 8's placement is not told";
+  EXPECT_EQ(status(s).running_tasks, 2u);
+}
+
 }  // namespace
 }  // namespace claimsched::testing
