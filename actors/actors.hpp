@@ -249,9 +249,11 @@ using scheduler_actor = claim_client_actor::extend<
     /// A node stopped heartbeating: what ran there is lost.
     caf::reacts_to<node_down_atom, core::NodeId>,
     /// Tell this actor of job events from now on: after every pass, the ids
-    /// of the jobs whose tasks were placed or that reached a final state, as
-    /// (watch_atom, std::vector<core::JobId>) (the campaigns follow their
-    /// jobs this way instead of polling each one). Once per actor.
+    /// of the jobs whose tasks were placed or that reached a final state, and
+    /// the views of the latter, as (watch_atom, std::vector<core::JobId>,
+    /// std::vector<core::JobView>) (the campaigns follow their jobs this way
+    /// instead of polling each one; a gateway answers its waits). Once per
+    /// actor.
     caf::reacts_to<watch_atom, caf::actor>,
     /// Local only: no more job events for this actor.
     caf::reacts_to<unwatch_atom, caf::actor>,
@@ -336,8 +338,9 @@ using campaign_actor = caf::typed_actor<
     /// Internal timer: one metascheduler round, then follow the jobs.
     caf::reacts_to<tick_atom>,
     /// From a scheduler (see its watch_atom): these jobs were placed or
-    /// ended; those that are campaign copies are looked at now.
-    caf::reacts_to<watch_atom, std::vector<core::JobId>>>;
+    /// ended (with the views of those that ended); those that are campaign
+    /// copies are looked at now.
+    caf::reacts_to<watch_atom, std::vector<core::JobId>, std::vector<core::JobView>>>;
 
 /// The cluster's front door, published on a TCP port: agents register their
 /// nodes and heartbeat; clients submit and ask; HA members fetch each other's
@@ -431,8 +434,9 @@ using gateway_actor = caf::typed_actor<
     /// Local only: no more job events for this actor, from any partition.
     caf::reacts_to<unwatch_atom, caf::actor>,
     /// From a local scheduler (see its watch_atom): these jobs started or
-    /// ended; the waits that name one of them are looked at.
-    caf::reacts_to<watch_atom, std::vector<core::JobId>>,
+    /// ended, with the views of those that ended; the waits that name one of
+    /// those are answered with them.
+    caf::reacts_to<watch_atom, std::vector<core::JobId>, std::vector<core::JobView>>,
     /// Internal timer: the wait of this key has waited long enough.
     caf::reacts_to<ended_atom, uint64_t>,
     /// A client presents its token: answers the gateway_actor (as a plain

@@ -427,7 +427,7 @@ gateway_actor::behavior_type auth_door(self_ptr self, gateway_actor gateway, Aut
       [=](campaign_atom, campaign_actor) {},
       [=](watch_atom, caf::actor) {},
       [=](unwatch_atom, caf::actor) {},
-      [=](watch_atom, const std::vector<core::JobId>&) {},
+      [=](watch_atom, const std::vector<core::JobId>&, const std::vector<core::JobView>&) {},
       [=](ended_atom, uint64_t) {},
       [=](route_atom, uint32_t, scheduler_actor, change_feed_actor, uint64_t, bool) {},
       [=](metrics_atom) -> caf::result<std::string> { return local_only("metrics"); },

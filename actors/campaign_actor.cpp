@@ -618,7 +618,9 @@ campaign_actor::behavior_type campaigns(self_ptr self, CampaignActorConfig confi
         return reply_of(campaign_report(*run, wall_now()));
       },
       [=](tick_atom) { tick(self); },
-      [=](watch_atom, std::vector<core::JobId>& jobs) {
+      [=](watch_atom, std::vector<core::JobId>& jobs, std::vector<core::JobView>&) {
+        // Asked even for a job that ended (whose view came along): a copy's
+        // end goes through one path, also when it is polled.
         for (core::JobId job : jobs) ask_status(self, job);
       },
   };

@@ -421,7 +421,9 @@ gateway_actor::behavior_type gateway(self_ptr self, GatewayConfig config) {
       [=](ended_atom, std::vector<core::JobId>& jobs, uint32_t timeout_ms) {
         return wait_for_jobs(self, std::move(jobs), timeout_ms);
       },
-      [=](watch_atom, const std::vector<core::JobId>& jobs) { jobs_changed(self, jobs); },
+      [=](watch_atom, const std::vector<core::JobId>&, std::vector<core::JobView>& ended) {
+        jobs_ended(self, std::move(ended));
+      },
       [=](ended_atom, uint64_t key) { job_wait_timed_out(self, key); },
       [=](drain_atom, std::string& name, bool drain) -> caf::result<std::string> {
         auto& st = self->state;

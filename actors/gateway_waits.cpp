@@ -27,6 +27,21 @@ void watch_jobs(gateway_self self) {
     if (p.scheduler) self->send(p.scheduler, watch_atom::value, me);
 }
 
+/// Answers wait `key` with `views` (its nodes named) and forgets it; nothing
+/// if it was answered already (by an earlier look or event, or its timeout).
+void answer(gateway_self self, Key key, std::vector<core::JobView> views) {
+  auto& waits = self->state.job_waits;
+  auto it = waits.promises.find(key);
+  if (it == waits.promises.end()) return;
+  for (auto& v : views)
+    for (auto& t : v.tasks)
+      if (auto n = self->state.nodes.find(t.node); t.node.value != 0 && n != self->state.nodes.end())
+        t.node_name = n->second.name;
+  it->second.deliver(std::move(views));
+  waits.promises.erase(it);
+  waits.waits.remove(key);
+}
+
 /// Asks every owned partition which of `jobs` ended; answers wait `key` with
 /// their views when there are some, or whatever there is when `last`.
 /// A partition that does not answer counts as none ended: the wait's timeout
@@ -43,18 +58,8 @@ void look(gateway_self self, Key key, std::vector<core::JobId> jobs, bool last) 
   auto gathered = std::make_shared<Gathered>();
   gathered->left = owners.size();
   auto finish = [self, key, last, gathered] {
-    auto& waits = self->state.job_waits;
-    auto it = waits.promises.find(key);
-    // Answered already (by an earlier look, or its timeout).
-    if (it == waits.promises.end()) return;
     if (gathered->views.empty() && !last) return;
-    for (auto& v : gathered->views)
-      for (auto& t : v.tasks)
-        if (auto n = self->state.nodes.find(t.node); t.node.value != 0 && n != self->state.nodes.end())
-          t.node_name = n->second.name;
-    it->second.deliver(std::move(gathered->views));
-    waits.promises.erase(it);
-    waits.waits.remove(key);
+    answer(self, key, std::move(gathered->views));
   };
   if (owners.empty()) {
     finish();
@@ -96,9 +101,26 @@ caf::result<std::vector<core::JobView>> wait_for_jobs(gateway_self self, std::ve
   return promise;
 }
 
-void jobs_changed(gateway_self self, const std::vector<core::JobId>& jobs) {
+void jobs_ended(gateway_self self, std::vector<core::JobView> ended) {
+  if (ended.empty()) return;
+  std::vector<core::JobId> ids;
+  ids.reserve(ended.size());
+  for (const auto& v : ended) ids.push_back(v.spec.id);
   auto& waits = self->state.job_waits.waits;
-  for (auto key : waits.touched_by(jobs)) look(self, key, waits.named_by(key, jobs), false);
+  auto keys = waits.touched_by(ids);
+  for (size_t k = 0; k < keys.size(); ++k) {
+    bool last = k + 1 == keys.size();  // it may take the views; the others copy them
+    auto named = waits.named_by(keys[k], ids);  // in the order of `ids`, so of `ended`
+    std::vector<core::JobView> views;
+    views.reserve(named.size());
+    size_t at = 0;
+    for (auto& v : ended)
+      if (at < named.size() && v.spec.id == named[at]) {
+        ++at;
+        views.push_back(last ? std::move(v) : v);
+      }
+    answer(self, keys[k], std::move(views));
+  }
 }
 
 void job_wait_timed_out(gateway_self self, Key key) {

@@ -40,8 +40,9 @@ using gateway_self = gateway_actor::stateful_pointer<gateway_state>;
 caf::result<std::vector<core::JobView>> wait_for_jobs(gateway_self self, std::vector<core::JobId> jobs,
                                                       uint32_t timeout_ms);
 
-/// A scheduler's job event: looks at the waits that name one of `jobs`.
-void jobs_changed(gateway_self self, const std::vector<core::JobId>& jobs);
+/// A scheduler's job event: these jobs ended; the waits that name one of
+/// them are answered with their views.
+void jobs_ended(gateway_self self, std::vector<core::JobView> ended);
 
 /// The wait of `key` timed out: one last look, then it is answered.
 void job_wait_timed_out(gateway_self self, core::JobWaits::Key key);

@@ -102,8 +102,13 @@ void answer_operation(self_ptr self, core::OperationEnd& ended) {
     promise.deliver(words + "done");
 }
 
-/// Job events for the watchers (the campaigns): one message per pass with
-/// the jobs that started or ended in it, nothing when none did.
+core::Duration to_wall(self_ptr self);
+core::JobView wall_clock_view(core::JobView v, core::Duration offset);
+
+/// Job events for the watchers (the campaigns, a gateway's waits): one
+/// message per pass with the jobs that started or ended in it, and the views
+/// of those that ended (what a waiting client is answered: no round trip
+/// back here to ask for them), nothing when no job did either.
 void tell_watchers(self_ptr self, const core::Outbox& out) {
   auto& st = self->state;
   if (st.watchers.empty() || (out.started_jobs.empty() && out.finished_jobs.empty())) return;
@@ -111,8 +116,13 @@ void tell_watchers(self_ptr self, const core::Outbox& out) {
   jobs.reserve(out.started_jobs.size() + out.finished_jobs.size());
   jobs.insert(jobs.end(), out.started_jobs.begin(), out.started_jobs.end());
   jobs.insert(jobs.end(), out.finished_jobs.begin(), out.finished_jobs.end());
-  // One-way and untyped: a watcher is any actor that takes the list.
-  for (const auto& w : st.watchers) caf::anon_send(w, watch_atom::value, jobs);
+  std::vector<core::JobView> ended;
+  ended.reserve(out.finished_jobs.size());
+  auto offset = to_wall(self);
+  for (auto id : out.finished_jobs)
+    if (auto v = st.core->job_view(id, true)) ended.push_back(wall_clock_view(std::move(*v), offset));
+  // One-way and untyped: a watcher is any actor that takes the lists.
+  for (const auto& w : st.watchers) caf::anon_send(w, watch_atom::value, jobs, ended);
 }
 
 /// Runs a scheduling pass (if started) and sends what the core asked for.

@@ -321,9 +321,12 @@ TEST_F(SchedulerNodeTest, AWatcherHearsOfItsPartitionsJobsUntilItUnwatches) {
   auto s = spawn(actors::scheduler, scheduler_config());
   add_node(s, node_spec(1, 4000));
   auto heard = std::make_shared<std::vector<uint64_t>>();
-  auto watcher = spawn([heard]() -> caf::behavior {
-    return {[heard](actors::watch_atom, const std::vector<core::JobId>& jobs) {
+  auto ended = std::make_shared<std::vector<core::JobView>>();
+  auto watcher = spawn([heard, ended]() -> caf::behavior {
+    return {[heard, ended](actors::watch_atom, const std::vector<core::JobId>& jobs,
+                           const std::vector<core::JobView>& views) {
       for (auto j : jobs) heard->push_back(j.value);
+      ended->insert(ended->end(), views.begin(), views.end());
     }};
   });
   auto tell = [&](auto atom) {
@@ -335,6 +338,7 @@ TEST_F(SchedulerNodeTest, AWatcherHearsOfItsPartitionsJobsUntilItUnwatches) {
   ASSERT_TRUE(ask<core::JobId>(s, job(7, 1, 1000)).has_value()) << sys().render(last_error);
   run();
   EXPECT_EQ(*heard, std::vector<uint64_t>{7}) << "placed: the watcher hears of it";
+  EXPECT_TRUE(ended->empty()) << "placed, not ended: no view";
   tell(actors::unwatch_atom::value);
   ASSERT_TRUE(ask<core::JobId>(s, job(8, 1, 1000)).has_value()) << sys().render(last_error);
   run();

@@ -163,7 +163,9 @@ class CafClient {
   /// An actor that counts the job events (watch_atom) it is told of.
   caf::actor spy(std::shared_ptr<std::atomic<int>> heard) {
     dummies_.push_back(sys_.spawn([heard]() -> caf::behavior {
-      return {[heard](actors::watch_atom, const std::vector<core::JobId>&) { ++*heard; }};
+      return {[heard](actors::watch_atom, const std::vector<core::JobId>&, const std::vector<core::JobView>&) {
+        ++*heard;
+      }};
     }));
     return dummies_.back();
   }
