@@ -42,7 +42,12 @@ caf::expected<gateway_actor> connect_gateway(caf::actor_system& sys, const std::
               return;
             }
             if (!sys.assignable(interface, sys.message_types(caf::detail::type_list<gateway_actor>{}))) {
-              result = caf::make_error(caf::sec::unexpected_actor_messaging_interface);
+              // Any change to the gateway's messages changes this set: a
+              // client, agent or member of another build cannot talk to it.
+              result = messages::to_caf_error(core::make_error(
+                  core::Errc::wrong_state, host + ":" + std::to_string(port) +
+                                               " runs a claimsched of another build, whose messages differ from "
+                                               "this one's: use the client, agents and servers of one build"));
               return;
             }
             result = caf::actor_cast<gateway_actor>(std::move(ptr));

@@ -514,5 +514,25 @@ TEST_F(HostileLoginTest, GuessedTokensArePausedPerClientAndSessionsAreCapped) {
   EXPECT_TRUE(cluster.server().running());
 }
 
+TEST(GatewayOfAnotherBuild, AClientIsToldItsServerSpeaksAnotherBuildsMessages) {
+  // A server whose gateway takes other messages (another build): published
+  // here, in this process, as an actor of another interface.
+  caf::actor_system_config cfg;
+  actors::configure(cfg);
+  caf::actor_system sys{cfg};
+  using other_gateway = caf::typed_actor<caf::reacts_to<actors::tick_atom, uint64_t>>;
+  auto other = sys.spawn([]() -> other_gateway::behavior_type { return {[](actors::tick_atom, uint64_t) {}}; });
+  auto port = sys.middleman().publish(other, 0, "127.0.0.1", true);
+  ASSERT_TRUE(port) << sys.render(port.error());
+  auto gateway = actors::connect_gateway(sys, "127.0.0.1", *port, std::chrono::seconds(10));
+  ASSERT_FALSE(gateway);
+  auto why = messages::from_caf_error(gateway.error(), &sys).message;
+  EXPECT_NE(why.find("127.0.0.1:" + std::to_string(*port) + " runs a claimsched of another build"), std::string::npos)
+      << why;
+  caf::anon_send_exit(other, caf::exit_reason::user_shutdown);
+  caf::scoped_actor self{sys};
+  actors::stop_network_helpers(sys, *self);
+}
+
 }  // namespace
 }  // namespace claimsched::testing
