@@ -208,6 +208,7 @@ std::optional<pid_t> KeeperZygote::spawn(const std::string& keeper_binary, const
     return std::nullopt;
   }
   int32_t answer = 0;
+  int err = ETIMEDOUT;
   for (;;) {
     pollfd pfd{socket_.get(), POLLIN, 0};
     int r = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
@@ -215,13 +216,19 @@ std::optional<pid_t> KeeperZygote::spawn(const std::string& keeper_binary, const
     if (r <= 0) break;
     ssize_t got = ::recv(socket_.get(), &answer, sizeof answer, 0);
     if (got < 0 && errno == EINTR) continue;
-    if (got != sizeof answer) break;
+    if (got != sizeof answer) {
+      err = ECONNRESET;
+      break;
+    }
     if (answer == -EINVAL) return std::nullopt;  // it could not read the request: exec'd instead
     return answer;
   }
-  // No answer: whatever it did, nothing more is asked of it.
+  // Taken but not answered: a keeper may have been forked, so this start
+  // fails rather than start the task a second time; such a keeper reads end
+  // of file on its control pipe when the caller drops it, and kills its task
+  // (keeper.hpp). Nothing more is asked of this zygote.
   broken_ = true;
-  return std::nullopt;
+  return -err;
 }
 
 }  // namespace claimsched::agent

@@ -50,9 +50,12 @@ class KeeperZygote {
   KeeperZygote& operator=(const KeeperZygote&) = delete;
 
   /// As spawn_keeper: the keeper's pid (> 0), or minus the errno of its
-  /// failed fork. nullopt: the zygote did not take it (a request too long
-  /// for it, or the zygote is gone or did not answer within `timeout`: then
-  /// broken() and no more requests go to it); spawn_keeper it instead.
+  /// failed fork, or -ETIMEDOUT / -ECONNRESET when the zygote took the
+  /// request but gave no answer within `timeout` (then broken(): it may have
+  /// forked a keeper, so the start fails rather than risk a second one).
+  /// nullopt: the zygote did not take it (a request too long for it, or the
+  /// zygote is gone: then broken()); spawn_keeper it instead. No request
+  /// goes to a broken zygote.
   std::optional<pid_t> spawn(const std::string& keeper_binary, const keeper::Args& args,
                              std::chrono::milliseconds timeout);
   bool broken() const { return broken_; }

@@ -331,8 +331,10 @@ struct ProcessSupervisor::Impl {
     auto pid =
         zygote->spawn(keeper_binary, args, std::chrono::duration_cast<std::chrono::milliseconds>(options.exec_timeout));
     if (zygote->broken()) {
-      spdlog::warn("process-supervisor: the keepers' zygote (pid {}) stopped answering; keepers are exec'd from now on",
-                   zygote->pid());
+      spdlog::warn(
+          "process-supervisor: the keepers' zygote (pid {}) is gone or stopped answering; keepers are exec'd "
+          "from now on",
+          zygote->pid());
       zygote.reset();
       zygote_failed = true;
     }
