@@ -147,6 +147,10 @@ core::Expected<std::unique_ptr<KeeperZygote>> KeeperZygote::start(const std::str
   char* argv[] = {strings[0].data(), strings[1].data(), strings[2].data(), strings[3].data(), nullptr};
   const int socket = theirs.get();
   const char* path = keeper_binary.c_str();
+  // No environment: it needs none, and a keeper forked from it keeps the
+  // zygote's (in /proc/<pid>/environ) while its task gets the request's, so
+  // the agent's own settings (CLAIMSCHED_*) show nowhere near a task.
+  char* no_env[] = {nullptr};
   // As in spawn_keeper: the child only calls dup2, execve and _exit.
   volatile int child_error = 0;
   pid_t pid = ::vfork();
@@ -155,7 +159,7 @@ core::Expected<std::unique_ptr<KeeperZygote>> KeeperZygote::start(const std::str
       child_error = errno;
       ::_exit(127);
     }
-    ::execve(path, argv, environ);
+    ::execve(path, argv, no_env);
     child_error = errno;
     ::_exit(127);
   }
