@@ -1,6 +1,6 @@
 #pragma once
 
-// A task's keeper: the process the supervisor forks for every task. It sets
+// A task's keeper: the process the supervisor starts for every task. It sets
 // the task's session, files and directory up, starts the task (vfork +
 // execve) and waits for it, then ends the way the task ended (same exit
 // code, same signal), so the supervisor sees the task's own status. With
@@ -21,7 +21,27 @@
 // SIGTERM that stops a task's process group stops only the task; SIGKILL
 // ends both, and the task also has PR_SET_PDEATHSIG tied to its keeper.
 // Between fork and exit it uses only async-signal-safe calls.
+//
+// The zygote. Exec'ing claimsched-keeper per task cost about as much CPU as
+// exec'ing the task itself (glibc's start-up reads the CPU's cache sizes
+// through cpuid, which traps to the hypervisor on a VM; page faults of a
+// fresh image). So the supervisor starts the program once, as a zygote
+// (`claimsched-keeper --zygote`, keeper_main.cpp), and each keeper is a
+// fork of it - no exec - made a child of the agent itself (CLONE_PARENT):
+// the agent reaps it, watches it by pidfd, detaches and adopts it exactly
+// as an exec'd keeper, which it is in every other respect (same code, same
+// descriptors 0-4, same argv). keeper_probe (bench/micro) measures the
+// three ways. A request on the zygote's socket (SOCK_SEQPACKET, descriptor
+// 0) is one message: uint32 argc, uint32 envc, then argc + envc strings
+// each ending in NUL (the keeper's argv as keeper_main.cpp reads it, then
+// its environment), with kZygoteFds descriptors (SCM_RIGHTS) that become
+// the keeper's 0-4. The answer is an int32: the keeper's pid, or minus an
+// errno.
 
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -85,6 +105,12 @@ struct Args {
   /// exist, before it moves there (LaunchSpec::make_workdir).
   bool make_workdir = false;
 };
+
+/// The zygote's mode argument, the descriptors a request carries and the
+/// largest request it reads (a larger one is started by an exec instead).
+inline constexpr char kZygoteArg[] = "--zygote";
+inline constexpr int kZygoteFds = 5;
+inline constexpr size_t kZygoteMaxRequest = 128 * 1024;
 
 /// The byte that tells a keeper to outlive the agent.
 inline constexpr char kDetach = 'D';

@@ -1,10 +1,14 @@
 #include "agent/keeper_spawn.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <vector>
 
@@ -49,19 +53,27 @@ core::Expected<std::string> find_keeper_binary(const std::string& configured) {
   return executable_file(beside) ? beside.string() : std::string();
 }
 
+namespace {
+
+/// The keeper's arguments up to the task's, as keeper_main.cpp reads them.
+std::vector<std::string> keeper_head(const std::string& keeper_binary, const keeper::Args& a) {
+  return {keeper_binary,
+          std::to_string(a.parent),
+          std::to_string(a.max_fd),
+          a.workdir ? a.workdir : "",
+          a.exit_path ? a.exit_path : "",
+          a.exit_tmp_path ? a.exit_tmp_path : "",
+          a.cgroup_procs ? a.cgroup_procs : "",
+          a.stdout_path ? a.stdout_path : "",
+          a.stderr_path ? a.stderr_path : "",
+          a.make_workdir ? "1" : "",
+          a.path};
+}
+
+}  // namespace
+
 pid_t spawn_keeper(const std::string& keeper_binary, const keeper::Args& a) {
-  // Arguments as keeper_main.cpp reads them.
-  std::vector<std::string> head{keeper_binary,
-                                std::to_string(a.parent),
-                                std::to_string(a.max_fd),
-                                a.workdir ? a.workdir : "",
-                                a.exit_path ? a.exit_path : "",
-                                a.exit_tmp_path ? a.exit_tmp_path : "",
-                                a.cgroup_procs ? a.cgroup_procs : "",
-                                a.stdout_path ? a.stdout_path : "",
-                                a.stderr_path ? a.stderr_path : "",
-                                a.make_workdir ? "1" : "",
-                                a.path};
+  std::vector<std::string> head = keeper_head(keeper_binary, a);
   std::vector<char*> argv;
   for (auto& s : head) argv.push_back(s.data());
   for (char* const* arg = a.argv; *arg != nullptr; ++arg) argv.push_back(*arg);
@@ -112,6 +124,115 @@ pid_t spawn_keeper(const std::string& keeper_binary, const keeper::Args& a) {
     }
   }
   return err == 0 ? pid : -err;
+}
+
+KeeperZygote::~KeeperZygote() {
+  if (pid_ <= 0) return;
+  // Its end of file ends it; it holds nothing that must finish first.
+  socket_.reset();
+  if (broken_) ::kill(pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+  }
+}
+
+core::Expected<std::unique_ptr<KeeperZygote>> KeeperZygote::start(const std::string& keeper_binary) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) != 0)
+    return core::make_error(core::Errc::io_error, std::string("socketpair: ") + std::strerror(errno));
+  launch::UniqueFd ours(sv[0]), theirs(sv[1]);
+  std::string parent = std::to_string(::getpid());
+  // The padding is room for each keeper's own arguments in `ps` (keeper_main.cpp).
+  std::vector<std::string> strings{keeper_binary, keeper::kZygoteArg, parent, std::string(256, ' ')};
+  char* argv[] = {strings[0].data(), strings[1].data(), strings[2].data(), strings[3].data(), nullptr};
+  const int socket = theirs.get();
+  const char* path = keeper_binary.c_str();
+  // No environment: it needs none, and a keeper forked from it keeps the
+  // zygote's (in /proc/<pid>/environ) while its task gets the request's, so
+  // the agent's own settings (CLAIMSCHED_*) show nowhere near a task.
+  char* no_env[] = {nullptr};
+  // As in spawn_keeper: the child only calls dup2, execve and _exit.
+  volatile int child_error = 0;
+  pid_t pid = ::vfork();
+  if (pid == 0) {
+    if (::dup2(socket, 0) < 0) {
+      child_error = errno;
+      ::_exit(127);
+    }
+    ::execve(path, argv, no_env);
+    child_error = errno;
+    ::_exit(127);
+  }
+  int err = pid < 0 ? errno : child_error;
+  if (pid > 0 && err != 0) {
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  if (err != 0)
+    return core::make_error(core::Errc::io_error, "spawn of " + keeper_binary + " --zygote: " + std::strerror(err));
+  auto zygote = std::unique_ptr<KeeperZygote>(new KeeperZygote);
+  zygote->pid_ = pid;
+  zygote->socket_ = std::move(ours);
+  return zygote;
+}
+
+std::optional<pid_t> KeeperZygote::spawn(const std::string& keeper_binary, const keeper::Args& a,
+                                         std::chrono::milliseconds timeout) {
+  if (broken_) return std::nullopt;
+  std::vector<std::string> head = keeper_head(keeper_binary, a);
+  uint32_t counts[2] = {static_cast<uint32_t>(head.size()), 0};
+  std::string data(sizeof counts, '\0');
+  for (const auto& s : head) data.append(s.c_str(), s.size() + 1);
+  for (char* const* arg = a.argv; *arg != nullptr; ++arg, ++counts[0]) data.append(*arg, std::strlen(*arg) + 1);
+  for (char* const* var = a.envp; *var != nullptr; ++var, ++counts[1]) data.append(*var, std::strlen(*var) + 1);
+  std::memcpy(data.data(), counts, sizeof counts);
+  if (data.size() > keeper::kZygoteMaxRequest) return std::nullopt;  // too long for it: exec'd instead
+
+  const int fds[keeper::kZygoteFds] = {a.stdin_fd, a.stdout_fd, a.stderr_fd, a.report_fd, a.control_fd};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
+  iovec iov{data.data(), data.size()};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  c->cmsg_level = SOL_SOCKET;
+  c->cmsg_type = SCM_RIGHTS;
+  c->cmsg_len = CMSG_LEN(sizeof fds);
+  std::memcpy(CMSG_DATA(c), fds, sizeof fds);
+  ssize_t sent;
+  while ((sent = ::sendmsg(socket_.get(), &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  }
+  if (sent < 0) {
+    // EMSGSIZE: a request beyond the socket's buffer; anything else: the
+    // zygote is gone. Either way this task's keeper is exec'd.
+    if (errno != EMSGSIZE) broken_ = true;
+    return std::nullopt;
+  }
+  int32_t answer = 0;
+  int err = ETIMEDOUT;
+  for (;;) {
+    pollfd pfd{socket_.get(), POLLIN, 0};
+    int r = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    ssize_t got = ::recv(socket_.get(), &answer, sizeof answer, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got != sizeof answer) {
+      err = ECONNRESET;
+      break;
+    }
+    if (answer == -EINVAL) return std::nullopt;  // it could not read the request: exec'd instead
+    return answer;
+  }
+  // Taken but not answered: a keeper may have been forked, so this start
+  // fails rather than start the task a second time; such a keeper reads end
+  // of file on its control pipe when the caller drops it, and kills its task
+  // (keeper.hpp). Nothing more is asked of this zygote.
+  broken_ = true;
+  return -err;
 }
 
 }  // namespace claimsched::agent

@@ -166,6 +166,10 @@ struct ProcessSupervisor::Impl {
   SupervisorOptions options;
   /// The keeper program spawned per task; empty: keepers are forked.
   std::string keeper_binary;
+  /// Keepers forked from it instead of exec'd (SupervisorOptions::keeper_zygote);
+  /// started at the first task, on the thread. Null: none (yet, or off).
+  std::unique_ptr<KeeperZygote> zygote;
+  bool zygote_failed = false;
   UniqueFd wake_fd;
   std::atomic<size_t> running{0};
 
@@ -255,7 +259,8 @@ struct ProcessSupervisor::Impl {
     const auto started = Clock::now();
     pid_t pid = 0;
     if (!keeper_binary.empty()) {
-      pid = spawn_keeper(keeper_binary, args);
+      std::optional<pid_t> forked = spawn_from_zygote(args);
+      pid = forked ? *forked : spawn_keeper(keeper_binary, args);
       if (pid < 0) drop_cgroup();
       if (pid < 0)
         return io_error(
@@ -308,6 +313,32 @@ struct ProcessSupervisor::Impl {
     spdlog::debug("process-supervisor: started {} as pid {} (handle {}) in {} us", in_quotes(p.command), pid, handle,
                   std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
     return handle;
+  }
+
+  /// The keeper forked by the zygote (started now if need be), or nullopt
+  /// when there is none to ask or it did not take the request.
+  std::optional<pid_t> spawn_from_zygote(const keeper::Args& args) {
+    if (!options.keeper_zygote || zygote_failed) return std::nullopt;
+    if (!zygote) {
+      auto started = KeeperZygote::start(keeper_binary);
+      if (!started) {
+        zygote_failed = true;
+        spdlog::warn("process-supervisor: {}; each task's keeper is exec'd instead", started.error().message);
+        return std::nullopt;
+      }
+      zygote = std::move(*started);
+    }
+    auto pid =
+        zygote->spawn(keeper_binary, args, std::chrono::duration_cast<std::chrono::milliseconds>(options.exec_timeout));
+    if (zygote->broken()) {
+      spdlog::warn(
+          "process-supervisor: the keepers' zygote (pid {}) is gone or stopped answering; keepers are exec'd "
+          "from now on",
+          zygote->pid());
+      zygote.reset();
+      zygote_failed = true;
+    }
+    return pid;
   }
 
   /// Waits until the child's execve closes the report pipe (success) or the
@@ -683,6 +714,7 @@ struct ProcessSupervisor::Impl {
       for (auto& [handle, exit] : finished) report(handle, std::move(exit));
     }
 
+    zygote.reset();  // reaped here, before the thread whose death would kill it ends
     std::deque<Request> rest;
     {
       std::lock_guard lock(mutex);

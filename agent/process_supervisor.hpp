@@ -4,8 +4,10 @@
 // (no CAF): the node actor owns a ProcessSupervisor, calls start/kill from its
 // own thread and forwards the on_exit callbacks to itself as messages.
 //
-// Threads. The supervisor owns one thread. It starts every child - a spawn
-// of the claimsched-keeper program, or a fork of the agent without it (so the
+// Threads. The supervisor owns one thread. It starts every child - a fork
+// of the claimsched-keeper zygote it started (a child of this process all the
+// same, agent/keeper.hpp), an exec of that program without the zygote, or a
+// fork of the agent without the program (so the
 // children's PR_SET_PDEATHSIG, which fires when the *forking thread* exits,
 // is tied to a thread that lives exactly as long as the supervisor), reaps
 // them (waitpid on its own pids only, woken by a pidfd per child; it never
@@ -194,6 +196,12 @@ struct SupervisorOptions {
   std::string keeper_binary;
   /// Fork keepers even where a keeper program is found.
   bool fork_keepers = false;
+  /// Where the keeper program is used: start it once as a zygote and fork
+  /// each task's keeper from it (a child of this process all the same)
+  /// instead of exec'ing it per task, which cost about as much CPU as the
+  /// task's own exec (agent/keeper.hpp, "The zygote"). If the zygote cannot
+  /// start or stops answering, keepers are exec'd as without it.
+  bool keeper_zygote = true;
   /// How often the resident memory of tasks with a memory limit is sampled
   /// (agent/memory_limit.hpp); zero turns the sampling, and so the limit,
   /// off. Every sample reads /proc/<pid>/stat of every process once.

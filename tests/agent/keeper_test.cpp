@@ -24,6 +24,7 @@
 #include <set>
 #include <sstream>
 #include <thread>
+#include <vector>
 
 #include "agent/process_supervisor.hpp"
 #include "tests/agent/exits.hpp"
@@ -70,6 +71,93 @@ TEST_F(ProcessSupervisorTest, WithoutAKeeperProgramTheKeeperIsAForkAndGivesTheSa
   EXPECT_EQ(read_file(dir_ / "lazy.err"), "err\n");
   auto sleeper = supervisor.start(shell("exec sleep 30"));
   ASSERT_TRUE(sleeper) << sleeper.error().to_string();
+  supervisor.kill(*sleeper, "test");
+  auto killed = exits.wait(*sleeper);
+  ASSERT_TRUE(killed);
+  EXPECT_EQ(killed->how, How::killed_on_request);
+}
+
+/// This process's children whose command line has `word` (/proc).
+std::vector<pid_t> children_with(const std::string& word) {
+  std::vector<pid_t> found;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const auto name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string stat = read_file(entry.path() / "stat");
+    auto paren = stat.rfind(')');
+    if (paren == std::string::npos) continue;
+    std::istringstream rest(stat.substr(paren + 1));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    std::string cmdline = read_file(entry.path() / "cmdline");
+    if (ppid == ::getpid() && state != 'Z' && cmdline.find(word) != std::string::npos) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+// Keepers are forks of one zygote (keeper.hpp), not an exec each, yet
+// children of the agent, which reaps them and reads their ends as before.
+TEST_F(ProcessSupervisorTest, KeepersAreForkedFromOneZygoteAsChildrenOfTheAgent) {
+  for (bool zygote : {true, false}) {
+    SCOPED_TRACE(zygote ? "zygote" : "exec");
+    Exits exits;
+    SupervisorOptions options;
+    options.keeper_zygote = zygote;
+    ProcessSupervisor supervisor(exits.callback(), options);
+    std::vector<uint64_t> handles;
+    for (int i = 0; i < 3; ++i) {
+      auto spec = shell("echo $PPID; readlink /proc/$PPID/exe; exit " + std::to_string(i));
+      spec.stdout_path = (dir_ / (std::to_string(i) + (zygote ? ".zygote" : ".exec"))).string();
+      auto handle = supervisor.start(spec);
+      ASSERT_TRUE(handle) << handle.error().to_string();
+      handles.push_back(*handle);
+    }
+    EXPECT_EQ(children_with(keeper::kZygoteArg).size(), zygote ? 1u : 0u);
+    std::set<pid_t> keepers;
+    for (int i = 0; i < 3; ++i) {
+      auto exit = exits.wait(handles[i]);
+      ASSERT_TRUE(exit);
+      EXPECT_EQ(exit->exit_code, i) << exit->detail;
+      std::istringstream out(read_file(dir_ / (std::to_string(i) + (zygote ? ".zygote" : ".exec"))));
+      pid_t keeper = 0;
+      std::string exe;
+      out >> keeper >> exe;
+      keepers.insert(keeper);
+      EXPECT_NE(exe.find("claimsched-keeper"), std::string::npos) << exe;
+    }
+    EXPECT_EQ(keepers.size(), 3u) << "a keeper per task";
+    for (pid_t zygote_pid : children_with(keeper::kZygoteArg))
+      EXPECT_EQ(read_file("/proc/" + std::to_string(zygote_pid) + "/environ"), "") << "the agent's settings stay out";
+  }
+  EXPECT_TRUE(eventually([] { return children_with(keeper::kZygoteArg).empty(); }))
+      << "the zygote ends with its supervisor";
+}
+
+// A zygote that dies (killed by hand, say) costs no task: the next start
+// finds it gone and exec's keepers from then on.
+TEST_F(ProcessSupervisorTest, WhenTheZygoteDiesKeepersAreExecdAndTasksStillStart) {
+  Exits exits;
+  SupervisorOptions options;
+  options.kill_grace = 300ms;
+  ProcessSupervisor supervisor(exits.callback(), options);
+  auto sleeper = supervisor.start(shell("exec sleep 30"));
+  ASSERT_TRUE(sleeper) << sleeper.error().to_string();
+  auto zygotes = children_with(keeper::kZygoteArg);
+  ASSERT_EQ(zygotes.size(), 1u);
+  ASSERT_EQ(::kill(zygotes[0], SIGKILL), 0);
+  // Dead, not dying: a request it took before it died fails its start
+  // instead (it may have forked a keeper), which is not what this test is about.
+  ASSERT_TRUE(eventually([] { return children_with(keeper::kZygoteArg).empty(); }));
+  for (int i = 0; i < 2; ++i) {
+    auto handle = supervisor.start(shell("exit 7"));
+    ASSERT_TRUE(handle) << handle.error().to_string();
+    auto exit = exits.wait(*handle);
+    ASSERT_TRUE(exit);
+    EXPECT_EQ(exit->exit_code, 7) << exit->detail;
+  }
+  EXPECT_TRUE(children_with(keeper::kZygoteArg).empty());
+  // The task whose keeper the zygote made runs on, watched as before.
   supervisor.kill(*sleeper, "test");
   auto killed = exits.wait(*sleeper);
   ASSERT_TRUE(killed);

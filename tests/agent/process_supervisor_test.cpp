@@ -154,17 +154,19 @@ TEST_F(ProcessSupervisorTest, WorkdirIsHonouredAndRelativeOutputPathsUseIt) {
   EXPECT_EQ(read_file(dir_ / "work/logs/task-0/out.txt"), fs::canonical(dir_ / "work").string() + "\n");
 }
 
-// The agent's job directories: made by the keeper (spawned or forked), one
-// level, before the task runs there; a start whose directory cannot be made
-// fails and says so, as a missing workdir does.
+// The agent's job directories: made by the keeper (forked from the zygote,
+// exec'd, or a fork of the agent), one level, before the task runs there; a
+// start whose directory cannot be made fails and says so, as a missing
+// workdir does.
 TEST_F(ProcessSupervisorTest, AWorkdirTheKeeperMakesExistsBeforeTheTaskRunsThere) {
-  for (bool fork_keepers : {false, true}) {
-    SCOPED_TRACE(fork_keepers ? "forked keeper" : "spawned keeper");
+  for (std::string mode : {"zygote", "exec", "fork"}) {
+    SCOPED_TRACE(mode + " keeper");
     Exits exits;
     SupervisorOptions options;
-    options.fork_keepers = fork_keepers;
+    options.fork_keepers = mode == "fork";
+    options.keeper_zygote = mode == "zygote";
     ProcessSupervisor supervisor(exits.callback(), options);
-    const fs::path job = dir_ / (fork_keepers ? "job-forked" : "job-spawned");
+    const fs::path job = dir_ / ("job-" + mode);
     LaunchSpec spec;
     spec.argv = {"/bin/sh", "-c", "pwd -P; echo x > left.txt; echo err >&2"};
     spec.workdir = job.string();
