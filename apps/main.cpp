@@ -81,6 +81,11 @@ void add_sim(CLI::App& app, claimsched::apps::SimOptions& o) {
   sim->add_option("--sync", o.sync, "With --data-dir: always, batch or none")
       ->check(CLI::IsMember({"always", "batch", "none"}))
       ->capture_default_str();
+  sim->add_option("--writes-in-flight", o.writes_in_flight,
+                  "With --data-dir: store writes in flight per scheduler (0 = the scheduler's default)")
+      ->capture_default_str();
+  add_duration(*sim, "--node-sync-interval", o.node_sync_interval,
+               "With --sync batch: the node store's fsyncs at most this often (0s = after each write)");
   sim->add_option("--http", o.http, "Serve GET /metrics on HOST:PORT while the run lasts (port 0: any, printed)");
   add_duration(*sim, "--http-linger", o.http_linger, "With --http: keep serving this long after the report");
 }

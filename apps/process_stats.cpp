@@ -24,6 +24,13 @@ uint64_t peak_rss() {
   return 0;
 }
 
+double process_cpu_seconds() {
+  rusage u{};
+  if (::getrusage(RUSAGE_SELF, &u) != 0) return 0;
+  auto secs = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  return secs(u.ru_utime) + secs(u.ru_stime);
+}
+
 uint64_t raise_open_file_limit(uint64_t cap) {
   rlimit r{};
   if (::getrlimit(RLIMIT_NOFILE, &r) != 0) return 0;

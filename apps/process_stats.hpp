@@ -11,6 +11,9 @@ namespace claimsched::apps {
 uint64_t heap_in_use();
 /// Peak resident set size in bytes (VmHWM), 0 if unknown.
 uint64_t peak_rss();
+/// CPU time this process used so far (user + system, every thread), in
+/// seconds; 0 if unknown.
+double process_cpu_seconds();
 
 /// Raises this process's soft limit on open files to its hard limit (at most
 /// `cap`) and returns the limit now in force (0 if unknown). A server holds a

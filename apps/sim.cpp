@@ -181,6 +181,8 @@ core::Status SimOptions::validate() const {
   if (http_linger.count() > 0 && http.empty()) return bad("--http-linger needs --http");
   if (!http.empty() && !scenario.empty()) return bad("--http serves the synthetic load's run, not a --scenario");
   if (auto s = storage::parse_sync_mode(sync); !s) return bad("--sync: " + s.error().message);
+  if (node_sync_interval.count() < 0 || node_sync_interval > std::chrono::seconds(1))
+    return bad("--node-sync-interval must be in [0s, 1s]");
   return core::Status::ok();
 }
 
@@ -315,6 +317,7 @@ int run_sim(const SimOptions& cli) {
       setup.store_dir = data->partition_dir(k + 1);
       setup.identity = {data->cluster_id(), sc.scheduler.partition};
       setup.store_options = store_options(opt);
+      if (opt.writes_in_flight > 0) sc.max_writes_in_flight = opt.writes_in_flight;
       setup.recover = opt.resume;
       setup.change_feed = opt.replicas;
     }
@@ -346,7 +349,9 @@ int run_sim(const SimOptions& cli) {
   std::shared_ptr<storage::NodeStore> node_store;
   std::map<core::NodeId, storage::LoadedNode> stored_nodes;
   if (data) {
-    auto store = storage::NodeStore::open(data->node_dir(), {data->cluster_id(), "sim"}, store_options(opt));
+    auto node_options = store_options(opt);
+    node_options.sync_interval = std::chrono::duration_cast<std::chrono::microseconds>(opt.node_sync_interval);
+    auto store = storage::NodeStore::open(data->node_dir(), {data->cluster_id(), "sim"}, node_options);
     if (!store) return fail(store.error().to_string());
     node_store = std::move(*store);
     if (opt.resume) {
@@ -470,6 +475,7 @@ int run_sim(const SimOptions& cli) {
 
   // -- place -------------------------------------------------------------------
   auto started = actors::now(sys);
+  const double cpu_at_start = process_cpu_seconds();
   for (auto& s : schedulers) self->send(s, actors::start_atom::value);
   Totals totals;
   bool timed_out = false;
@@ -510,6 +516,7 @@ int run_sim(const SimOptions& cli) {
   }
 
   bar.finish();
+  report.placement_cpu_s = process_cpu_seconds() - cpu_at_start;
 
   // -- check ---------------------------------------------------------------------
   // Hold the schedulers and let what is in flight land, so the nodes and the

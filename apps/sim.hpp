@@ -49,6 +49,10 @@ struct SimOptions {
   bool resume = false;
   /// Durability with data_dir: always | batch | none.
   std::string sync = "batch";
+  /// With data_dir: each scheduler's store writes in flight (0: the
+  /// scheduler's default) and the node store's commit delay (--sync batch).
+  uint32_t writes_in_flight = 0;
+  core::Duration node_sync_interval = std::chrono::milliseconds(10);  // storage::kNodeStoreSyncInterval
   /// With data_dir: a standby replica per partition follows its primary's
   /// change log (in data_dir/replica-K); at the end it must equal the primary.
   bool replicas = false;

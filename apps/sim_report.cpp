@@ -54,6 +54,8 @@ std::string to_json(const SimOptions& o, const SimReport& r) {
   j["jobs_refused_by_allotment"] = r.jobs_refused_by_allotment;
   j["unplaced_refused_by_allotment"] = r.unplaced_refused_by_allotment;
   j["elapsed_s"] = r.elapsed_s;
+  j["placement_cpu_s"] = r.placement_cpu_s;
+  j["cpu_us_per_placement"] = r.placements() > 0 ? r.placement_cpu_s * 1e6 / static_cast<double>(r.placements()) : 0.0;
   j["placements_per_sec"] = r.placements_per_sec();
   j["claims"] = s.claims_sent;
   j["claims_per_placement"] = ratio(s.claims_sent, placements);

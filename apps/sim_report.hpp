@@ -21,6 +21,10 @@ struct SimReport {
   /// Tasks still pending when the run ended.
   uint64_t unplaced = 0;
   double elapsed_s = 0;
+  /// CPU time of the whole process (every thread) while it placed: from the
+  /// start until the run was seen done (polled every 20 ms). Less at the mercy
+  /// of other load on the machine than elapsed_s.
+  double placement_cpu_s = 0;
   double utilization_cpu = 0;
   double utilization_memory = 0;
   uint64_t peak_rss_bytes = 0;

@@ -9,6 +9,12 @@
 # *_per_sec are the medians of placements/s over the rounds, durable_ratio =
 # durable / inmemory (issue 17 asks for at least 0.5); each round has both
 # runs' placements/s and the durable run's partition-store writes.
+# *_cpu_us_per_placement are the medians of the process's CPU time (every
+# thread) while it placed, per placement, and cpu_ratio = inmemory / durable
+# of those: what durable_ratio would be if both runs were CPU-bound on the
+# same cores. Other sessions' load moves it far less than the placements/s
+# (the in-memory run uses both cores, so it loses the most to a busy
+# machine). load_average is the 1-minute load before and after the rounds.
 #
 #   bench/durable_sim.sh [--rounds N] [--sync MODE] [--dir DIR] [-- EXTRA SIM ARGS...]
 #
@@ -39,6 +45,7 @@ done
 bin=${CLAIMSCHED:-./build/apps/claimsched}
 [[ -x $bin ]] || { echo "durable_sim.sh: no binary at $bin (build first, or set CLAIMSCHED)" >&2; exit 2; }
 
+load_before=$(cut -d' ' -f1 /proc/loadavg)
 work=$(mktemp -d ${base:+-p "$base"})
 trap 'rm -rf "$work"' EXIT
 out=$work/runs
@@ -61,10 +68,12 @@ for ((i = 0; i < rounds; i++)); do
     echo "round $((i + 1))/$rounds, $mode: $(python3 -c 'import json,sys; print(round(json.loads(sys.argv[1])["placements_per_sec"]))' "$line" 2>/dev/null) placements/s" >&2
   done
 done
-python3 - "$out" "$rounds" "$sync" <<'PY'
+python3 - "$out" "$rounds" "$sync" "$load_before" "$(cut -d' ' -f1 /proc/loadavg)" <<'PY'
 import json, statistics, sys
 path, rounds, sync = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+load = [float(sys.argv[4]), float(sys.argv[5])]
 runs = {"inmemory": [], "durable": []}
+cpu = {"inmemory": [], "durable": []}
 writes = []
 ok = True
 for line in open(path):
@@ -75,14 +84,20 @@ for line in open(path):
         ok = False
         continue
     runs[mode].append(j["placements_per_sec"])
+    cpu[mode].append(j.get("cpu_us_per_placement", 0.0))
     ok = ok and j["invariants_ok"]
     if mode == "durable":
         writes.append(j.get("store_writes", 0))
 mem = statistics.median(runs["inmemory"]) if runs["inmemory"] else 0.0
 dur = statistics.median(runs["durable"]) if runs["durable"] else 0.0
+mem_cpu = statistics.median(cpu["inmemory"]) if cpu["inmemory"] else 0.0
+dur_cpu = statistics.median(cpu["durable"]) if cpu["durable"] else 0.0
 print(json.dumps({"inmemory_per_sec": round(mem), "durable_per_sec": round(dur),
                   "durable_ratio": round(dur / mem, 3) if mem else 0.0,
-                  "invariants_ok": ok, "sync": sync,
+                  "inmemory_cpu_us_per_placement": round(mem_cpu, 3),
+                  "durable_cpu_us_per_placement": round(dur_cpu, 3),
+                  "cpu_ratio": round(mem_cpu / dur_cpu, 3) if dur_cpu else 0.0,
+                  "invariants_ok": ok, "sync": sync, "load_average": load,
                   "rounds": [{"inmemory": round(a), "durable": round(b), "store_writes": w}
                              for a, b, w in zip(runs["inmemory"], runs["durable"], writes)]}))
 sys.exit(0 if ok and len(runs["inmemory"]) == rounds and len(runs["durable"]) == rounds else 1)

@@ -247,6 +247,8 @@ Status StoreOptions::validate() const {
   if (write_buffer_size < (size_t{64} << 10))
     return core::make_error(Errc::invalid_argument,
                             "storage write_buffer_size: must be at least 64 KiB");
+  if (sync_interval && (sync_interval->count() < 0 || *sync_interval > std::chrono::seconds(1)))
+    return core::make_error(Errc::invalid_argument, "storage sync_interval: must be in [0, 1s]");
   return Status::ok();
 }
 
@@ -275,6 +277,7 @@ class Database::Writer {
  public:
   Writer(rocksdb::DB* db, std::string path, const StoreOptions& options, CommitMetrics& metrics)
       : db_(db), path_(std::move(path)), options_(options), metrics_(metrics) {
+    if (options_.sync == SyncMode::batch && options_.sync_interval) interval_ = *options_.sync_interval;
     thread_ = std::thread([this] { run(); });
   }
 
@@ -331,6 +334,12 @@ class Database::Writer {
         cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
         waiting_ = false;
         if (queue_.empty()) return;  // stopping and drained
+        // Commit delay: gather what arrives until the interval since the last
+        // synced write has passed. waiting_ stays false, so submits meanwhile
+        // do not wake this thread (one wake-up per write, not per batch).
+        if (interval_.count() > 0 && !stopping_)
+          cv_.wait_until(lock, last_sync_ + interval_, [&] { return stopping_; });
+        if (interval_.count() > 0) last_sync_ = std::chrono::steady_clock::now();
         size_t bytes = 0;
         while (!queue_.empty() &&
                (burst.empty() || bytes + queue_.front().batch.GetDataSize() <= options_.max_burst_bytes)) {
@@ -444,6 +453,9 @@ class Database::Writer {
   uint64_t queued_ = 0;
   bool waiting_ = false;
   bool stopping_ = false;
+  /// SyncMode::batch's commit delay (0: none) and when the last write began.
+  std::chrono::microseconds interval_{0};
+  std::chrono::steady_clock::time_point last_sync_{};
   std::optional<Error> failed_;
   WriterStats stats_;
   std::mutex join_mutex_;

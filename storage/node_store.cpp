@@ -303,7 +303,9 @@ Expected<std::unique_ptr<NodeStore>> NodeStore::open(const std::string& dir,
   id.kind = messages::StoreKind::nodes;
   id.cluster_id = identity.cluster_id;
   id.host = identity.host;
-  auto db = Database::open(dir, layout(), id, options);
+  StoreOptions with_interval = options;
+  if (!with_interval.sync_interval) with_interval.sync_interval = kNodeStoreSyncInterval;
+  auto db = Database::open(dir, layout(), id, with_interval);
   if (!db) return db.error();
   std::unique_ptr<NodeStore> store{new NodeStore{std::move(*db)}};
   if (!options.read_only)

@@ -43,6 +43,7 @@
 // Thread safety as PartitionStore: submit/write/load from any thread; a Batch
 // belongs to one thread at a time.
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -57,6 +58,14 @@
 namespace claimsched::storage {
 
 using messages::StoredNodeHeader;
+
+/// The node store's commit delay (StoreOptions::sync_interval) unless its
+/// options name one. Nothing waits for a node store write (a node answers
+/// before its changes are written; after a crash the owning scheduler's
+/// durable records decide, actors/node_persistence.hpp), so its fsyncs need
+/// not follow each batch: at most one per interval, each carrying every batch
+/// queued meanwhile. Every callback still fires after its batch's fsync.
+inline constexpr std::chrono::microseconds kNodeStoreSyncInterval{10'000};
 
 /// Whom a node store belongs to: the cluster and the host (agent name, or
 /// "sim" for the all-in-one process).

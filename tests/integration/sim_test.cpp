@@ -2,7 +2,10 @@
 // load, and its own invariant check passes.
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <chrono>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tests/integration/process.hpp"
@@ -92,6 +95,30 @@ TEST(SimTest, BadFlagsGiveAClearErrorAndExitCode) {
   r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --cas maybe 2>&1");
   EXPECT_NE(r.exit_code, 0);
   EXPECT_NE(r.out.find("--cas"), std::string::npos) << r.out;
+  r = run_command(std::string(CLAIMSCHED_BINARY) + " sim --node-sync-interval 2s 2>&1");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.out.find("--node-sync-interval must be in [0s, 1s]"), std::string::npos) << r.out;
+}
+
+// A durable run: the node store's bursts share fsyncs (its commit delay), the
+// placements' CPU time is reported, and the run holds its invariants.
+TEST(SimTest, ADurableRunsNodeStoreGathersItsBatchesAndItsCpuIsReported) {
+  char tmpl[] = "/tmp/claimsched-simtest-XXXXXX";
+  std::string dir = ::mkdtemp(tmpl);
+  auto started = std::chrono::steady_clock::now();
+  auto j = run_sim("--nodes 200 --partitions 2 --tasks 20000 --data-dir " + dir + "/data --sync batch");
+  auto lived = std::chrono::steady_clock::now() - started;
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(j["invariants_ok"].get<bool>()) << j.dump(2);
+  EXPECT_EQ(j["placements"].get<uint64_t>(), 20000u);
+  auto batches = j["node_store"]["batches"].get<uint64_t>();
+  auto syncs = j["node_store"]["syncs"].get<uint64_t>();
+  EXPECT_GT(batches, 1000u) << "one node store batch per confirmed claim";
+  // At most one fsync per 10 ms (kNodeStoreSyncInterval) of the process's
+  // life; without the delay this run made ~40 in ~150 ms.
+  EXPECT_LE(syncs, static_cast<uint64_t>(lived / std::chrono::milliseconds(10)) + 1) << j["node_store"].dump();
+  EXPECT_GT(j["placement_cpu_s"].get<double>(), 0.0);
+  EXPECT_GT(j["cpu_us_per_placement"].get<double>(), 0.0);
 }
 
 // Bug 7 of issue 13: `sim --nodes 10 --tasks 1000000` reported 801,075 tasks

@@ -359,6 +359,31 @@ TEST(NodeStore, PutReportReplacesAndEraseNodeRemovesEverything) {
   EXPECT_EQ(n.allocations, r.allocations);
 }
 
+TEST(NodeStore, ItsFsyncsFollowEachOtherNoFasterThanItsSyncInterval) {
+  // Nothing waits for a node store write: by default its synced writes are
+  // kNodeStoreSyncInterval apart (batches queued meanwhile share one fsync);
+  // options that name an interval keep it.
+  auto two_writes = [](const StoreOptions& o) {
+    TempDir tmp;
+    auto store = NodeStore::open(tmp.path(), host_a(), o);
+    EXPECT_TRUE(store);
+    auto t0 = std::chrono::steady_clock::now();
+    for (uint32_t node = 1; node <= 2; ++node) {
+      auto b = (*store)->batch();
+      b.put_header(header(node, 1));
+      EXPECT_OK((*store)->write(std::move(b)));
+    }
+    auto took = std::chrono::steady_clock::now() - t0;
+    EXPECT_EQ(load_all(**store).size(), 2u);
+    EXPECT_EQ((*store)->database().writer_stats().syncs, 2u);
+    return took;
+  };
+  EXPECT_GE(two_writes({}), kNodeStoreSyncInterval);
+  StoreOptions longer;
+  longer.sync_interval = std::chrono::milliseconds(300);
+  EXPECT_GE(two_writes(longer), std::chrono::milliseconds(300));
+}
+
 TEST(NodeStore, RecentTaskEndsReloadBySlotAndGoWithTheirNode) {
   TempDir tmp;
   auto store = NodeStore::open(tmp.path(), host_a());
