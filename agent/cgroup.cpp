@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -11,6 +12,8 @@
 #include <fstream>
 #include <sstream>
 #include <vector>
+
+#include "core/duration.hpp"
 
 namespace claimsched::agent::cgroup {
 
@@ -212,6 +215,23 @@ bool Tree::remove(const std::string& path) {
       }
   }
   return ::rmdir(path.c_str()) == 0 || errno == ENOENT;
+}
+
+std::optional<Tree> open_for_tasks(const std::string& configured, core::Duration memory_sample_interval) {
+  auto fallback = [&](const std::string& why) {
+    spdlog::warn(
+        "process-supervisor: tasks run without cgroups: {}. Their memory limit is enforced by sampling "
+        "each task's process group every {} (agent/memory_limit.hpp); their cpu is not limited",
+        why, core::format_duration(memory_sample_interval));
+    return std::nullopt;
+  };
+  auto dir = find_delegated(configured);
+  if (!dir) return fallback(dir.error().message);
+  auto tree = Tree::open(*dir);
+  if (!tree) return fallback(tree.error().message);
+  spdlog::info("process-supervisor: each task runs in a cgroup of its own under {} (memory.max, cpu.max, pids.max)",
+               *dir);
+  return std::move(*tree);
 }
 
 }  // namespace claimsched::agent::cgroup

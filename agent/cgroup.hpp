@@ -29,6 +29,7 @@
 #include <string_view>
 
 #include "core/error.hpp"
+#include "core/ids.hpp"
 
 namespace claimsched::agent::cgroup {
 
@@ -85,5 +86,10 @@ class Tree {
  private:
   std::string dir_;
 };
+
+/// The delegated tree to run tasks in (find_delegated(configured), then
+/// Tree::open), or nothing with a warning that says why and that memory
+/// limits fall back to sampling every `memory_sample_interval`.
+std::optional<Tree> open_for_tasks(const std::string& configured, core::Duration memory_sample_interval);
 
 }  // namespace claimsched::agent::cgroup

@@ -43,8 +43,8 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
   std::string_view rest = text.substr(close + 1);
   ProcStat st;
   int field = 2;  // the one that ended with ')'
-  bool got_pgrp = false, got_rss = false;
-  while (!rest.empty() && !(got_pgrp && got_rss)) {
+  bool got_pgrp = false, got_start = false, got_rss = false;
+  while (!rest.empty() && !(got_pgrp && got_start && got_rss)) {
     size_t start = rest.find_first_not_of(" \n");
     if (start == std::string_view::npos) break;
     rest.remove_prefix(start);
@@ -55,6 +55,9 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
     if (field == 5) {
       if (!parse_number(word, st.pgrp)) return std::nullopt;
       got_pgrp = true;
+    } else if (field == 22) {
+      if (!parse_number(word, st.start_ticks)) return std::nullopt;
+      got_start = true;
     } else if (field == 24) {
       int64_t pages = 0;
       if (!parse_number(word, pages)) return std::nullopt;
@@ -62,8 +65,14 @@ std::optional<ProcStat> parse_proc_stat(std::string_view text) {
       got_rss = true;
     }
   }
-  if (!got_pgrp || !got_rss) return std::nullopt;
+  if (!got_pgrp || !got_start || !got_rss) return std::nullopt;
   return st;
+}
+
+uint64_t process_start_ticks(pid_t pid) {
+  auto text = read_small("/proc/" + std::to_string(pid) + "/stat");
+  auto st = text ? parse_proc_stat(*text) : std::nullopt;
+  return st ? st->start_ticks : 0;
 }
 
 std::map<pid_t, GroupMemory> sample_groups(const std::string& proc_root, const std::set<pid_t>& groups) {

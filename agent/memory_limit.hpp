@@ -40,6 +40,9 @@ namespace claimsched::agent {
 /// What /proc/<pid>/stat says about one process.
 struct ProcStat {
   pid_t pgrp = 0;
+  /// When it started, in clock ticks since boot: tells it from a later
+  /// process that got its pid.
+  uint64_t start_ticks = 0;
   /// Resident pages.
   uint64_t rss_pages = 0;
 };
@@ -47,6 +50,9 @@ struct ProcStat {
 /// Parses the text of /proc/<pid>/stat; nullopt if it is not one (the
 /// command in parentheses may hold spaces and ')').
 std::optional<ProcStat> parse_proc_stat(std::string_view text);
+
+/// ProcStat::start_ticks of process `pid`; 0 if it is gone.
+uint64_t process_start_ticks(pid_t pid);
 
 /// The memory held by one process group.
 struct GroupMemory {

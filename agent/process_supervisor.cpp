@@ -22,13 +22,11 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sstream>
 #include <system_error>
 #include <thread>
 #include <variant>
@@ -57,21 +55,6 @@ StartError shutting_down_error() {
   return start_error(core::Errc::wrong_state, core::SpawnStage::system, 0, "the supervisor is shutting down");
 }
 
-/// /proc/<pid>/stat's starttime (field 22, clock ticks since boot), which
-/// tells a process from a later one that got its pid; 0 if it is gone.
-uint64_t process_start_ticks(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  auto close = stat.rfind(')');  // the command may contain spaces and ')'
-  if (close == std::string::npos) return 0;
-  std::istringstream fields(stat.substr(close + 2));
-  std::string field;
-  for (int i = 3; i < 22 && fields >> field; ++i) {
-  }
-  uint64_t ticks = 0;
-  return fields >> ticks ? ticks : 0;
-}
-
 /// Waits for `pid` (our child) without reaping anything else; `max_rss`
 /// gets the largest resident set, in bytes, of it and the children it
 /// reaped (wait4's ru_maxrss, in KiB on Linux).
@@ -90,25 +73,6 @@ int poll_timeout_ms(Clock::duration d) {
   if (d <= Clock::duration::zero()) return 0;
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
   return static_cast<int>(std::min<int64_t>(ms, INT_MAX));
-}
-
-/// The delegated cgroup tree to run tasks in, or nothing with a warning
-/// that says why and what limits tasks instead.
-std::optional<cgroup::Tree> open_cgroups(const SupervisorOptions& options) {
-  auto fallback = [&](const std::string& why) {
-    spdlog::warn(
-        "process-supervisor: tasks run without cgroups: {}. Their memory limit is enforced by sampling "
-        "each task's process group every {} (agent/memory_limit.hpp); their cpu is not limited",
-        why, core::format_duration(options.memory_sample_interval));
-    return std::nullopt;
-  };
-  auto dir = cgroup::find_delegated(options.cgroup_dir);
-  if (!dir) return fallback(dir.error().message);
-  auto tree = cgroup::Tree::open(*dir);
-  if (!tree) return fallback(tree.error().message);
-  spdlog::info("process-supervisor: each task runs in a cgroup of its own under {} (memory.max, cpu.max, pids.max)",
-               *dir);
-  return std::move(*tree);
 }
 
 }  // namespace
@@ -735,7 +699,7 @@ ProcessSupervisor::ProcessSupervisor(OnExit on_exit, SupervisorOptions options) 
     impl_->keeper_binary = *keeper;
   if (impl_->keeper_binary.empty() && !options.fork_keepers)
     spdlog::info("process-supervisor: no claimsched-keeper beside this program; each task's keeper is a fork of it");
-  if (options.cgroups) impl_->cgroups = open_cgroups(options);
+  if (options.cgroups) impl_->cgroups = cgroup::open_for_tasks(options.cgroup_dir, options.memory_sample_interval);
   impl_->wake_fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!impl_->wake_fd) throw std::system_error(errno, std::system_category(), "process-supervisor: eventfd");
   // The thread starts with every signal blocked, and keeps them so.

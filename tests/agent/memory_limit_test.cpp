@@ -42,6 +42,7 @@ TEST(MemoryLimit, ParsesTheProcessGroupAndResidentPagesOfAStatLine) {
   auto st = parse_proc_stat(stat_line(42, "sleep", 40, 123));
   ASSERT_TRUE(st);
   EXPECT_EQ(st->pgrp, 40);
+  EXPECT_EQ(st->start_ticks, 12345u);
   EXPECT_EQ(st->rss_pages, 123u);
   // A command may hold spaces and parentheses: the last ')' ends it.
   st = parse_proc_stat(stat_line(43, "a) b (c", 41, 7));
