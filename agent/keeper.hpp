@@ -38,6 +38,7 @@
 // the keeper's 0-4. The answer is an int32: the keeper's pid, or minus an
 // errno.
 
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <cstddef>
@@ -111,6 +112,18 @@ struct Args {
 inline constexpr char kZygoteArg[] = "--zygote";
 inline constexpr int kZygoteFds = 5;
 inline constexpr size_t kZygoteMaxRequest = 128 * 1024;
+
+/// Room for a request's descriptors (SCM_RIGHTS), and a message of `iov`
+/// with that room, for the agent's sendmsg and the zygote's recvmsg.
+using ZygoteControl = char[CMSG_SPACE(sizeof(int) * kZygoteFds)];
+inline msghdr zygote_message(iovec& iov, ZygoteControl& control) {
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  return msg;
+}
 
 /// The byte that tells a keeper to outlive the agent.
 inline constexpr char kDetach = 'D';

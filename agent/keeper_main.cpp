@@ -141,13 +141,9 @@ int zygote(pid_t parent) {
     for (int fd = 3; fd < 1024; ++fd) ::close(fd);
   std::vector<char> data(kZygoteMaxRequest);
   for (;;) {
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kZygoteFds)];
+    alignas(cmsghdr) ZygoteControl control;
     iovec iov{data.data(), data.size()};
-    msghdr msg{};
-    msg.msg_iov = &iov;
-    msg.msg_iovlen = 1;
-    msg.msg_control = control;
-    msg.msg_controllen = sizeof control;
+    msghdr msg = zygote_message(iov, control);
     ssize_t got = ::recvmsg(0, &msg, MSG_CMSG_CLOEXEC);
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) return 0;  // the supervisor is gone, or closed its end

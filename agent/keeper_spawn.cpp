@@ -190,13 +190,9 @@ std::optional<pid_t> KeeperZygote::spawn(const std::string& keeper_binary, const
   if (data.size() > keeper::kZygoteMaxRequest) return std::nullopt;  // too long for it: exec'd instead
 
   const int fds[keeper::kZygoteFds] = {a.stdin_fd, a.stdout_fd, a.stderr_fd, a.report_fd, a.control_fd};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof fds)] = {};
+  alignas(cmsghdr) keeper::ZygoteControl control = {};
   iovec iov{data.data(), data.size()};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
+  msghdr msg = keeper::zygote_message(iov, control);
   cmsghdr* c = CMSG_FIRSTHDR(&msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;

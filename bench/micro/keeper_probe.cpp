@@ -126,24 +126,30 @@ double cpu_us(int who) {
   return (u.ru_utime.tv_sec + u.ru_stime.tv_sec) * 1e6 + u.ru_utime.tv_usec + u.ru_stime.tv_usec;
 }
 
+/// Starts this program again as `mode` (a keeper mode below), reading
+/// requests from in[1] on its stdin and answering on out[0] from its stdout.
+pid_t start_helper(const char* self, const char* mode, int in[2], int out[2]) {
+  if (::pipe(in) != 0 || ::pipe(out) != 0) std::exit(1);
+  char* argv[] = {const_cast<char*>(self), const_cast<char*>(mode), nullptr};
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
+    ::execve(self, argv, environ);
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  return pid;
+}
+
 Result run(const std::string& mode, const char* self, long tasks, long in_flight) {
   double self0 = cpu_us(RUSAGE_SELF), children0 = cpu_us(RUSAGE_CHILDREN);
   auto start = std::chrono::steady_clock::now();
   if (mode == "zygote") {
     int in[2], out[2];
-    if (::pipe(in) != 0 || ::pipe(out) != 0) std::exit(1);
-    char mode_arg[] = "--keeper-zygote";
-    char* argv[] = {const_cast<char*>(self), mode_arg, nullptr};
-    pid_t zygote = ::fork();
-    if (zygote == 0) {
-      ::dup2(in[0], 0);
-      ::dup2(out[1], 1);
-      ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
-      ::execve(self, argv, environ);
-      ::_exit(127);
-    }
-    ::close(in[0]);
-    ::close(out[1]);
+    pid_t zygote = start_helper(self, "--keeper-zygote", in, out);
     long started = 0, running = 0;
     while (started < tasks || running > 0) {
       while (started < tasks && running < in_flight) {
@@ -162,19 +168,7 @@ Result run(const std::string& mode, const char* self, long tasks, long in_flight
     ::waitpid(zygote, &status, 0);
   } else if (mode == "shared") {
     int in[2], out[2];
-    if (::pipe(in) != 0 || ::pipe(out) != 0) std::exit(1);
-    char mode_arg[] = "--keeper-shared";
-    char* argv[] = {const_cast<char*>(self), mode_arg, nullptr};
-    pid_t keeper = ::fork();
-    if (keeper == 0) {
-      ::dup2(in[0], 0);
-      ::dup2(out[1], 1);
-      ::close(in[0]), ::close(in[1]), ::close(out[0]), ::close(out[1]);
-      ::execve(self, argv, environ);
-      ::_exit(127);
-    }
-    ::close(in[0]);
-    ::close(out[1]);
+    pid_t keeper = start_helper(self, "--keeper-shared", in, out);
     long started = 0, ended = 0;
     while (ended < tasks) {
       if (started < tasks && started - ended < in_flight) {
