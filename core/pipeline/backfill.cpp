@@ -1,6 +1,7 @@
 #include "core/pipeline/backfill.hpp"
 
 #include <algorithm>
+#include <array>
 #include <deque>
 #include <utility>
 
@@ -193,9 +194,19 @@ std::optional<FutureStart> BackfillProfile::earliest_again(StartSearch& last, co
     std::vector<DimensionId> dims;
     for (DimensionId d = 0; d < kMaxDimensions; ++d)
       if (per_task[d] > 0) dims.push_back(d);
-    auto above = [&](const Resources& r1, const Resources& r0) {
-      for (DimensionId d : dims)
-        if (r1[d] > r0[d]) return true;
+    const size_t nd = dims.size();
+    // Rooms in the task's dimensions alone (nd values): the walk below
+    // runs over every node at every pass.
+    using Room = std::array<int64_t, kMaxDimensions>;
+    auto load = [&](Room& r, const Resources& from) {
+      for (size_t k = 0; k < nd; ++k) r[k] = from[dims[k]];
+    };
+    auto add = [&](Room& r, const Resources& more) {
+      for (size_t k = 0; k < nd; ++k) r[k] += more[dims[k]];
+    };
+    auto above = [&](const Room& r1, const Room& r0) {
+      for (size_t k = 0; k < nd; ++k)
+        if (r1[k] > r0[k]) return true;
       return false;
     };
     auto copies = [&](const Resources& room) {
@@ -220,27 +231,33 @@ std::optional<FutureStart> BackfillProfile::earliest_again(StartSearch& last, co
       }
       while (a != old_ends.cend() && a->node < n) ++a;
       while (b != ends_.cend() && b->node < n) ++b;
-      Resources r0 = last.nodes[i].free, r1 = nodes[i].free;
+      Room r0, r1;
+      load(r0, last.nodes[i].free);
+      load(r1, nodes[i].free);
       // Everything due by now counts now (last.now <= now).
-      for (; a != old_ends.cend() && a->node == n && a->at <= now; ++a) r0 += a->room;
-      for (; b != ends_.cend() && b->node == n && b->at <= now; ++b) r1 += b->room;
+      for (; a != old_ends.cend() && a->node == n && a->at <= now; ++a) add(r0, a->room);
+      for (; b != ends_.cend() && b->node == n && b->at <= now; ++b) add(r1, b->room);
       bool grew = above(r1, r0);
       bool moved = grew || above(r0, r1);
-      Resources most = r1;
+      Room most = r1;
       for (;;) {
         bool more_a = a != old_ends.cend() && a->node == n, more_b = b != ends_.cend() && b->node == n;
         if (!more_a && !more_b) break;
         TimePoint t = more_a && more_b ? std::min(a->at, b->at) : more_a ? a->at : b->at;
-        for (; a != old_ends.cend() && a->node == n && a->at == t; ++a) r0 += a->room;
-        for (; b != ends_.cend() && b->node == n && b->at == t; ++b) r1 += b->room;
+        for (; a != old_ends.cend() && a->node == n && a->at == t; ++a) add(r0, a->room);
+        for (; b != ends_.cend() && b->node == n && b->at == t; ++b) add(r1, b->room);
         grew = grew || above(r1, r0);
         moved = moved || grew || above(r0, r1);
-        most = most.max(r1);
+        for (size_t k = 0; k < nd; ++k) most[k] = std::max(most[k], r1[k]);
       }
       changed[i] = moved;
       if (grew) {
         grown.push_back(i);
-        grown_most += copies(most);
+        Resources room;
+        for (size_t k = 0; k < nd; ++k) room.set(dims[k], most[k]);
+        grown_most += copies(room);
+        // Enough grown room to fit the job sooner: it is searched again.
+        same = last.found && last.most_before + grown_most < tasks;
       }
     }
     if (same && !grown.empty()) same = last.found && last.most_before + grown_most < tasks;
