@@ -98,8 +98,7 @@ class InputHash {
                                         0x8ebc6af09c88c6e3ULL, 0x589965cc75374cc3ULL};
     static_assert(sizeof kOdd / sizeof kOdd[0] >= kMaxDimensions);
     uint64_t v = 0;
-    for (size_t d = 0; d < kMaxDimensions; ++d)
-      v += static_cast<uint64_t>(r[static_cast<DimensionId>(d)]) * kOdd[d];
+    for (size_t d = 0; d < kMaxDimensions; ++d) v += static_cast<uint64_t>(r[static_cast<DimensionId>(d)]) * kOdd[d];
     add(v);
   }
   void add(const std::string& s) { add(std::hash<std::string>{}(s)); }
