@@ -266,11 +266,14 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
   for (NodeIndex n = 0; n < view.node_count(); ++n) {
     const NodeView& v = view.node(n);
     NodeInfo& info = snap.nodes[n];
+    // A name observed is never forgotten: a node that had none last cycle
+    // and has none now keeps the default name written then.
+    bool was_this_node = info.id == v.id && !info.name.empty();
     info.id = v.id;
-    auto named = names_.find(v.id);
+    auto named = names_.empty() ? names_.end() : names_.find(v.id);
     if (named != names_.end())
       info.name = named->second;
-    else
+    else if (!was_this_node)
       set_default_name(info.name, v.id);
     info.pool = view.pool(v.pool).name;
     info.capacity = v.capacity;
