@@ -1,7 +1,9 @@
 #include "core/pipeline/backfill.hpp"
 
 #include <algorithm>
+#include <array>
 #include <deque>
+#include <utility>
 
 #include "core/random.hpp"
 
@@ -121,9 +123,196 @@ BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resou
   return out;
 }
 
+Resources BackfillProfile::least_room_over(NodeIndex n, const Resources& free, TimePoint now, TimePoint from,
+                                           TimePoint until, const std::vector<const FutureStart*>& starts) const {
+  settle();
+  auto e = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& x, NodeIndex m) { return x.node < m; });
+  auto e_end = e;
+  while (e_end != ends_.end() && e_end->node == n) ++e_end;
+  std::vector<Edge> edges;
+  for (const FutureStart* s : starts)
+    for (const auto& p : s->parts) {
+      if (p.node != n) continue;
+      Resources use = s->per_task.times(p.tasks);
+      edges.push_back({std::max(s->at, now), Resources{} - use});
+      if (TimePoint back = s->until(); back != kNever) edges.push_back({std::max(back, now), use});
+    }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
+  size_t k = 0;
+  Resources room = free;
+  auto take_until = [&](TimePoint t) {
+    for (; e != e_end && std::max(e->at, now) <= t; ++e) room += e->room;
+    for (; k < edges.size() && edges[k].at <= t; ++k) room += edges[k].delta;
+  };
+  take_until(from);
+  Resources least = room;
+  for (;;) {
+    TimePoint t = kNever;
+    if (e != e_end) t = std::max(e->at, now);
+    if (k < edges.size()) t = std::min(t, edges[k].at);
+    if (t == kNever || (until != kNever && t >= until)) break;
+    take_until(t);
+    least = least.min(room);
+  }
+  return least;
+}
+
+std::optional<FutureStart> BackfillProfile::earliest_again(StartSearch& last, const std::vector<NodeRoom>& nodes,
+                                                           const Resources& per_task, uint32_t tasks, Duration run,
+                                                           TimePoint now,
+                                                           const std::vector<const FutureStart*>& starts) const {
+  settle();
+  // Why the start T found last is found again when this holds. Both
+  // searches see the same starts, and from `now` on (now >= last.now) the
+  // same room of theirs: a start's edges count at max(edge, now). Let R0
+  // and R1 be a node's room at t >= now before and after. A node fits the
+  // least copies of the task its room holds over [t, t + run), capped at
+  // `tasks`; the search's answer is the first t where the nodes' fits add
+  // up to `tasks` (its times are exact: the sum can only grow where a step
+  // begins), the parts taken greedily in node order, min(fit, left).
+  //  - Before T: where R1 <= R0 at every t >= now (per dimension the task
+  //    asks for) a node fits no more than it did at any t; a node where
+  //    room grew fits at most `most` (the copies of the most room it has at
+  //    any time). So at every t in [now, T) the sum is at most what it was
+  //    (last.most_before, at most the old search's largest sum before T,
+  //    which fell short) plus the grown nodes' `most`: short still if that
+  //    is below `tasks`, and no T' < T.
+  //  - At T: each part's node fits its count over [T, T + run) (checked),
+  //    so T' = T. Every part but the last took its node's whole fit: on a
+  //    node that did not grow the fit can only stay equal; a grown one must
+  //    fit exactly its count (checked). The last keeps its count. A node
+  //    before the last part without a part had no fit: still none where
+  //    room did not grow, and a grown one must fit none (checked). So the
+  //    parts are the same.
+  // No start found (none finite) stays none where no room grew.
+  if (last.valid && now >= last.now && tasks == last.tasks && run == last.run && per_task == last.per_task &&
+      nodes.size() == last.nodes.size() && starts.size() == last.starts.size() &&
+      (!last.found || last.found->at >= now)) {
+    bool same = true;
+    for (size_t i = 0; i < nodes.size() && same; ++i) same = nodes[i].node == last.nodes[i].node;
+    for (size_t i = 0; i < starts.size() && same; ++i) same = *starts[i] == last.starts[i];
+    std::vector<DimensionId> dims;
+    for (DimensionId d = 0; d < kMaxDimensions; ++d)
+      if (per_task[d] > 0) dims.push_back(d);
+    const size_t nd = dims.size();
+    // Rooms in the task's dimensions alone (nd values): the walk below
+    // runs over every node at every pass.
+    using Room = std::array<int64_t, kMaxDimensions>;
+    auto load = [&](Room& r, const Resources& from) {
+      for (size_t k = 0; k < nd; ++k) r[k] = from[dims[k]];
+    };
+    auto add = [&](Room& r, const Resources& more) {
+      for (size_t k = 0; k < nd; ++k) r[k] += more[dims[k]];
+    };
+    auto above = [&](const Room& r1, const Room& r0) {
+      for (size_t k = 0; k < nd; ++k)
+        if (r1[k] > r0[k]) return true;
+      return false;
+    };
+    auto copies = [&](const Resources& room) {
+      return static_cast<uint64_t>(std::min<int64_t>(per_task.copies_fitting_in(room), tasks));
+    };
+    // Nodes where room grew (by position in `nodes`), and the sum of their
+    // `most`; nodes where it changed at all (a node whose room is what it
+    // was fits what it did at T: it is not asked again).
+    std::vector<size_t> grown;
+    std::vector<char> changed(nodes.size(), 0);
+    uint64_t grown_most = 0;
+    const auto& old_ends = last.profile.ends_;
+    // The nodes mostly come in index order: each node's ends are found by
+    // walking on from the last node's (back to the first when not after it).
+    auto a = old_ends.cbegin();
+    auto b = std::as_const(ends_).cbegin();
+    for (size_t i = 0; i < nodes.size() && same; ++i) {
+      NodeIndex n = nodes[i].node;
+      if (i > 0 && n <= nodes[i - 1].node) {
+        a = old_ends.cbegin();
+        b = std::as_const(ends_).cbegin();
+      }
+      while (a != old_ends.cend() && a->node < n) ++a;
+      while (b != ends_.cend() && b->node < n) ++b;
+      Room r0, r1;
+      load(r0, last.nodes[i].free);
+      load(r1, nodes[i].free);
+      // Everything due by now counts now (last.now <= now).
+      for (; a != old_ends.cend() && a->node == n && a->at <= now; ++a) add(r0, a->room);
+      for (; b != ends_.cend() && b->node == n && b->at <= now; ++b) add(r1, b->room);
+      bool grew = above(r1, r0);
+      bool moved = grew || above(r0, r1);
+      Room most = r1;
+      for (;;) {
+        bool more_a = a != old_ends.cend() && a->node == n, more_b = b != ends_.cend() && b->node == n;
+        if (!more_a && !more_b) break;
+        TimePoint t = more_a && more_b ? std::min(a->at, b->at) : more_a ? a->at : b->at;
+        for (; a != old_ends.cend() && a->node == n && a->at == t; ++a) add(r0, a->room);
+        for (; b != ends_.cend() && b->node == n && b->at == t; ++b) add(r1, b->room);
+        grew = grew || above(r1, r0);
+        moved = moved || grew || above(r0, r1);
+        for (size_t k = 0; k < nd; ++k) most[k] = std::max(most[k], r1[k]);
+      }
+      changed[i] = moved;
+      if (grew) {
+        grown.push_back(i);
+        Resources room;
+        for (size_t k = 0; k < nd; ++k) room.set(dims[k], most[k]);
+        grown_most += copies(room);
+        // Enough grown room to fit the job sooner: it is searched again.
+        same = last.found && last.most_before + grown_most < tasks;
+      }
+    }
+    if (same && !grown.empty()) same = last.found && last.most_before + grown_most < tasks;
+    if (same && last.found) {
+      const FutureStart& fs = *last.found;
+      TimePoint until = run.count() <= 0 ? kNever : later_by(fs.at, run);
+      auto fit_at_start = [&](size_t i) {
+        return copies(least_room_over(nodes[i].node, nodes[i].free, now, fs.at, until, starts));
+      };
+      // Parts are in node order: walk the nodes along with them.
+      size_t g = 0, i = 0;
+      for (size_t k = 0; k < fs.parts.size() && same; ++k, ++i) {
+        const auto& part = fs.parts[k];
+        for (; i < nodes.size() && nodes[i].node != part.node; ++i)
+          if (g < grown.size() && grown[g] == i) {
+            same = fit_at_start(i) == 0;
+            ++g;
+            if (!same) break;
+          }
+        if (!same || i == nodes.size()) {
+          same = false;
+          break;
+        }
+        bool node_grew = g < grown.size() && grown[g] == i;
+        if (node_grew) ++g;
+        if (!changed[i]) continue;
+        uint64_t fit = fit_at_start(i);
+        same = k + 1 == fs.parts.size() || !node_grew ? fit >= part.tasks : fit == part.tasks;
+      }
+    }
+    // `last` stays as it is: it is a search that was made, and the next
+    // search is compared with it as well as with this one (copying the
+    // profile at every pass would cost much of what is saved).
+    if (same) return last.found;
+  }
+  auto found = earliest(nodes, per_task, tasks, run, now, starts, &last.most_before);
+  last.valid = true;
+  last.nodes = nodes;
+  last.per_task = per_task;
+  last.tasks = tasks;
+  last.run = run;
+  last.now = now;
+  last.starts.clear();
+  for (const FutureStart* s : starts) last.starts.push_back(*s);
+  last.profile.ends_ = ends_;
+  last.profile.sorted_ = sorted_;
+  last.found = found;
+  return found;
+}
+
 std::optional<FutureStart> BackfillProfile::earliest(const std::vector<NodeRoom>& nodes, const Resources& per_task,
                                                      uint32_t tasks, Duration run, TimePoint now,
-                                                     const std::vector<const FutureStart*>& starts) const {
+                                                     const std::vector<const FutureStart*>& starts,
+                                                     uint64_t* most_before) const {
+  if (most_before) *most_before = 0;
   if (tasks == 0 || nodes.empty()) return std::nullopt;
   settle();
   // Only the dimensions the task asks for decide how many fit: every room
@@ -283,6 +472,7 @@ std::optional<FutureStart> BackfillProfile::earliest(const std::vector<NodeRoom>
     for (uint32_t i : touched) refit(i);
     touched.clear();
     if (total >= tasks) break;
+    if (most_before) *most_before = std::max(*most_before, total);
     if (out == begins.size()) return std::nullopt;
     t = begins[out].at;
   }

@@ -77,6 +77,8 @@ struct NodeRoom {
   Resources free;
 };
 
+struct StartSearch;
+
 /// When room frees in the future, over one pass: the ends of the tasks that
 /// hold room now, by node.
 class BackfillProfile {
@@ -99,8 +101,11 @@ class BackfillProfile {
   /// until T + `run` (zero: for ever), with the room that frees and the room
   /// `starts` hold (each from its `at` to its until()). Parts go to `nodes`
   /// in their order. Nothing when no finite T exists.
+  /// `most_before`: the most tasks that fit at any time before the start
+  /// found (or at all, when none is).
   std::optional<FutureStart> earliest(const std::vector<NodeRoom>& nodes, const Resources& per_task, uint32_t tasks,
-                                      Duration run, TimePoint now, const std::vector<const FutureStart*>& starts) const;
+                                      Duration run, TimePoint now, const std::vector<const FutureStart*>& starts,
+                                      uint64_t* most_before = nullptr) const;
   /// The least room node n has (element-wise) over [now, until), from its
   /// room now, what frees there, and what `starts` hold there.
   Resources least_room(NodeIndex n, const Resources& free, TimePoint now, TimePoint until,
@@ -114,6 +119,27 @@ class BackfillProfile {
   };
   LeastRoom least_rooms(NodeIndex n, const Resources& free, TimePoint now,
                         const std::vector<const FutureStart*>& starts) const;
+  /// The least room node n has (element-wise) over [from, until) (kNever:
+  /// for ever), from >= now.
+  Resources least_room_over(NodeIndex n, const Resources& free, TimePoint now, TimePoint from, TimePoint until,
+                            const std::vector<const FutureStart*>& starts) const;
+
+  /// earliest(), answered from `last` (the last search, of the same job)
+  /// when it must find the same start: the same question (nodes in the same
+  /// order, task, count, run, equal starts, a now not earlier, that start
+  /// not past), where the nodes whose room grew since (on a node, at some
+  /// time from now on, its room now plus what frees by then is more than it
+  /// was, in a dimension the task asks for) cannot make an earlier time fit
+  /// (together they hold fewer tasks than the old search lacked) and the
+  /// old parts still fit over the start's run, the grown nodes not taking
+  /// more of them (backfill.cpp says why). Otherwise it searches, and
+  /// records the search in `last`. Most passes of a busy cluster search its
+  /// first waiting job's start again after a placement that took room
+  /// elsewhere or ends before the start, or a task that ended early on a
+  /// node or two.
+  std::optional<FutureStart> earliest_again(StartSearch& last, const std::vector<NodeRoom>& nodes,
+                                            const Resources& per_task, uint32_t tasks, Duration run, TimePoint now,
+                                            const std::vector<const FutureStart*>& starts) const;
 
  private:
   struct End {
@@ -126,6 +152,22 @@ class BackfillProfile {
   /// By node, then time, up to sorted_; the ends added since after.
   mutable std::vector<End> ends_;
   mutable size_t sorted_ = 0;
+};
+
+/// One earliest() search, kept by earliest_again: what it was asked (the
+/// profile's ends copied) and what it found.
+struct StartSearch {
+  bool valid = false;
+  std::vector<NodeRoom> nodes;
+  Resources per_task;
+  uint32_t tasks = 0;
+  Duration run{0};
+  TimePoint now{0};
+  std::vector<FutureStart> starts;
+  BackfillProfile profile;
+  std::optional<FutureStart> found;
+  /// At most this many tasks fit at any time from `now` until found's start.
+  uint64_t most_before = 0;
 };
 
 }  // namespace claimsched::core

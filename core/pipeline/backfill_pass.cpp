@@ -114,6 +114,7 @@ void Scheduler::backfill_begin(TimePoint now) {
   start_nodes_.clear();
   least_key_.clear();
   profile_built_ = false;
+  searched_ = 0;
   // The jobs that found no room before: still waiting, or back in line
   // because room grew. Each gets its start in queue order, against the
   // starts of the jobs ahead of it.
@@ -244,7 +245,17 @@ void Scheduler::book(JobRecord& j, TimePoint now) {
   std::vector<const FutureStart*> before;
   for (size_t k = 0; k < future_starts_.size(); ++k)
     if (!replaces || k != *replaces) before.push_back(&future_starts_[k]);
-  auto fs = profile_.earliest(rooms, j.spec.per_task, tasks, j.spec.max_run_time, now, before);
+  // The first few searches of a pass are kept (each holds a copy of the
+  // profile): easy makes one per class, and the first is the one that recurs.
+  constexpr size_t kSearchesKept = 4;
+  std::optional<FutureStart> fs;
+  if (searched_ < kSearchesKept) {
+    if (searched_ == searches_.size()) searches_.emplace_back();
+    fs = profile_.earliest_again(searches_[searched_++], rooms, j.spec.per_task, tasks, j.spec.max_run_time, now,
+                                 before);
+  } else {
+    fs = profile_.earliest(rooms, j.spec.per_task, tasks, j.spec.max_run_time, now, before);
+  }
   JobNotes& notes = views_.note(j.spec.id);
   if (!fs) {
     notes.no_reservation = "no reservation (backfill " + std::string(to_string(cls.backfill)) +

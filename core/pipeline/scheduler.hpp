@@ -568,6 +568,10 @@ class Scheduler {
   /// When the room held now frees (built on first use in a pass).
   BackfillProfile profile_;
   bool profile_built_ = false;
+  /// The searches of the last pass, in the order made, each the next pass's
+  /// same search's answer while nothing can move it (earliest_again).
+  std::vector<StartSearch> searches_;
+  size_t searched_ = 0;
   /// During a pass: the room withheld in the view now, per node.
   std::map<NodeIndex, Resources> withheld_;
   /// During a pass: jobs that held a future start (they start early, or

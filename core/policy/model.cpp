@@ -126,7 +126,17 @@ Status validate(const Snapshot& snap) {
   for (size_t i = 1; i < node_ids.size(); ++i)
     if (node_ids[i] == node_ids[i - 1])
       return make_error(Errc::duplicate, "node " + std::to_string(node_ids[i]) + " is defined twice");
-  auto is_node = [&](NodeId id) { return std::binary_search(node_ids.begin(), node_ids.end(), id.value); };
+  // Ids are usually dense (a scheduler's 1..n): a table, else a binary
+  // search (this is asked for every allocation every cycle).
+  std::vector<char> node_table;
+  if (!node_ids.empty() && node_ids.back() < 4 * node_ids.size() + 1024) {
+    node_table.assign(node_ids.back() + 1, 0);
+    for (uint32_t id : node_ids) node_table[id] = 1;
+  }
+  auto is_node = [&](NodeId id) {
+    if (!node_table.empty()) return id.value < node_table.size() && node_table[id.value] != 0;
+    return std::binary_search(node_ids.begin(), node_ids.end(), id.value);
+  };
   const std::string* known_pool = nullptr;
   for (const auto& n : snap.nodes) {
     // Built only for an error: this runs for every node every policy cycle.

@@ -356,15 +356,17 @@ void Planner::update_backoff() {
   out.clear();
   std::sort(stage_ran_.begin(), stage_ran_.end());
   size_t k = 0;
+  auto it = m_.nodes.begin();
   for (const auto& [id, at] : state_.node_last_preemptive_scheduling) {
     while (k < stage_ran_.size() && m_.nodes[stage_ran_[k]].info->id < id) {
       out.emplace_back(m_.nodes[stage_ran_[k]].info->id, m_.now);
       ++k;
     }
     if (k < stage_ran_.size() && m_.nodes[stage_ran_[k]].info->id == id) continue;
-    // Keep only timers that still hold a node back, of nodes that still exist.
-    auto it = std::lower_bound(m_.nodes.begin(), m_.nodes.end(), id,
-                               [](const ModelNode& node, NodeId v) { return node.info->id < v; });
+    // Keep only timers that still hold a node back, of nodes that still
+    // exist (both by id: one walk along the nodes, no search per timer).
+    if (it != m_.nodes.end() && id < it->info->id) it = m_.nodes.begin();
+    while (it != m_.nodes.end() && it->info->id < id) ++it;
     bool exists = it != m_.nodes.end() && it->info->id == id;
     if (exists && at <= m_.now && m_.now - at < pre_.preemptive_scheduling_backoff) out.emplace_back(id, at);
   }

@@ -180,6 +180,7 @@ void Planner::preemptive_stages() {
     for (uint32_t j : starving) candidate[j] = starving_candidate(j, false);
   };
   refresh();
+  auto last = state_.node_last_preemptive_scheduling.begin();
   for (uint32_t n = 0; n < m_.nodes.size(); ++n) {
     if (!m_.nodes[n].schedulable) continue;
     // What may_use asks of the node itself.
@@ -214,9 +215,9 @@ void Planner::preemptive_stages() {
       one_fits = one_fits || m_.jobs[j].per_task.fits_in(free_[n]);
     });
     if (count == 0) continue;
-    auto last =
-        std::lower_bound(state_.node_last_preemptive_scheduling.begin(), state_.node_last_preemptive_scheduling.end(),
-                         m_.nodes[n].info->id, [](const auto& e, NodeId id) { return e.first < id; });
+    // The backoff timers are by node id, the model's nodes too: one walk
+    // along both rather than a search per node.
+    while (last != state_.node_last_preemptive_scheduling.end() && last->first < m_.nodes[n].info->id) ++last;
     if (last != state_.node_last_preemptive_scheduling.end() && last->first == m_.nodes[n].info->id &&
         last->second <= m_.now && m_.now - last->second < pre_.preemptive_scheduling_backoff) {
       ++plan_.stats.nodes_in_backoff;

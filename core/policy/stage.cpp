@@ -88,16 +88,18 @@ namespace {
 class InputHash {
  public:
   void add(uint64_t v) { sum_ += mix64(v ^ (position_++ * 0x9e3779b97f4a7c15ULL)); }
-  /// The dimensions in use only (most are zero), each with its number, and how many.
+  /// A vector as one value: each dimension times its own odd constant,
+  /// summed (multiplying by an odd number is one-to-one modulo 2^64, so a
+  /// change in any one dimension changes the value), then mixed once. Not
+  /// a mix per dimension: this runs for every node twice at every tick.
   void add(const Resources& r) {
-    uint64_t used = 0;
-    for (size_t d = 0; d < kMaxDimensions; ++d)
-      if (int64_t v = r[static_cast<DimensionId>(d)]; v != 0) {
-        add(d);
-        add(static_cast<uint64_t>(v));
-        ++used;
-      }
-    add(used);
+    static constexpr uint64_t kOdd[] = {0x9e3779b97f4a7c15ULL, 0xbf58476d1ce4e5b9ULL, 0x94d049bb133111ebULL,
+                                        0xd6e8feb86659fd93ULL, 0xa0761d6478bd642fULL, 0xe7037ed1a0b428dbULL,
+                                        0x8ebc6af09c88c6e3ULL, 0x589965cc75374cc3ULL};
+    static_assert(sizeof kOdd / sizeof kOdd[0] >= kMaxDimensions);
+    uint64_t v = 0;
+    for (size_t d = 0; d < kMaxDimensions; ++d) v += static_cast<uint64_t>(r[static_cast<DimensionId>(d)]) * kOdd[d];
+    add(v);
   }
   void add(const std::string& s) { add(std::hash<std::string>{}(s)); }
   uint64_t value() const { return mix64(sum_ ^ position_); }
@@ -135,10 +137,10 @@ uint64_t PolicyStage::input_fingerprint(const Scheduler& scheduler) const {
   for (NodeIndex n = 0; n < view.node_count(); ++n) {
     const NodeView& v = view.node(n);
     h.add(v.id.value);
-    h.add(v.pool);
+    // Pool, state and how many labels in one value (each well below 2^24).
+    h.add(uint64_t{v.pool} << 32 | uint64_t{static_cast<uint8_t>(v.state)} << 24 | v.labels.size());
     h.add(v.capacity);
     h.add(v.available());
-    h.add(static_cast<uint64_t>(v.state));
     for (const auto& label : v.labels) h.add(label);
   }
   const SchedulerConfig& sc = scheduler.config();
@@ -264,11 +266,14 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
   for (NodeIndex n = 0; n < view.node_count(); ++n) {
     const NodeView& v = view.node(n);
     NodeInfo& info = snap.nodes[n];
+    // A name observed is never forgotten: a node that had none last cycle
+    // and has none now keeps the default name written then.
+    bool was_this_node = info.id == v.id && !info.name.empty();
     info.id = v.id;
-    auto named = names_.find(v.id);
+    auto named = names_.empty() ? names_.end() : names_.find(v.id);
     if (named != names_.end())
       info.name = named->second;
-    else
+    else if (!was_this_node)
       set_default_name(info.name, v.id);
     info.pool = view.pool(v.pool).name;
     info.capacity = v.capacity;

@@ -466,5 +466,102 @@ TEST(BackfillProfile, EarliestTimeFromEndsAndEarlierStarts) {
   EXPECT_EQ(late->at, at(15s));
 }
 
+// earliest_again answers from the last search only when the start cannot
+// have moved: over random profiles and random changes between searches
+// (claims that take room, tasks that end early or on time, room that comes
+// and goes now, the clock, other starts), it always says what a fresh
+// search says, and it does answer from the last one often.
+TEST(BackfillProfile, SearchingAgainFindsWhatAFreshSearchFinds) {
+  uint64_t hits = 0, asked = 0;
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    Rng rng(seed);
+    const uint32_t node_count = 2 + static_cast<uint32_t>(rng.below(7));
+    const int64_t cap = 1 + static_cast<int64_t>(rng.below(4));  // cpus per node
+    struct End {
+      NodeIndex node;
+      int64_t at;  // seconds
+      int64_t cpus;
+    };
+    std::vector<End> ends;
+    std::vector<int64_t> free(node_count, 0);
+    for (NodeIndex n = 0; n < node_count; ++n) {
+      int64_t left = cap;
+      while (left > 0 && rng.chance(0.8)) {
+        int64_t c = 1 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(left)));
+        ends.push_back({n, static_cast<int64_t>(rng.below(100)), c});
+        left -= c;
+      }
+      free[n] = left;
+    }
+    const Resources per_task = Resources::cpu_memory(1000 * (1 + static_cast<int64_t>(rng.below(2))), 0);
+    const uint32_t tasks = 1 + static_cast<uint32_t>(rng.below(node_count));
+    const Duration run = rng.chance(0.1) ? Duration{0} : std::chrono::seconds(1 + rng.below(60));
+    // Another start booked ahead, the same in every search (or none).
+    std::vector<FutureStart> ahead;
+    if (rng.chance(0.5)) {
+      FutureStart fs;
+      fs.job = JobId{99};
+      fs.at = at(std::chrono::seconds(rng.below(80)));
+      fs.run = std::chrono::seconds(1 + rng.below(40));
+      fs.per_task = res("cpu=1");
+      fs.parts.push_back({static_cast<NodeIndex>(rng.below(node_count)), 1});
+      ahead.push_back(fs);
+    }
+    std::vector<const FutureStart*> starts;
+    for (const auto& fs : ahead) starts.push_back(&fs);
+    StartSearch last;
+    int64_t now = 0;
+    for (int round = 0; round < 40; ++round) {
+      BackfillProfile p;
+      for (const auto& e : ends)
+        p.add_end(at(std::chrono::seconds(e.at)), e.node, Resources::cpu_memory(1000 * e.cpus, 0));
+      std::vector<NodeRoom> nodes;
+      for (NodeIndex n = 0; n < node_count; ++n) nodes.push_back({n, Resources::cpu_memory(1000 * free[n], 0)});
+      TimePoint t = at(std::chrono::seconds(now));
+      auto fresh = p.earliest(nodes, per_task, tasks, run, t, starts);
+      TimePoint searched = last.now;
+      bool valid = last.valid;
+      auto again = p.earliest_again(last, nodes, per_task, tasks, run, t, starts);
+      ++asked;
+      if (valid && last.now == searched && searched < t) ++hits;
+      ASSERT_EQ(again, fresh) << "seed " << seed << " round " << round;
+      // A random change before the next search.
+      switch (rng.below(6)) {
+        case 0: {  // a claim takes room now, freed at now + its run
+          NodeIndex n = static_cast<NodeIndex>(rng.below(node_count));
+          if (free[n] > 0) {
+            int64_t c = 1 + static_cast<int64_t>(rng.below(static_cast<uint64_t>(free[n])));
+            free[n] -= c;
+            ends.push_back({n, now + 1 + static_cast<int64_t>(rng.below(120)), c});
+          }
+          break;
+        }
+        case 1:  // a task ends early: its room is free now
+        case 2:  // or on time (at or before now), as the clock reaches it
+          if (!ends.empty()) {
+            size_t k = rng.below(ends.size());
+            if (ends[k].at <= now || rng.chance(0.5)) {
+              free[ends[k].node] += ends[k].cpus;
+              ends.erase(ends.begin() + static_cast<std::ptrdiff_t>(k));
+            }
+          }
+          break;
+        case 3:  // room that was withheld or claimed elsewhere comes or goes
+        {
+          NodeIndex n = static_cast<NodeIndex>(rng.below(node_count));
+          if (rng.chance(0.5) && free[n] > 0)
+            --free[n];
+          else if (free[n] < cap)
+            ++free[n];
+        } break;
+        default:  // the clock
+          now += static_cast<int64_t>(rng.below(15));
+          break;
+      }
+    }
+  }
+  EXPECT_GT(hits, asked / 10) << hits << " of " << asked << " answered from the last search";
+}
+
 }  // namespace
 }  // namespace claimsched::core
