@@ -4,8 +4,9 @@
 // its ledger: the records that change touched, plus the header (the
 // generation moved). Writes are asynchronous: the node answers without
 // waiting for them, so after a crash a node may have lost its last few
-// changes (the node store fsyncs at most every storage::kNodeStoreSyncInterval,
-// so those of up to that long plus a write); the owning scheduler's durable
+// changes (a crash of the machine: the node store fsyncs at most every
+// storage::kNodeStoreSyncInterval, so those of up to that long; a crash of
+// the process only the batch being submitted); the owning scheduler's durable
 // records decide (see core::Scheduler::reconcile_node), which never allocates
 // a task twice.
 

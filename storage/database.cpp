@@ -331,15 +331,12 @@ class Database::Writer {
       {
         std::unique_lock<std::mutex> lock{mutex_};
         waiting_ = true;
-        cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+        if (unsynced_.empty())
+          cv_.wait(lock, [&] { return !queue_.empty() || stopping_; });
+        else  // written batches wait for their sync: wake for it at the latest
+          cv_.wait_until(lock, last_sync_ + interval_, [&] { return !queue_.empty() || stopping_; });
         waiting_ = false;
-        if (queue_.empty()) return;  // stopping and drained
-        // Commit delay: gather what arrives until the interval since the last
-        // synced write has passed. waiting_ stays false, so submits meanwhile
-        // do not wake this thread (one wake-up per write, not per batch).
-        if (interval_.count() > 0 && !stopping_)
-          cv_.wait_until(lock, last_sync_ + interval_, [&] { return stopping_; });
-        if (interval_.count() > 0) last_sync_ = std::chrono::steady_clock::now();
+        if (queue_.empty() && unsynced_.empty()) return;  // stopping and drained
         size_t bytes = 0;
         while (!queue_.empty() &&
                (burst.empty() || bytes + queue_.front().batch.GetDataSize() <= options_.max_burst_bytes)) {
@@ -349,7 +346,9 @@ class Database::Writer {
         }
         queued_ -= burst.size();
       }
-      if (options_.sync == SyncMode::always) {
+      if (interval_.count() > 0) {
+        write_now_sync_later(burst);
+      } else if (options_.sync == SyncMode::always) {
         for (auto& item : burst) {
           std::vector<Item> one;
           one.push_back(std::move(item));
@@ -361,9 +360,49 @@ class Database::Writer {
     }
   }
 
-  /// Writes `items` as one RocksDB write and fires their callbacks.
-  void write(std::vector<Item>& items) {
-    const bool sync = options_.sync != SyncMode::none;
+  /// The commit delay: `items` go to the log now, unsynced (a crash of this
+  /// process loses none of them: they are in the kernel's hands), and their
+  /// callbacks wait for the next fsync of the log, at most one per interval.
+  void write_now_sync_later(std::vector<Item>& items) {
+    if (!items.empty()) {
+      bool ok = write(items, false);
+      for (auto& item : items) {
+        if (ok)
+          unsynced_.push_back(std::move(item.cb));
+        else
+          item.cb(check_not_failed());
+      }
+    }
+    auto now = std::chrono::steady_clock::now();
+    bool stopping = false;
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      stopping = stopping_;
+    }
+    if (unsynced_.empty() || (now < last_sync_ + interval_ && !stopping)) return;
+    last_sync_ = now;
+    Status st = check_not_failed();
+    if (st) {
+      if (auto s = db_->SyncWAL(); !s.ok()) {
+        st = from_rocksdb(s, "syncing the log of", path_);
+        std::lock_guard<std::mutex> guard{mutex_};
+        if (!failed_) failed_ = st.error();
+      }
+    }
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      ++stats_.syncs;
+    }
+    std::vector<DurableCallback> synced;
+    synced.swap(unsynced_);
+    for (auto& cb : synced) cb(st);
+  }
+
+  /// Writes `items` as one RocksDB write (synced unless SyncMode::none, or
+  /// `fire` is false) and, if `fire`, fires their callbacks; whether the
+  /// write succeeded.
+  bool write(std::vector<Item>& items, bool fire = true) {
+    const bool sync = options_.sync != SyncMode::none && fire;
     size_t records = 0;
     size_t bytes = 0;
     for (const auto& item : items) {
@@ -417,7 +456,9 @@ class Database::Writer {
     }
     if (st) crash::point(crash::kCommitWritten);
     if (st && options_.on_commit) options_.on_commit(info);
-    for (auto& item : items) item.cb(st);
+    if (fire)
+      for (auto& item : items) item.cb(st);
+    return static_cast<bool>(st);
   }
 
   /// One write batch holding every item's changes in order.
@@ -453,9 +494,12 @@ class Database::Writer {
   uint64_t queued_ = 0;
   bool waiting_ = false;
   bool stopping_ = false;
-  /// SyncMode::batch's commit delay (0: none) and when the last write began.
+  /// SyncMode::batch's commit delay (0: none), when the log was last
+  /// synced, and the callbacks of what was written since (the writer
+  /// thread's own).
   std::chrono::microseconds interval_{0};
   std::chrono::steady_clock::time_point last_sync_{};
+  std::vector<DurableCallback> unsynced_;
   std::optional<Error> failed_;
   WriterStats stats_;
   std::mutex join_mutex_;

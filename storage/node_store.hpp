@@ -63,8 +63,9 @@ using messages::StoredNodeHeader;
 /// options name one. Nothing waits for a node store write (a node answers
 /// before its changes are written; after a crash the owning scheduler's
 /// durable records decide, actors/node_persistence.hpp), so its fsyncs need
-/// not follow each batch: at most one per interval, each carrying every batch
-/// queued meanwhile. Every callback still fires after its batch's fsync.
+/// not follow each batch: at most one per interval, each covering every batch
+/// written meanwhile (written at once: a crash of the agent loses none).
+/// Every callback still fires after its batch's fsync.
 inline constexpr std::chrono::microseconds kNodeStoreSyncInterval{10'000};
 
 /// Whom a node store belongs to: the cluster and the host (agent name, or

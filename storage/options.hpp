@@ -82,12 +82,14 @@ struct StoreOptions {
   uint64_t wal_size_limit_mb = 1024;
   /// A burst merges queued batches up to this many bytes (at least one batch).
   size_t max_burst_bytes = size_t{16} << 20;
-  /// SyncMode::batch only: a synced write starts at least this long after the
-  /// previous one started, and takes every batch queued meanwhile (a commit
-  /// delay). Nothing changes for what a callback means (it still fires after
-  /// its batch's fsync); only fewer fsyncs carry more batches, and a batch
-  /// may wait up to this long for its fsync. Unset: the store's default (the
-  /// node store's kNodeStoreSyncInterval, none for the others). At most 1 s.
+  /// SyncMode::batch only: batches are written to the log as they come, but
+  /// the log is fsynced at most once per this interval (a commit delay), for
+  /// every batch written since. A callback still fires only after its
+  /// batch's fsync, and a crash of the process loses nothing written (the
+  /// kernel has it); only a crash of the machine may lose up to an interval
+  /// of unacknowledged batches, as before their fsync. Unset: the store's
+  /// default (the node store's kNodeStoreSyncInterval, none for the others).
+  /// At most 1 s.
   std::optional<std::chrono::microseconds> sync_interval;
   /// RocksDB memtable size per column family.
   size_t write_buffer_size = size_t{64} << 20;

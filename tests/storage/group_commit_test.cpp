@@ -43,7 +43,8 @@ Outcome run(SyncMode mode, int submitters, int per_thread, int records, int wind
   std::atomic<uint64_t> commits{0};
   o.on_commit = [&](const CommitInfo& info) {
     ++commits;
-    EXPECT_EQ(info.synced, mode != SyncMode::none);
+    // With a commit delay a write is synced later, with the writes after it.
+    EXPECT_EQ(info.synced, mode != SyncMode::none && !sync_interval);
     EXPECT_EQ(info.last_sequence - info.first_sequence + 1, info.records);
   };
   auto opened = PartitionStore::open(tmp.path(), partition_id(), o);
@@ -180,12 +181,13 @@ TEST(GroupCommit, SyncIntervalSpacesTheFsyncsAndStillAcknowledgesAfterThem) {
   auto started = std::chrono::steady_clock::now();
   auto o = run(SyncMode::batch, 8, 50, 10, 4, kInterval);
   auto took = std::chrono::steady_clock::now() - started;
-  EXPECT_EQ(o.stats.syncs, o.stats.writes);
-  // Each synced write starts at least the interval after the one before.
-  EXPECT_GE(took, kInterval * (o.stats.writes - 1));
+  // Batches are written as they come (a crash of the process loses none of
+  // them); each fsync of the log follows the one before by the interval.
+  EXPECT_GE(o.stats.writes, o.stats.syncs);
+  EXPECT_GE(took, kInterval * (o.stats.syncs - 1));
   // 8 submitters with 4 in flight each refill their windows within the
-  // interval: a write gathers most of the 32 batches that can wait.
-  EXPECT_LE(o.stats.writes, o.batches / 8) << "the interval did not gather batches";
+  // interval: an fsync covers most of the 32 batches that can wait.
+  EXPECT_LE(o.stats.syncs, o.batches / 8) << "the interval did not gather batches";
 }
 
 TEST(GroupCommit, SyncIntervalDelaysOnlyAWriteThatFollowsAnother) {
