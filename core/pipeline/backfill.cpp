@@ -23,6 +23,31 @@ struct Edge {
   Resources delta;
 };
 
+/// The changes `starts` make to node `n`'s room (each of their parts there:
+/// taken at its start, given back at its end, both at `now` at the earliest),
+/// in time order.
+std::vector<Edge> edges_of_starts(NodeIndex n, TimePoint now, const std::vector<const FutureStart*>& starts) {
+  std::vector<Edge> edges;
+  for (const FutureStart* s : starts)
+    for (const auto& p : s->parts) {
+      if (p.node != n) continue;
+      Resources use = s->per_task.times(p.tasks);
+      edges.push_back({std::max(s->at, now), Resources{} - use});
+      if (TimePoint back = s->until(); back != kNever) edges.push_back({std::max(back, now), use});
+    }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
+  return edges;
+}
+
+/// Node `n`'s ends in `ends` (sorted by node, then time).
+template <class Ends>
+std::pair<typename Ends::const_iterator, typename Ends::const_iterator> ends_of(const Ends& ends, NodeIndex n) {
+  auto first = std::lower_bound(ends.begin(), ends.end(), n, [](const auto& x, NodeIndex m) { return x.node < m; });
+  auto last = first;
+  while (last != ends.end() && last->node == n) ++last;
+  return {first, last};
+}
+
 }  // namespace
 
 uint32_t FutureStart::tasks() const {
@@ -82,21 +107,11 @@ Resources BackfillProfile::LeastRoom::least_until(TimePoint until) const {
 BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resources& free, TimePoint now,
                                                         const std::vector<const FutureStart*>& starts) const {
   settle();
-  auto e = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& x, NodeIndex m) { return x.node < m; });
-  auto e_end = e;
-  while (e_end != ends_.end() && e_end->node == n) ++e_end;
   // The node's ends are in time order already (so is max(at, now)): they are
   // walked in place, merged with the starts' few edges there, sorted (this
   // runs for every node of the binding starts, every backfilling pass).
-  std::vector<Edge> edges;
-  for (const FutureStart* s : starts)
-    for (const auto& p : s->parts) {
-      if (p.node != n) continue;
-      Resources use = s->per_task.times(p.tasks);
-      edges.push_back({std::max(s->at, now), Resources{} - use});
-      if (TimePoint back = s->until(); back != kNever) edges.push_back({std::max(back, now), use});
-    }
-  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
+  auto [e, e_end] = ends_of(ends_, n);
+  std::vector<Edge> edges = edges_of_starts(n, now, starts);
   size_t k = 0;
   // The next time the room changes, if any; then everything due by a time.
   auto next = [&](TimePoint& t) {
@@ -126,18 +141,8 @@ BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resou
 Resources BackfillProfile::least_room_over(NodeIndex n, const Resources& free, TimePoint now, TimePoint from,
                                            TimePoint until, const std::vector<const FutureStart*>& starts) const {
   settle();
-  auto e = std::lower_bound(ends_.begin(), ends_.end(), n, [](const End& x, NodeIndex m) { return x.node < m; });
-  auto e_end = e;
-  while (e_end != ends_.end() && e_end->node == n) ++e_end;
-  std::vector<Edge> edges;
-  for (const FutureStart* s : starts)
-    for (const auto& p : s->parts) {
-      if (p.node != n) continue;
-      Resources use = s->per_task.times(p.tasks);
-      edges.push_back({std::max(s->at, now), Resources{} - use});
-      if (TimePoint back = s->until(); back != kNever) edges.push_back({std::max(back, now), use});
-    }
-  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.at < b.at; });
+  auto [e, e_end] = ends_of(ends_, n);
+  std::vector<Edge> edges = edges_of_starts(n, now, starts);
   size_t k = 0;
   Resources room = free;
   auto take_until = [&](TimePoint t) {
