@@ -110,7 +110,8 @@ BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resou
   // The node's ends are in time order already (so is max(at, now)): they are
   // walked in place, merged with the starts' few edges there, sorted (this
   // runs for every node of the binding starts, every backfilling pass).
-  auto [e, e_end] = ends_of(ends_, n);
+  auto ends = ends_of(ends_, n);
+  auto e = ends.first, e_end = ends.second;
   std::vector<Edge> edges = edges_of_starts(n, now, starts);
   size_t k = 0;
   // The next time the room changes, if any; then everything due by a time.
@@ -141,7 +142,8 @@ BackfillProfile::LeastRoom BackfillProfile::least_rooms(NodeIndex n, const Resou
 Resources BackfillProfile::least_room_over(NodeIndex n, const Resources& free, TimePoint now, TimePoint from,
                                            TimePoint until, const std::vector<const FutureStart*>& starts) const {
   settle();
-  auto [e, e_end] = ends_of(ends_, n);
+  auto ends = ends_of(ends_, n);
+  auto e = ends.first, e_end = ends.second;
   std::vector<Edge> edges = edges_of_starts(n, now, starts);
   size_t k = 0;
   Resources room = free;
