@@ -94,6 +94,8 @@ struct scheduler_state {
   std::string store_error;
   bool started = false;
   bool tick_armed = false;
+  /// A burst's messages left their pass to a wake_atom behind them.
+  bool pass_owed = false;
   /// When the pending wake_atom fires (kNever: none pending).
   core::TimePoint wake_at = core::kNever;
   core::Duration tick_interval{0};

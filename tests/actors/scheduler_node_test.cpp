@@ -115,15 +115,14 @@ TEST_F(SchedulerNodeTest, RejectCarriesSnapshotAndTheSchedulerRetriesElsewhere) 
   auto a = add_node(s, node_spec(1, 2000));
   auto b = add_node(s, node_spec(2, 2000));
 
-  // The job reaches the scheduler while its view of node 1 is still empty...
-  caf::anon_send(s, job(1, 2, 1000));
-  // ...and another partition takes all of node 1 before the scheduler's claim
-  // arrives. The node tells our scheduler (a delta), but that delta queues
-  // behind the job.
+  // Another partition's claim for all of node 1 is on its way to the node...
   caf::anon_send(a, raw_claim(999, 2, 1, 1, 500, 2000, {0}));
-  step(a);
-  step(s);  // the scheduler places both tasks on node 1 (fill-first)
-  run();    // node 1 rejects with its snapshot; the scheduler retries on node 2
+  // ...when the job reaches the scheduler, whose view of node 1 is still
+  // empty: it places both tasks there (fill-first), and its claim queues
+  // behind the other one.
+  caf::anon_send(s, job(1, 2, 1000));
+  step(s);
+  run();  // node 1 rejects with its snapshot; the scheduler retries on node 2
 
   auto ra = report(a);
   auto rb = report(b);
@@ -137,6 +136,28 @@ TEST_F(SchedulerNodeTest, RejectCarriesSnapshotAndTheSchedulerRetriesElsewhere) 
   EXPECT_EQ(st.stats.claims_sent, 2u);
   EXPECT_EQ(st.stats.placements, 2u);
   EXPECT_TRUE(st.accounting_error.empty()) << st.accounting_error;
+}
+
+TEST_F(SchedulerNodeTest, AJobAndANodesNewsThatArriveTogetherArePlacedInOnePassThatKnowsTheNews) {
+  auto s = spawn(actors::scheduler, scheduler_config());
+  auto a = add_node(s, node_spec(1, 2000));
+  auto b = add_node(s, node_spec(2, 2000));
+
+  // The job reaches the scheduler while its view of node 1 is still empty,
+  // and the node's delta (another partition took all of it) queues right
+  // behind the job: the pass waits for the end of the burst, so it places
+  // on node 2 at once, with no claim that node 1 must refuse.
+  caf::anon_send(s, job(1, 2, 1000));
+  caf::anon_send(a, raw_claim(999, 2, 1, 1, 500, 2000, {0}));
+  step(a);
+  run();
+
+  EXPECT_TRUE(report(a).allocations.empty());
+  EXPECT_EQ(report(b).allocations.size(), 2u);
+  auto st = status(s);
+  EXPECT_EQ(st.stats.rejected(), 0u);
+  EXPECT_EQ(st.stats.claims_sent, 1u);
+  EXPECT_EQ(st.stats.placements, 2u);
 }
 
 TEST_F(SchedulerNodeTest, RejectedClaimAnswersWithTheNodesSnapshot) {
