@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "actors/actors.hpp"
+#include "actors/prompt_sharing.hpp"
 
 namespace claimsched::actors {
 
@@ -30,7 +31,12 @@ void configure(caf::actor_system_config& cfg, const LinkOptions& link) {
   uint32_t threads = link.threads != 0 ? link.threads : std::max(1u, std::thread::hardware_concurrency());
   cfg.set("scheduler.max-threads", static_cast<size_t>(threads));
   cfg.set("scheduler.max-throughput", size_t{300});
-  if (link.shared_queue) cfg.set("scheduler.policy", caf::atom("sharing"));
+  // A scheduler module loaded here takes the place of the one
+  // scheduler.policy names.
+  if (link.shared_queue)
+    cfg.module_factories.push_back([](caf::actor_system& sys) -> caf::actor_system::module* {
+      return new caf::scheduler::coordinator<PromptSharing>(sys);
+    });
   // Remote messages are deserialized on the multiplexer's thread and go
   // straight to their actor, instead of through a BASP worker that is
   // scheduled first: one thread wake-up less per message (30.5k instead of
