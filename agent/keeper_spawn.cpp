@@ -225,6 +225,13 @@ std::optional<pid_t> KeeperZygote::answer(std::chrono::milliseconds timeout) {
   if (broken_) return -ECONNRESET;  // taken, and never to be answered
   int32_t answer = 0;
   int err = ETIMEDOUT;
+  // Already there (a later request of a burst, most often): no poll.
+  ssize_t ready = ::recv(socket_.get(), &answer, sizeof answer, MSG_DONTWAIT);
+  if (ready == sizeof answer) return answer == -EINVAL ? std::nullopt : std::optional<pid_t>(answer);
+  if (ready >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    broken_ = true;  // end of file, a short answer or an error: it is gone
+    return -ECONNRESET;
+  }
   for (;;) {
     pollfd pfd{socket_.get(), POLLIN, 0};
     int r = ::poll(&pfd, 1, static_cast<int>(timeout.count()));
