@@ -1,6 +1,7 @@
 #pragma once
 
-// Preparing a task's start, on the caller's thread (ProcessSupervisor::start):
+// Preparing a task's start, on the caller's thread (ProcessSupervisor::start)
+// or the supervisor's (start_async):
 // the LaunchSpec checked, its command found, its files opened, its argv and
 // environment laid out - everything the keeper's start needs, so that the
 // supervisor's thread only starts it. Internal to agent/.
