@@ -318,8 +318,8 @@ bool ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
   {
     std::lock_guard<std::mutex> guard(mutex_);
     // Its latest start, if one is under way (an older one was killed already).
-    auto starting = std::find_if(starting_.rbegin(), starting_.rend(),
-                                 [&](const auto& s) { return s.second.run.task == task; });
+    auto starting =
+        std::find_if(starting_.rbegin(), starting_.rend(), [&](const auto& s) { return s.second.run.task == task; });
     if (starting != starting_.rend() && !starting->second.launching) {
       // Not launched yet: it never will be (wanted() says no).
       starting_.erase(std::next(starting).base());

@@ -257,7 +257,8 @@ struct ProcessSupervisor::Impl {
 
   void deliver(AsyncStart& start, core::Expected<uint64_t, StartError> result) {
     round_reported = true;
-    if (start.done) call_quietly("a start's done", [&] {
+    if (start.done)
+      call_quietly("a start's done", [&] {
         start.done(std::move(result));
         return true;
       });
@@ -280,7 +281,8 @@ struct ProcessSupervisor::Impl {
   void end_round() {
     if (!round_reported) return;
     round_reported = false;
-    if (on_round_end) call_quietly("on_round_end", [&] {
+    if (on_round_end)
+      call_quietly("on_round_end", [&] {
         on_round_end();
         return true;
       });
@@ -672,8 +674,9 @@ ProcessSupervisor::ProcessSupervisor(OnExit on_exit, OnRoundEnd on_round_end, Su
   if (keeper_binary.empty() && !options.fork_keepers)
     spdlog::info("process-supervisor: no claimsched-keeper beside this program; each task's keeper is a fork of it");
   if (options.cgroups) impl_->cgroups = cgroup::open_for_tasks(options.cgroup_dir, options.memory_sample_interval);
-  impl_->starter = std::make_unique<Starter>(options, std::move(keeper_binary), &impl_->cgroups,
-                                             [impl = impl_.get()](const std::string& path) { impl->remove_cgroup(path); });
+  impl_->starter =
+      std::make_unique<Starter>(options, std::move(keeper_binary), &impl_->cgroups,
+                                [impl = impl_.get()](const std::string& path) { impl->remove_cgroup(path); });
   impl_->shared = open_shared(impl_->null_read, impl_->null_write);
   impl_->wake_fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!impl_->wake_fd) throw std::system_error(errno, std::system_category(), "process-supervisor: eventfd");

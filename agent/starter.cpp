@@ -130,9 +130,9 @@ void Starter::spawn_directly(InFlight& s) {
   if (!keeper_binary_.empty()) {
     pid_t pid = spawn_keeper(keeper_binary_, s.args);
     if (pid < 0)
-      s.error = io_error("cannot start " + in_quotes(p.command) + ": spawn of " + in_quotes(keeper_binary_) + ": " +
-                             errno_text(-pid),
-                         core::SpawnStage::system, -pid);
+      s.error = io_error(
+          "cannot start " + in_quotes(p.command) + ": spawn of " + in_quotes(keeper_binary_) + ": " + errno_text(-pid),
+          core::SpawnStage::system, -pid);
     else
       s.pid = pid;
   } else {
@@ -189,8 +189,8 @@ std::vector<core::Expected<Started, StartError>> Starter::start(const std::vecto
     }
     s.spawned();
     if (*pid < 0)
-      s.error = io_error("cannot start " + in_quotes(s.p->command) + ": spawn of " + in_quotes(keeper_binary_) +
-                             ": " + errno_text(-*pid),
+      s.error = io_error("cannot start " + in_quotes(s.p->command) + ": spawn of " + in_quotes(keeper_binary_) + ": " +
+                             errno_text(-*pid),
                          core::SpawnStage::system, -*pid);
     else
       s.pid = *pid;
@@ -264,9 +264,10 @@ void Starter::await_execs(std::vector<InFlight>& starts) {
         continue;
       }
       // Hung up with nothing to read: the exec closed it (no read needed).
-      ssize_t n = (fds[i].revents & POLLIN) == 0 && (fds[i].revents & POLLHUP) != 0
-                      ? 0
-                      : ::read(s.report_read.get(), reinterpret_cast<char*>(&s.report) + s.got, sizeof s.report - s.got);
+      ssize_t n =
+          (fds[i].revents & POLLIN) == 0 && (fds[i].revents & POLLHUP) != 0
+              ? 0
+              : ::read(s.report_read.get(), reinterpret_cast<char*>(&s.report) + s.got, sizeof s.report - s.got);
       if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
       if (n < 0) {
         int err = errno;
