@@ -91,6 +91,12 @@ struct TaskEnded {
   core::ClaimId claim;
 };
 
+/// Several real tasks' processes ended (local only: the ends an executor
+/// saw at once, for one ledger pass, store write and delta).
+struct TasksEnded {
+  std::vector<TaskEnded> ended;
+};
+
 /// Anyone who follows a node's update stream (schedulers, replicas, views).
 using node_listener_actor = caf::typed_actor<
     /// A node changed (or, with `full`, answered a snapshot request).
@@ -130,7 +136,9 @@ using node_actor = caf::typed_actor<
     /// Internal timer: fire due deadlines (claim expiry, synthetic task ends).
     caf::reacts_to<tick_atom>,
     /// A real task's process ended (from the node's executor; local only).
-    caf::reacts_to<TaskEnded>>;
+    caf::reacts_to<TaskEnded>,
+    /// Several ended at once (from the node's executor; local only).
+    caf::reacts_to<TasksEnded>>;
 
 /// What a scheduler reports about itself. Local only: status crosses the
 /// network as JSON through the gateway, not as this struct.
@@ -496,5 +504,6 @@ using load_generator_actor = caf::typed_actor<
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::SchedulerStatus)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::PartitionMetrics)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::TaskEnded)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::TasksEnded)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::LoadResult)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(claimsched::actors::ReplicaStatus)

@@ -2,8 +2,8 @@
 
 // What an agent's process executor counts for its /metrics: task starts,
 // their launch latency (the start's queueing until the task ran), and task
-// ends by outcome. Atomics only: the launcher and the supervisor's threads
-// count without a lock, a scrape reads whenever it comes.
+// ends by outcome. Atomics only: the supervisor's thread counts without a
+// lock, a scrape reads whenever it comes.
 
 #include <array>
 #include <atomic>

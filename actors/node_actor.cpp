@@ -368,6 +368,13 @@ const node_actor::behavior_type& shared_behavior() {
         end_tasks(self, {ended});
         arm_timer(self, t);
       },
+      [](actors::TasksEnded& batch) {
+        auto self = running();
+        auto t = now(self);
+        fire_due(self, t);
+        end_tasks(self, batch.ended);
+        arm_timer(self, t);
+      },
   };
   return behavior;
 }

@@ -21,8 +21,8 @@ ProcessExecutor::ProcessExecutor(std::string output_dir, agent::SupervisorOption
   if (ec) spdlog::error("agent: cannot create the task output directory {}: {}", output_dir_, ec.message());
   options.cgroups = true;
   supervisor_ = std::make_unique<agent::ProcessSupervisor>(
-      [this](uint64_t handle, agent::TaskExit how) { exited(handle, std::move(how)); }, std::move(options));
-  launcher_ = std::thread([this] { launch_loop(); });
+      [this](uint64_t handle, agent::TaskExit how) { exited(handle, std::move(how)); }, [this] { flush_ends(); },
+      std::move(options));
 }
 
 ProcessExecutor::~ProcessExecutor() {
@@ -31,7 +31,6 @@ ProcessExecutor::~ProcessExecutor() {
     stopping_ = true;  // what is still queued never starts
   }
   queue_changed_.notify_all();
-  launcher_.join();
   supervisor_.reset();
 }
 
@@ -83,12 +82,19 @@ std::string ProcessExecutor::exit_path(core::TaskRef task, core::ClaimId claim) 
 core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec& spec,
                                     const core::Allocation& a) {
   const core::TaskLaunch& launch = *a.launch;
-  Queued q{node, a.task, a.claim_id, expected_output_path(a), {}, std::chrono::steady_clock::now()};
-  agent::LaunchSpec& ls = q.launch;
+  agent::ProcessSupervisor::AsyncStart start;
+  agent::LaunchSpec& ls = start.spec;
   ls.argv = launch.argv;
   ls.env = agent::task_environment(a.task.job, a.task.index, spec.name, a.resources);
   ls.env.insert(ls.env.end(), launch.env.begin(), launch.env.end());
   ls.workdir = launch.workdir;
+  if (ls.workdir.empty()) {
+    // The job's directory, made by the task's keeper (LaunchSpec::make_workdir):
+    // its mkdir was the agent's dearest call per task on an ext4 without a
+    // journal (bench/README.md, e2e).
+    ls.workdir = output_dir_ + "/" + std::to_string(a.task.job.value);
+    ls.make_workdir = true;
+  }
   ls.stdout_path = stdout_path(a.task);
   ls.stderr_path = stderr_path(a.task);
   // Made at the task's first byte: most tasks of a burst of short ones print
@@ -100,74 +106,55 @@ core::Status ProcessExecutor::start(const caf::actor& node, const core::NodeSpec
   // What the job asked for is what it may hold (agent/memory_limit.hpp).
   if (a.resources[core::dim::memory] > 0) ls.memory_limit_bytes = static_cast<uint64_t>(a.resources[core::dim::memory]);
   ls.cpu_millicores = a.resources[core::dim::cpu];
+  uint64_t seq = 0;
   {
     std::lock_guard<std::mutex> guard(mutex_);
     if (stopping_) return core::make_error(core::Errc::wrong_state, "the agent is stopping");
-    queued_.push_back(std::move(q));
+    seq = ++next_start_;
+    starting_.emplace(seq, Starting{Running{node, a.task, a.claim_id, expected_output_path(a)},
+                                    std::chrono::steady_clock::now(), false, std::nullopt});
   }
-  queue_changed_.notify_one();
+  start.wanted = [this, seq] { return wanted(seq); };
+  start.done = [this, seq](core::Expected<uint64_t, agent::StartError> handle) { start_done(seq, std::move(handle)); };
+  supervisor_->start_async(std::move(start));
   return core::Status::ok();
 }
 
-void ProcessExecutor::launch_loop() {
-  for (;;) {
-    Queued q;
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      queue_changed_.wait(lock, [&] { return stopping_ || !queued_.empty(); });
-      if (stopping_) return;
-      q = std::move(queued_.front());
-      queued_.pop_front();
-      launching_ = q.task;
-      kill_when_launched_.reset();
-      launcher_busy_ = true;
-    }
-    launch(std::move(q));
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      launcher_busy_ = false;
-    }
+bool ProcessExecutor::wanted(uint64_t seq) {
+  std::lock_guard<std::mutex> guard(mutex_);
+  auto it = starting_.find(seq);
+  if (it == starting_.end()) return false;  // killed while it waited
+  if (stopping_) {
+    starting_.erase(it);
     queue_changed_.notify_all();
+    return false;
   }
+  it->second.launching = true;
+  return true;
 }
 
-void ProcessExecutor::launch(Queued q) {
-  const auto entered = std::chrono::steady_clock::now();
-  agent::LaunchSpec& ls = q.launch;
-  auto failed = [&](const std::string& why, core::SpawnStage stage, int error_number) {
-    {
-      std::lock_guard<std::mutex> guard(mutex_);
-      launching_.reset();
-    }
-    agent::TaskExit how;
-    how.how = agent::TaskExit::How::failed_to_start;
-    how.detail = why;
-    report(Running{q.node, q.task, q.claim, ""}, std::move(how), core::TaskEnd::spawn_failed(stage, error_number));
-  };
-  if (ls.workdir.empty()) {
-    // The job's directory, made by the task's keeper (LaunchSpec::make_workdir):
-    // its mkdir was the agent's dearest call per task on an ext4 without a
-    // journal (bench/README.md, e2e).
-    ls.workdir = output_dir_ + "/" + std::to_string(q.task.job.value);
-    ls.make_workdir = true;
-  }
-  // Not under the lock: the supervisor's thread reports exits through
-  // exited(), which takes it, while start() waits for that thread.
-  auto handle = supervisor_->start(ls);
-  if (!handle) return failed(handle.error().message, handle.error().stage, handle.error().error_number);
-  std::optional<std::string> kill_reason;
+void ProcessExecutor::start_done(uint64_t seq, core::Expected<uint64_t, agent::StartError> handle) {
+  Starting s;
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    launching_.reset();
-    kill_reason = std::move(kill_when_launched_);
-    kill_when_launched_.reset();
+    auto it = starting_.find(seq);
+    if (it == starting_.end()) return;  // cannot happen: only wanted() drops one
+    s = std::move(it->second);
+    starting_.erase(it);
+  }
+  queue_changed_.notify_all();
+  if (!handle) {
+    agent::TaskExit how;
+    how.how = agent::TaskExit::How::failed_to_start;
+    how.detail = handle.error().message;
+    s.run.expected_output.clear();
+    report(s.run, std::move(how), core::TaskEnd::spawn_failed(handle.error().stage, handle.error().error_number));
+    return;
   }
   // Released while it was being started: it runs now, so it is stopped now.
-  metrics_.started(std::chrono::steady_clock::now() - q.queued_at);
-  track(*handle, Running{q.node, q.task, q.claim, q.expected_output}, std::move(kill_reason));
-  spdlog::debug("task {}.{}: started ({} us to launch)", q.task.job.value, q.task.index,
-                std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - entered)
-                    .count());
+  metrics_.started(std::chrono::steady_clock::now() - s.queued_at);
+  track(*handle, s.run, std::move(s.kill_reason));
+  spdlog::debug("task {}.{}: started", s.run.task.job.value, s.run.task.index);
 }
 
 void ProcessExecutor::track(uint64_t handle, const Running& r, std::optional<std::string> kill_reason) {
@@ -194,17 +181,24 @@ size_t ProcessExecutor::detach_all(std::chrono::milliseconds launch_wait) {
     // A start under way when the supervisor detaches would either be left
     // out of the list while its keeper detaches (it runs on, unknown to the
     // next agent, which runs it again) or start after the detach and die
-    // with this agent: the launcher finishes first, then stops.
+    // with this agent: the starts under way finish first (the supervisor
+    // takes the detach after them), the rest never start.
     std::unique_lock<std::mutex> lock(mutex_);
-    queue_changed_.wait_for(lock, launch_wait, [&] { return queued_.empty() && !launcher_busy_; });
-    if (!queued_.empty()) {
-      spdlog::warn("agent: {} task(s) still waiting to start are not started; the next agent reports them lost",
-                   queued_.size());
-      queued_.clear();
+    queue_changed_.wait_for(lock, launch_wait, [&] { return starting_.empty(); });
+    size_t dropped = 0;
+    for (auto it = starting_.begin(); it != starting_.end();) {
+      if (it->second.launching) {
+        ++it;
+        continue;
+      }
+      it = starting_.erase(it);
+      ++dropped;
     }
+    if (dropped > 0)
+      spdlog::warn("agent: {} task(s) still waiting to start are not started; the next agent reports them lost",
+                   dropped);
     stopping_ = true;  // nothing queued starts any more
-    queue_changed_.notify_all();
-    queue_changed_.wait(lock, [&] { return !launcher_busy_; });
+    queue_changed_.wait(lock, [&] { return starting_.empty(); });
   }
   auto detached = supervisor_->detach_all();
   {
@@ -287,6 +281,7 @@ bool ProcessExecutor::adopt(const caf::actor& node, const core::Allocation& allo
   uint64_t handle = supervisor_->adopt(d);
   spdlog::info("task {}.{}: adopted from the previous agent (keeper pid {})", task.job.value, task.index, d.pid);
   track(handle, Running{node, task, allocation.claim_id, expected_output_path(allocation)}, std::nullopt);
+  flush_ends();  // an end reported before it was registered
   return true;
 }
 
@@ -302,35 +297,38 @@ void ProcessExecutor::drop_unadopted() {
     uint64_t handle = supervisor_->adopt(d);
     track(handle, Running{caf::actor{}, task, core::ClaimId{}, ""}, std::string("no longer held by its node"));
   }
+  flush_ends();
   write_detached();
 }
 
 size_t ProcessExecutor::busy() {
   std::lock_guard<std::mutex> guard(mutex_);
-  return by_handle_.size() + queued_.size() + (launching_ ? 1 : 0);
+  return by_handle_.size() + starting_.size();
 }
 
 bool ProcessExecutor::runs_job(core::JobId job) {
   std::lock_guard<std::mutex> guard(mutex_);
   auto from = by_task_.lower_bound(core::TaskRef{job, 0});
   if (from != by_task_.end() && from->first.job == job) return true;
-  if (launching_ && launching_->job == job) return true;
-  return std::any_of(queued_.begin(), queued_.end(), [&](const Queued& q) { return q.task.job == job; });
+  return std::any_of(starting_.begin(), starting_.end(), [&](const auto& s) { return s.second.run.task.job == job; });
 }
 
 bool ProcessExecutor::kill(core::TaskRef task, const std::string& reason) {
   uint64_t handle = 0;
   {
     std::lock_guard<std::mutex> guard(mutex_);
-    // Not launched yet: it never will be.
-    auto queued = std::find_if(queued_.begin(), queued_.end(), [&](const Queued& q) { return q.task == task; });
-    if (queued != queued_.end()) {
-      queued_.erase(queued);
+    // Its latest start, if one is under way (an older one was killed already).
+    auto starting =
+        std::find_if(starting_.rbegin(), starting_.rend(), [&](const auto& s) { return s.second.run.task == task; });
+    if (starting != starting_.rend() && !starting->second.launching) {
+      // Not launched yet: it never will be (wanted() says no).
+      starting_.erase(std::next(starting).base());
+      queue_changed_.notify_all();
       spdlog::debug("task {}.{}: dropped before its start ({})", task.job.value, task.index, reason);
       return false;
     }
-    if (launching_ == task) {
-      kill_when_launched_ = reason;
+    if (starting != starting_.rend()) {
+      starting->second.kill_reason = reason;
       spdlog::debug("task {}.{}: killing it once started ({})", task.job.value, task.index, reason);
       return true;
     }
@@ -447,12 +445,33 @@ void ProcessExecutor::report(const Running& r, agent::TaskExit how, std::optiona
   metrics_.ended(how);
   TaskEnded e = ended(r, how, end);
   // Ends the agent did not ask for are worth an operator's eye; killed ones
-  // were asked for and logged by whoever asked.
-  if (how.how == agent::TaskExit::How::killed_on_request)
-    spdlog::debug("task {}.{} ended: {}", r.task.job.value, r.task.index, how.detail);
-  else
-    spdlog::info("task {}.{} ended: {} ({})", r.task.job.value, r.task.index, core::describe(e.end), how.detail);
-  if (r.node) caf::anon_send(r.node, std::move(e));
+  // were asked for and logged by whoever asked, and a success is the common
+  // case (a line each was a write per task at a thousand tasks a second).
+  const bool routine = how.how == agent::TaskExit::How::killed_on_request || e.state == core::TaskState::succeeded;
+  const auto level = routine ? spdlog::level::debug : spdlog::level::info;
+  if (spdlog::should_log(level))
+    spdlog::log(level, "task {}.{} ended: {} ({})", r.task.job.value, r.task.index, core::describe(e.end), how.detail);
+  if (!r.node) return;
+  std::lock_guard<std::mutex> guard(ends_mutex_);
+  auto it = std::find_if(ends_.begin(), ends_.end(), [&](const auto& n) { return n.first == r.node; });
+  if (it == ends_.end()) it = ends_.insert(ends_.end(), {r.node, {}});
+  it->second.push_back(std::move(e));
+}
+
+void ProcessExecutor::flush_ends() {
+  std::vector<std::pair<caf::actor, std::vector<TaskEnded>>> ends;
+  {
+    std::lock_guard<std::mutex> guard(ends_mutex_);
+    ends.swap(ends_);
+  }
+  // One message per node: one ledger pass, one store batch and one delta to
+  // its subscribers for a burst of ends.
+  for (auto& [node, list] : ends) {
+    if (list.size() == 1)
+      caf::anon_send(node, std::move(list.front()));
+    else
+      caf::anon_send(node, TasksEnded{std::move(list)});
+  }
 }
 
 }  // namespace claimsched::actors

@@ -6,10 +6,12 @@
 // follow each other); a task without a working directory runs in
 // <output_dir>/<job>, which its keeper makes (LaunchSpec::make_workdir).
 //
-// Starts are asynchronous: start() queues the launch and returns, a launcher
-// thread starts the task's keeper and waits for the task's exec. The node
-// actor keeps answering claims meanwhile, instead of waiting out every
-// fork of a burst; a start that fails comes back as a failed TaskEnded.
+// Starts are asynchronous: start() hands the launch to the supervisor's
+// thread (ProcessSupervisor::start_async, which starts a burst together) and
+// returns. The node actor keeps answering claims meanwhile, instead of
+// waiting out every start of a burst; a start that fails comes back as a
+// failed TaskEnded. Ends are gathered per round of the supervisor's loop and
+// reach each node as one message (TasksEnded) per round.
 //
 // Tasks can outlive the agent (a drain): detach_all() leaves every running
 // task to its keeper (agent/keeper.hpp) and lists them in
@@ -20,12 +22,12 @@
 // agent that crashes after adopting does not leave them to run unwatched.
 
 #include <condition_variable>
-#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
+#include <utility>
+#include <vector>
 
 #include "actors/executor_metrics.hpp"
 #include "actors/task_executor.hpp"
@@ -80,17 +82,20 @@ class ProcessExecutor : public TaskExecutor {
     /// empty: none.
     std::string expected_output;
   };
-  struct Queued {
-    caf::actor node;
-    core::TaskRef task;
-    core::ClaimId claim;
-    std::string expected_output;
-    agent::LaunchSpec launch;
+  /// A start handed to the supervisor, until its result comes.
+  struct Starting {
+    Running run;
     /// When start() queued it (the start latency counts from here).
     std::chrono::steady_clock::time_point queued_at;
+    /// The supervisor is starting it (wanted() said yes): a kill now stops
+    /// it once it runs, with this reason.
+    bool launching = false;
+    std::optional<std::string> kill_reason;
   };
-  void launch_loop();
-  void launch(Queued q);
+  /// The supervisor's question before it starts `seq` (AsyncStart::wanted).
+  bool wanted(uint64_t seq);
+  /// The supervisor's answer for `seq` (AsyncStart::done).
+  void start_done(uint64_t seq, core::Expected<uint64_t, agent::StartError> handle);
   /// Registers a started (or adopted) process, or reports it if its exit
   /// already came; with `kill_reason`, stops it now.
   void track(uint64_t handle, const Running& r, std::optional<std::string> kill_reason);
@@ -106,8 +111,11 @@ class ProcessExecutor : public TaskExecutor {
   void exited(uint64_t handle, agent::TaskExit how);
   /// The task's end as its node hears it; `end` overrides what `how` implies.
   static TaskEnded ended(const Running& r, const agent::TaskExit& how, std::optional<core::TaskEnd> end);
-  /// Sends the task's end to its node; `end` overrides what `how` implies.
+  /// Gathers the task's end for its node (flush_ends sends it); `end`
+  /// overrides what `how` implies.
   void report(const Running& r, agent::TaskExit how, std::optional<core::TaskEnd> end = std::nullopt);
+  /// Sends each node the ends gathered for it: one message per node.
+  void flush_ends();
 
   std::string output_dir_;
   ExecutorMetrics metrics_;
@@ -116,22 +124,20 @@ class ProcessExecutor : public TaskExecutor {
   std::map<core::TaskRef, uint64_t> by_task_;
   /// Exits reported before start() registered their process.
   std::map<uint64_t, agent::TaskExit> early_;
-  /// Starts not launched yet (a kill takes them out); guarded by mutex_.
-  std::deque<Queued> queued_;
-  /// The start the launcher is in the middle of, and the reason to kill it
-  /// once it runs if a kill came meanwhile.
-  std::optional<core::TaskRef> launching_;
-  std::optional<std::string> kill_when_launched_;
-  /// The launcher holds a start it has not finished tracking (launching_
-  /// clears before the process is tracked): detach_all() waits for it.
-  bool launcher_busy_ = false;
+  /// Starts handed to the supervisor and not answered yet, by a number of
+  /// their own (a task killed before its start may start again meanwhile).
+  std::map<uint64_t, Starting> starting_;
+  uint64_t next_start_ = 0;
   /// Left running by an earlier agent, not adopted yet.
   std::map<core::TaskRef, agent::DetachedTask> candidates_;
   /// Adopted from an earlier agent and still running (for write_detached).
   std::map<core::TaskRef, agent::DetachedTask> adopted_;
+  /// Notified when a start is answered (detach_all waits for them).
   std::condition_variable queue_changed_;
   bool stopping_ = false;
-  std::thread launcher_;
+  /// Ends not sent yet, per node (report, flush_ends).
+  std::mutex ends_mutex_;
+  std::vector<std::pair<caf::actor, std::vector<TaskEnded>>> ends_;
   /// Last: its destructor reports what it kills through exited(), which
   /// needs the maps above.
   std::unique_ptr<agent::ProcessSupervisor> supervisor_;

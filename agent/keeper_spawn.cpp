@@ -179,7 +179,12 @@ core::Expected<std::unique_ptr<KeeperZygote>> KeeperZygote::start(const std::str
 
 std::optional<pid_t> KeeperZygote::spawn(const std::string& keeper_binary, const keeper::Args& a,
                                          std::chrono::milliseconds timeout) {
-  if (broken_) return std::nullopt;
+  if (!request(keeper_binary, a)) return std::nullopt;
+  return answer(timeout);
+}
+
+bool KeeperZygote::request(const std::string& keeper_binary, const keeper::Args& a) {
+  if (broken_) return false;
   std::vector<std::string> head = keeper_head(keeper_binary, a);
   uint32_t counts[2] = {static_cast<uint32_t>(head.size()), 0};
   std::string data(sizeof counts, '\0');
@@ -187,7 +192,7 @@ std::optional<pid_t> KeeperZygote::spawn(const std::string& keeper_binary, const
   for (char* const* arg = a.argv; *arg != nullptr; ++arg, ++counts[0]) data.append(*arg, std::strlen(*arg) + 1);
   for (char* const* var = a.envp; *var != nullptr; ++var, ++counts[1]) data.append(*var, std::strlen(*var) + 1);
   std::memcpy(data.data(), counts, sizeof counts);
-  if (data.size() > keeper::kZygoteMaxRequest) return std::nullopt;  // too long for it: exec'd instead
+  if (data.size() > keeper::kZygoteMaxRequest) return false;  // too long for it: exec'd instead
 
   const int fds[keeper::kZygoteFds] = {a.stdin_fd, a.stdout_fd, a.stderr_fd, a.report_fd, a.control_fd};
   alignas(cmsghdr) keeper::ZygoteControl control = {};
@@ -199,16 +204,34 @@ std::optional<pid_t> KeeperZygote::spawn(const std::string& keeper_binary, const
   c->cmsg_len = CMSG_LEN(sizeof fds);
   std::memcpy(CMSG_DATA(c), fds, sizeof fds);
   ssize_t sent;
-  while ((sent = ::sendmsg(socket_.get(), &msg, MSG_NOSIGNAL)) < 0 && errno == EINTR) {
+  // MSG_DONTWAIT: with several requests in flight the socket may be full
+  // (a zygote that stopped reading must not hang the supervisor's thread).
+  while ((sent = ::sendmsg(socket_.get(), &msg, MSG_NOSIGNAL | MSG_DONTWAIT)) < 0 && errno == EINTR) {
   }
   if (sent < 0) {
-    // EMSGSIZE: a request beyond the socket's buffer; anything else: the
-    // zygote is gone. Either way this task's keeper is exec'd.
-    if (errno != EMSGSIZE) broken_ = true;
-    return std::nullopt;
+    // EMSGSIZE: a request beyond the socket's buffer; EAGAIN: a full socket;
+    // anything else: the zygote is gone. Either way this task's keeper is
+    // exec'd.
+    if (errno != EMSGSIZE && errno != EAGAIN && errno != EWOULDBLOCK) broken_ = true;
+    return false;
   }
+  ++unanswered_;
+  return true;
+}
+
+std::optional<pid_t> KeeperZygote::answer(std::chrono::milliseconds timeout) {
+  if (unanswered_ == 0) return std::nullopt;
+  --unanswered_;
+  if (broken_) return -ECONNRESET;  // taken, and never to be answered
   int32_t answer = 0;
   int err = ETIMEDOUT;
+  // Already there (a later request of a burst, most often): no poll.
+  ssize_t ready = ::recv(socket_.get(), &answer, sizeof answer, MSG_DONTWAIT);
+  if (ready == sizeof answer) return answer == -EINVAL ? std::nullopt : std::optional<pid_t>(answer);
+  if (ready >= 0 || (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) {
+    broken_ = true;  // end of file, a short answer or an error: it is gone
+    return -ECONNRESET;
+  }
   for (;;) {
     pollfd pfd{socket_.get(), POLLIN, 0};
     int r = ::poll(&pfd, 1, static_cast<int>(timeout.count()));

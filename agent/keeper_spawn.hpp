@@ -58,6 +58,14 @@ class KeeperZygote {
   /// goes to a broken zygote.
   std::optional<pid_t> spawn(const std::string& keeper_binary, const keeper::Args& args,
                              std::chrono::milliseconds timeout);
+  /// spawn in two halves, so that several requests are in flight (the
+  /// zygote answers them in order): request sends one and returns whether
+  /// the zygote took it (false: spawn_keeper it instead; it never blocks: a
+  /// full socket does not take it either); answer waits for the answer to
+  /// the oldest request not answered yet, as spawn's (nullopt: not taken
+  /// after all, exec it instead; a broken zygote answers -ECONNRESET).
+  bool request(const std::string& keeper_binary, const keeper::Args& args);
+  std::optional<pid_t> answer(std::chrono::milliseconds timeout);
   bool broken() const { return broken_; }
   pid_t pid() const { return pid_; }
 
@@ -66,6 +74,8 @@ class KeeperZygote {
   pid_t pid_ = 0;
   launch::UniqueFd socket_;
   bool broken_ = false;
+  /// Requests taken and not answered yet.
+  int unanswered_ = 0;
 };
 
 }  // namespace claimsched::agent

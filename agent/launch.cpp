@@ -26,6 +26,15 @@ constexpr std::string_view kDefaultPath = "/usr/local/bin:/usr/bin:/bin";
 /// close-on-exec one by one.
 constexpr int kMaxFdScan = 65536;
 
+/// Descriptors above this are closed in the keeper one by one where
+/// close_range is missing.
+int max_fd() {
+  struct rlimit limit {};
+  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    return static_cast<int>(std::min<rlim_t>(limit.rlim_cur, kMaxFdScan));
+  return kMaxFdScan;
+}
+
 }  // namespace
 
 void UniqueFd::reset(int fd) {
@@ -207,7 +216,7 @@ core::Expected<std::string, StartError> lazy_output_path(const std::string& give
 
 }  // namespace
 
-core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec) {
+core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec, const Shared& shared) {
   if (auto bad = validate(spec)) return *bad;
   Prepared p;
   p.command = spec.argv.front();
@@ -249,11 +258,15 @@ core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec) {
   for (auto& s : p.env_storage) p.envp.push_back(s.data());
   p.envp.push_back(nullptr);
 
-  UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!in) return io_error("cannot open /dev/null for stdin: " + errno_text(errno), core::SpawnStage::output, errno);
-  auto stdin_fd = above_stdio(std::move(in));
-  if (!stdin_fd) return stdin_fd.error();
-  p.stdin_fd = std::move(*stdin_fd);
+  if (shared.null_read >= 0) {
+    p.stdin_fd.borrow(shared.null_read);
+  } else {
+    UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    if (!in) return io_error("cannot open /dev/null for stdin: " + errno_text(errno), core::SpawnStage::output, errno);
+    auto stdin_fd = above_stdio(std::move(in));
+    if (!stdin_fd) return stdin_fd.error();
+    p.stdin_fd.own(std::move(*stdin_fd));
+  }
   if (spec.lazy_output) {
     auto lazy_out = lazy_output_path(spec.stdout_path, p.workdir, p.make_workdir, "stdout");
     if (!lazy_out) return lazy_out.error();
@@ -264,23 +277,45 @@ core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec) {
   }
   // A stream the keeper creates lazily starts as /dev/null here: the keeper
   // puts its pipe in place.
-  auto out = open_output(p.lazy_stdout.empty() ? spec.stdout_path : "", p.workdir, "stdout");
-  if (!out) return out.error();
-  p.stdout_fd = std::move(*out);
-  auto err = open_output(p.lazy_stderr.empty() ? spec.stderr_path : "", p.workdir, "stderr");
-  if (!err) return err.error();
-  p.stderr_fd = std::move(*err);
+  const std::string& stdout_file = p.lazy_stdout.empty() ? spec.stdout_path : "";
+  const std::string& stderr_file = p.lazy_stderr.empty() ? spec.stderr_path : "";
+  if (stdout_file.empty() && shared.null_write >= 0) {
+    p.stdout_fd.borrow(shared.null_write);
+  } else {
+    auto out = open_output(stdout_file, p.workdir, "stdout");
+    if (!out) return out.error();
+    p.stdout_fd.own(std::move(*out));
+  }
+  if (stderr_file.empty() && shared.null_write >= 0) {
+    p.stderr_fd.borrow(shared.null_write);
+  } else {
+    auto err = open_output(stderr_file, p.workdir, "stderr");
+    if (!err) return err.error();
+    p.stderr_fd.own(std::move(*err));
+  }
 
   if (!spec.exit_path.empty()) {
     p.exit_path = spec.exit_path;
     p.exit_tmp_path = spec.exit_path + ".tmp";
     // An older run's is removed by the keeper, before the task starts.
   }
-  p.max_fd = kMaxFdScan;
-  struct rlimit limit {};
-  if (::getrlimit(RLIMIT_NOFILE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
-    p.max_fd = static_cast<int>(std::min<rlim_t>(limit.rlim_cur, kMaxFdScan));
+  p.max_fd = shared.max_fd > 0 ? shared.max_fd : max_fd();
   return p;
+}
+
+Shared open_shared(UniqueFd& null_read, UniqueFd& null_write) {
+  Shared shared;
+  shared.max_fd = max_fd();
+  // Failures leave -1: each start then opens its own and reports what fails.
+  auto in = above_stdio(UniqueFd(::open("/dev/null", O_RDONLY | O_CLOEXEC)));
+  auto out = above_stdio(UniqueFd(::open("/dev/null", O_WRONLY | O_CLOEXEC)));
+  if (in && *in && out && *out) {
+    null_read = std::move(*in);
+    null_write = std::move(*out);
+    shared.null_read = null_read.get();
+    shared.null_write = null_write.get();
+  }
+  return shared;
 }
 
 std::string describe_stage(Stage stage, const Prepared& p) {

@@ -1,6 +1,7 @@
 #pragma once
 
-// Preparing a task's start, on the caller's thread (ProcessSupervisor::start):
+// Preparing a task's start, on the caller's thread (ProcessSupervisor::start)
+// or the supervisor's (start_async):
 // the LaunchSpec checked, its command found, its files opened, its argv and
 // environment laid out - everything the keeper's start needs, so that the
 // supervisor's thread only starts it. Internal to agent/.
@@ -49,6 +50,37 @@ StartError io_error(std::string message, core::SpawnStage stage = core::SpawnSta
 /// it (an agent started with stdin closed gets fd 0 from open()).
 core::Expected<UniqueFd, StartError> above_stdio(UniqueFd fd);
 
+/// A descriptor of a start: its own (closed with it) or one the supervisor
+/// shares among starts (Shared).
+class StdioFd {
+ public:
+  int get() const { return fd_; }
+  void own(UniqueFd fd) {
+    fd_ = fd.get();
+    owned_ = std::move(fd);
+  }
+  void borrow(int fd) {
+    owned_.reset();
+    fd_ = fd;
+  }
+  void reset() { borrow(-1); }
+
+ private:
+  UniqueFd owned_;
+  int fd_ = -1;
+};
+
+/// What every start may use instead of getting its own: a descriptor the
+/// keeper only dup2s is the same file for every task (/dev/null), and the
+/// descriptor limit does not move. -1 (0): each start opens (reads) its own.
+struct Shared {
+  /// /dev/null, read-only and write-only, above 2 and close-on-exec.
+  int null_read = -1, null_write = -1;
+  int max_fd = 0;
+};
+/// Opens what Shared holds; the caller keeps the descriptors.
+Shared open_shared(UniqueFd& null_read, UniqueFd& null_write);
+
 /// A validated LaunchSpec with its files open: everything the start needs.
 struct Prepared {
   std::string command;  // argv[0] as given, for messages
@@ -57,7 +89,7 @@ struct Prepared {
   bool make_workdir = false;  // LaunchSpec::make_workdir
   std::vector<std::string> argv_storage, env_storage;
   std::vector<char*> argv, envp;
-  UniqueFd stdin_fd, stdout_fd, stderr_fd;
+  StdioFd stdin_fd, stdout_fd, stderr_fd;
   core::Duration max_run_time{0};
   uint64_t memory_limit_bytes = 0;
   int64_t cpu_millicores = 0;
@@ -68,7 +100,7 @@ struct Prepared {
   std::string lazy_stdout, lazy_stderr;
 };
 
-core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec);
+core::Expected<Prepared, StartError> prepare(const LaunchSpec& spec, const Shared& shared = {});
 
 /// What failed, in words, when the keeper reports a failure at `stage`.
 std::string describe_stage(keeper::Stage stage, const Prepared& p);

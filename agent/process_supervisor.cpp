@@ -36,6 +36,7 @@
 #include "agent/keeper_spawn.hpp"
 #include "agent/launch.hpp"
 #include "agent/memory_limit.hpp"
+#include "agent/starter.hpp"
 #include "core/duration.hpp"
 
 namespace claimsched::agent {
@@ -95,7 +96,12 @@ struct ProcessSupervisor::Impl {
     DetachedTask task;
     std::promise<uint64_t> result;
   };
-  using Request = std::variant<StartRequest, KillRequest, DetachRequest, AdoptRequest>;
+  struct AsyncRequest {
+    AsyncStart start;
+  };
+  using Request = std::variant<StartRequest, AsyncRequest, KillRequest, DetachRequest, AdoptRequest>;
+  /// The most starts started together (their zygote requests in flight at once).
+  static constexpr size_t kMaxBatch = 32;
 
   struct Child {
     pid_t pid = 0;
@@ -127,13 +133,15 @@ struct ProcessSupervisor::Impl {
   };
 
   OnExit on_exit;
+  OnRoundEnd on_round_end;
   SupervisorOptions options;
-  /// The keeper program spawned per task; empty: keepers are forked.
-  std::string keeper_binary;
-  /// Keepers forked from it instead of exec'd (SupervisorOptions::keeper_zygote);
-  /// started at the first task, on the thread. Null: none (yet, or off).
-  std::unique_ptr<KeeperZygote> zygote;
-  bool zygote_failed = false;
+  /// Starts keepers (the program's, from its zygote where it can).
+  std::unique_ptr<Starter> starter;
+  /// /dev/null and the descriptor limit, for every start (launch::Shared).
+  UniqueFd null_read, null_write;
+  Shared shared;
+  /// This round called on_exit or a start's done (end_round).
+  bool round_reported = false;
   UniqueFd wake_fd;
   std::atomic<size_t> running{0};
 
@@ -162,183 +170,122 @@ struct ProcessSupervisor::Impl {
     uint64_t one = 1;
     [[maybe_unused]] ssize_t n = ::write(wake_fd.get(), &one, sizeof one);  // EAGAIN: already awake
   }
+  /// Queues a request (under `mutex`) and wakes the thread if the queue was
+  /// empty: otherwise a wake-up for it is pending already, and a burst of
+  /// requests costs one.
+  void push(Request request) {
+    bool was_empty = queue.empty();
+    queue.push_back(std::move(request));
+    if (was_empty) wake();
+  }
 
   // ---- starting ----
 
-  core::Expected<uint64_t, StartError> launch(Prepared& p) {
-    if (shutting_down) return shutting_down_error();
-    int pipe_fds[2];
-    std::string task_cgroup, cgroup_procs;
-    if (cgroups) {
-      auto made = cgroups->create(std::to_string(::getpid()) + "-" + std::to_string(++cgroup_seq),
-                                  {p.memory_limit_bytes, p.cpu_millicores, options.task_pids_max});
-      if (!made) return io_error("cannot start " + in_quotes(p.command) + ": " + made.error().message);
-      task_cgroup = *made;
-      cgroup_procs = task_cgroup + "/cgroup.procs";
+  /// Starts `batch` together (launch::Starter) and registers each started
+  /// child; the results are in the batch's order.
+  std::vector<core::Expected<uint64_t, StartError>> launch(const std::vector<Prepared*>& batch) {
+    std::vector<core::Expected<uint64_t, StartError>> handles;
+    handles.reserve(batch.size());
+    if (shutting_down) {
+      for (size_t i = 0; i < batch.size(); ++i) handles.emplace_back(shutting_down_error());
+      return handles;
     }
-    // Removed unless the start succeeds.
-    auto drop_cgroup = [&] {
-      if (!task_cgroup.empty()) remove_cgroup(task_cgroup);
-    };
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-      int err = errno;
-      drop_cgroup();
-      return io_error("pipe2: " + errno_text(err), core::SpawnStage::system, err);
-    }
-    UniqueFd report_read(pipe_fds[0]);
-    auto report_write = above_stdio(UniqueFd(pipe_fds[1]));
-    if (!report_write) {
-      drop_cgroup();
-      return report_write.error();
-    }
-    if (::pipe2(pipe_fds, O_CLOEXEC) != 0) {
-      int err = errno;
-      drop_cgroup();
-      return io_error("pipe2: " + errno_text(err), core::SpawnStage::system, err);
-    }
-    auto control_read = above_stdio(UniqueFd(pipe_fds[0]));
-    UniqueFd control_write(pipe_fds[1]);
-    if (!control_read) {
-      drop_cgroup();
-      return control_read.error();
-    }
-
-    keeper::Args args{p.path.c_str(),
-                      p.argv.data(),
-                      p.envp.data(),
-                      p.workdir.empty() ? nullptr : p.workdir.c_str(),
-                      p.stdin_fd.get(),
-                      p.stdout_fd.get(),
-                      p.stderr_fd.get(),
-                      report_write->get(),
-                      control_read->get(),
-                      ::getpid(),
-                      p.max_fd,
-                      p.exit_path.empty() ? nullptr : p.exit_path.c_str(),
-                      p.exit_tmp_path.empty() ? nullptr : p.exit_tmp_path.c_str(),
-                      cgroup_procs.empty() ? nullptr : cgroup_procs.c_str(),
-                      p.lazy_stdout.empty() ? nullptr : p.lazy_stdout.c_str(),
-                      p.lazy_stderr.empty() ? nullptr : p.lazy_stderr.c_str(),
-                      p.make_workdir};
-    const auto started = Clock::now();
-    pid_t pid = 0;
-    if (!keeper_binary.empty()) {
-      std::optional<pid_t> forked = spawn_from_zygote(args);
-      pid = forked ? *forked : spawn_keeper(keeper_binary, args);
-      if (pid < 0) drop_cgroup();
-      if (pid < 0)
-        return io_error(
-            "cannot start " + in_quotes(p.command) + ": spawn of " + in_quotes(keeper_binary) + ": " + errno_text(-pid),
-            core::SpawnStage::system, -pid);
-    } else {
-      pid = ::fork();
-      if (pid < 0) {
-        int err = errno;
-        drop_cgroup();
-        return io_error("cannot start " + in_quotes(p.command) + ": fork: " + errno_text(err),
-                        core::SpawnStage::system, err);
+    auto started = starter->start(batch);
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (!started[i]) {
+        handles.emplace_back(std::move(started[i].error()));
+        continue;
       }
-      if (pid == 0) keeper::run(args);
+      const Prepared& p = *batch[i];
+      Started& s = *started[i];
+      const uint64_t handle = next_handle++;
+      Child child;
+      child.pid = s.pid;
+      child.pidfd = std::move(s.pidfd);
+      child.control = std::move(s.control);
+      child.exit_path = p.exit_path;
+      child.command = p.command;
+      child.max_run_time = p.max_run_time;
+      child.memory_limit = p.memory_limit_bytes;
+      child.started = s.started;
+      child.spawned = s.spawned;
+      child.cgroup = std::move(s.cgroup);
+      if (p.max_run_time.count() > 0)
+        child.deadline = s.started + std::chrono::duration_cast<Clock::duration>(p.max_run_time);
+      children.emplace(handle, std::move(child));
+      running.fetch_add(1);
+      handles.emplace_back(handle);
     }
-
-    report_write->reset();
-    control_read->reset();
-    p.stdin_fd.reset();
-    p.stdout_fd.reset();
-    p.stderr_fd.reset();
-    // syscall(): glibc 2.36's <sys/pidfd.h> lacks extern "C" for C++.
-    UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
-    if (!pidfd)
-      spdlog::warn("process-supervisor: pidfd_open({}) failed ({}); polling for its exit", pid, errno_text(errno));
-
-    if (auto failure = await_exec(report_read.get(), pid, p)) {
-      int status = 0;
-      reap(pid, status);
-      drop_cgroup();
-      return *failure;
-    }
-
-    const uint64_t handle = next_handle++;
-    Child child;
-    child.pid = pid;
-    child.pidfd = std::move(pidfd);
-    child.control = std::move(control_write);
-    child.exit_path = p.exit_path;
-    child.command = p.command;
-    child.max_run_time = p.max_run_time;
-    child.memory_limit = p.memory_limit_bytes;
-    child.started = started;
-    child.spawned = !keeper_binary.empty();
-    child.cgroup = task_cgroup;
-    if (p.max_run_time.count() > 0)
-      child.deadline = started + std::chrono::duration_cast<Clock::duration>(p.max_run_time);
-    children.emplace(handle, std::move(child));
-    running.fetch_add(1);
-    spdlog::debug("process-supervisor: started {} as pid {} (handle {}) in {} us", in_quotes(p.command), pid, handle,
-                  std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - started).count());
-    return handle;
+    return handles;
   }
 
-  /// The keeper forked by the zygote (started now if need be), or nullopt
-  /// when there is none to ask or it did not take the request.
-  std::optional<pid_t> spawn_from_zygote(const keeper::Args& args) {
-    if (!options.keeper_zygote || zygote_failed) return std::nullopt;
-    if (!zygote) {
-      auto started = KeeperZygote::start(keeper_binary);
-      if (!started) {
-        zygote_failed = true;
-        spdlog::warn("process-supervisor: {}; each task's keeper is exec'd instead", started.error().message);
-        return std::nullopt;
+  core::Expected<uint64_t, StartError> launch_one(Prepared& p) { return std::move(launch({&p})[0]); }
+
+  /// The starts of one round, started together: prepared here for
+  /// start_async (the caller prepared a start()'s), then handed their results.
+  void launch_queued(std::vector<Request>& starts) {
+    std::vector<Prepared> owned;
+    owned.reserve(starts.size());
+    std::vector<Prepared*> batch;
+    std::vector<Request*> owners;
+    for (auto& request : starts) {
+      if (auto* start = std::get_if<StartRequest>(&request)) {
+        batch.push_back(start->prepared);
+        owners.push_back(&request);
+        continue;
       }
-      zygote = std::move(*started);
+      auto& async = std::get<AsyncRequest>(request).start;
+      if (async.wanted && !call_quietly("a start's wanted", [&] { return async.wanted(); }).value_or(false)) continue;
+      auto prepared = prepare(async.spec, shared);
+      if (!prepared) {
+        deliver(async, prepared.error());
+        continue;
+      }
+      owned.push_back(std::move(*prepared));
+      batch.push_back(&owned.back());
+      owners.push_back(&request);
     }
-    auto pid =
-        zygote->spawn(keeper_binary, args, std::chrono::duration_cast<std::chrono::milliseconds>(options.exec_timeout));
-    if (zygote->broken()) {
-      spdlog::warn(
-          "process-supervisor: the keepers' zygote (pid {}) is gone or stopped answering; keepers are exec'd "
-          "from now on",
-          zygote->pid());
-      zygote.reset();
-      zygote_failed = true;
+    if (batch.empty()) return;
+    auto results = launch(batch);
+    for (size_t i = 0; i < results.size(); ++i) {
+      if (auto* start = std::get_if<StartRequest>(owners[i]))
+        start->result.set_value(std::move(results[i]));
+      else
+        deliver(std::get<AsyncRequest>(*owners[i]).start, std::move(results[i]));
     }
-    return pid;
   }
 
-  /// Waits until the child's execve closes the report pipe (success) or the
-  /// child reports a failure. On failure the child is exiting or killed; the
-  /// caller reaps it.
-  std::optional<StartError> await_exec(int report_fd, pid_t pid, const Prepared& p) {
-    const auto give_up = Clock::now() + std::chrono::duration_cast<Clock::duration>(options.exec_timeout);
-    keeper::Report report{};
-    size_t got = 0;
-    for (;;) {
-      pollfd pfd{report_fd, POLLIN, 0};
-      int r = ::poll(&pfd, 1, poll_timeout_ms(give_up - Clock::now()));
-      if (r < 0 && errno == EINTR) continue;
-      if (r == 0) {
-        ::kill(pid, SIGKILL);
-        return io_error("cannot start " + in_quotes(p.command) + ": it did not reach execve within " +
-                        core::format_duration(options.exec_timeout));
-      }
-      ssize_t n = ::read(report_fd, reinterpret_cast<char*>(&report) + got, sizeof report - got);
-      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-      if (n < 0) {
-        int err = errno;
-        ::kill(pid, SIGKILL);
-        return io_error("cannot start " + in_quotes(p.command) + ": reading the start report: " + errno_text(err));
-      }
-      if (n == 0) {
-        if (got == 0) return std::nullopt;  // execve closed the pipe: running
-        ::kill(pid, SIGKILL);
-        return io_error("cannot start " + in_quotes(p.command) + ": a truncated start report");
-      }
-      got += static_cast<size_t>(n);
-      if (got == sizeof report)
-        return io_error("cannot start " + in_quotes(p.command) + ": " + describe_stage(report.stage, p) + ": " +
-                            errno_text(report.error),
-                        typed_stage(report.stage, report.error), report.error);
+  void deliver(AsyncStart& start, core::Expected<uint64_t, StartError> result) {
+    round_reported = true;
+    if (start.done)
+      call_quietly("a start's done", [&] {
+        start.done(std::move(result));
+        return true;
+      });
+  }
+
+  /// Runs a caller's callback; what it throws is logged and dropped.
+  template <class F>
+  std::optional<bool> call_quietly(const char* what, F&& f) {
+    try {
+      return f();
+    } catch (const std::exception& e) {
+      spdlog::error("process-supervisor: {} threw: {}", what, e.what());
+    } catch (...) {
+      spdlog::error("process-supervisor: {} threw", what);
     }
+    return std::nullopt;
+  }
+
+  /// After a round that reported anything: SupervisorCallbacks::on_round_end.
+  void end_round() {
+    if (!round_reported) return;
+    round_reported = false;
+    if (on_round_end)
+      call_quietly("on_round_end", [&] {
+        on_round_end();
+        return true;
+      });
   }
 
   // ---- terminating ----
@@ -524,6 +471,7 @@ struct ProcessSupervisor::Impl {
   void report(uint64_t handle, TaskExit exit) {
     running.fetch_sub(1);
     spdlog::debug("process-supervisor: handle {} {}", handle, exit.detail);
+    round_reported = true;
     if (!on_exit) return;
     try {
       on_exit(handle, std::move(exit));
@@ -543,16 +491,28 @@ struct ProcessSupervisor::Impl {
       requests.swap(queue);
       if (stopping) shutting_down = true;
     }
+    // Consecutive starts go together (up to kMaxBatch); anything else waits
+    // for the starts before it, as it would one by one.
+    std::vector<Request> starts;
+    auto flush = [&] {
+      if (!starts.empty()) launch_queued(starts);
+      starts.clear();
+    };
     for (auto& request : requests) {
-      if (auto* start = std::get_if<StartRequest>(&request))
-        start->result.set_value(launch(*start->prepared));
-      else if (auto* kill = std::get_if<KillRequest>(&request))
+      if (std::holds_alternative<StartRequest>(request) || std::holds_alternative<AsyncRequest>(request)) {
+        starts.push_back(std::move(request));
+        if (starts.size() >= kMaxBatch) flush();
+        continue;
+      }
+      flush();
+      if (auto* kill = std::get_if<KillRequest>(&request))
         do_kill(kill->handle, std::move(kill->reason));
       else if (auto* detach = std::get_if<DetachRequest>(&request))
         detach->result.set_value(detach_all());
       else if (auto* adopt = std::get_if<AdoptRequest>(&request))
         adopt->result.set_value(do_adopt(adopt->task));
     }
+    flush();
   }
 
   // ---- outliving the agent ----
@@ -650,6 +610,7 @@ struct ProcessSupervisor::Impl {
         fds.push_back({c.pidfd.get(), POLLIN, 0});
         owners.push_back(handle);
       }
+      end_round();  // before the wait: what the starts said goes now
       int timeout = next_timer ? poll_timeout_ms(*next_timer - Clock::now()) : -1;
       int r = ::poll(fds.data(), fds.size(), timeout);
       if (r < 0 && errno != EINTR) {
@@ -676,30 +637,47 @@ struct ProcessSupervisor::Impl {
       }
       // After the bookkeeping: a callback may start or kill inline.
       for (auto& [handle, exit] : finished) report(handle, std::move(exit));
+      end_round();
     }
 
-    zygote.reset();  // reaped here, before the thread whose death would kill it ends
+    starter->stop_zygote();  // reaped here, before the thread whose death would kill it ends
     std::deque<Request> rest;
     {
       std::lock_guard lock(mutex);
       rest.swap(queue);
     }
     for (auto& request : rest)
-      if (auto* start = std::get_if<StartRequest>(&request))
+      if (auto* start = std::get_if<StartRequest>(&request)) {
         start->result.set_value(shutting_down_error());
+      } else if (auto* async = std::get_if<AsyncRequest>(&request)) {
+        auto& start = async->start;
+        if (!start.wanted || call_quietly("a start's wanted", [&] { return start.wanted(); }).value_or(false))
+          deliver(start, shutting_down_error());
+      }
+    end_round();
   }
 };
 
-ProcessSupervisor::ProcessSupervisor(OnExit on_exit, SupervisorOptions options) : impl_(std::make_unique<Impl>()) {
+ProcessSupervisor::ProcessSupervisor(OnExit on_exit, SupervisorOptions options)
+    : ProcessSupervisor(std::move(on_exit), OnRoundEnd{}, std::move(options)) {}
+
+ProcessSupervisor::ProcessSupervisor(OnExit on_exit, OnRoundEnd on_round_end, SupervisorOptions options)
+    : impl_(std::make_unique<Impl>()) {
   impl_->on_exit = std::move(on_exit);
+  impl_->on_round_end = std::move(on_round_end);
   impl_->options = options;
+  std::string keeper_binary;
   if (auto keeper = find_keeper_binary(options.keeper_binary); !keeper)
     spdlog::error("process-supervisor: {}; keepers are forked instead", keeper.error().message);
   else if (!options.fork_keepers)
-    impl_->keeper_binary = *keeper;
-  if (impl_->keeper_binary.empty() && !options.fork_keepers)
+    keeper_binary = *keeper;
+  if (keeper_binary.empty() && !options.fork_keepers)
     spdlog::info("process-supervisor: no claimsched-keeper beside this program; each task's keeper is a fork of it");
   if (options.cgroups) impl_->cgroups = cgroup::open_for_tasks(options.cgroup_dir, options.memory_sample_interval);
+  impl_->starter =
+      std::make_unique<Starter>(options, std::move(keeper_binary), &impl_->cgroups,
+                                [impl = impl_.get()](const std::string& path) { impl->remove_cgroup(path); });
+  impl_->shared = open_shared(impl_->null_read, impl_->null_write);
   impl_->wake_fd.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!impl_->wake_fd) throw std::system_error(errno, std::system_category(), "process-supervisor: eventfd");
   // The thread starts with every signal blocked, and keeps them so.
@@ -726,19 +704,38 @@ ProcessSupervisor::~ProcessSupervisor() {
 }
 
 core::Expected<uint64_t, StartError> ProcessSupervisor::start(const LaunchSpec& spec) {
-  auto prepared = prepare(spec);
+  auto prepared = prepare(spec, impl_->shared);
   if (!prepared) return prepared.error();
-  if (impl_->on_thread()) return impl_->launch(*prepared);
+  if (impl_->on_thread()) return impl_->launch_one(*prepared);
   std::future<core::Expected<uint64_t, StartError>> result;
   {
     std::lock_guard lock(impl_->mutex);
     if (impl_->stopping) return shutting_down_error();
     Impl::StartRequest request{&*prepared, {}};
     result = request.result.get_future();
-    impl_->queue.emplace_back(std::move(request));
+    impl_->push(std::move(request));
   }
-  impl_->wake();
   return result.get();
+}
+
+void ProcessSupervisor::start_async(AsyncStart start) {
+  if (impl_->on_thread()) {
+    std::vector<Impl::Request> one;
+    one.emplace_back(Impl::AsyncRequest{std::move(start)});
+    impl_->launch_queued(one);
+    return;
+  }
+  {
+    std::lock_guard lock(impl_->mutex);
+    if (!impl_->stopping) {
+      impl_->push(Impl::AsyncRequest{std::move(start)});
+      return;
+    }
+  }
+  // As if the thread had dropped it at its end (there is none to run it).
+  if (!start.wanted || start.wanted()) {
+    if (start.done) start.done(shutting_down_error());
+  }
 }
 
 void ProcessSupervisor::kill(uint64_t handle, std::string reason) {
@@ -749,9 +746,8 @@ void ProcessSupervisor::kill(uint64_t handle, std::string reason) {
   {
     std::lock_guard lock(impl_->mutex);
     if (impl_->stopping) return;
-    impl_->queue.emplace_back(Impl::KillRequest{handle, std::move(reason)});
+    impl_->push(Impl::KillRequest{handle, std::move(reason)});
   }
-  impl_->wake();
 }
 
 size_t ProcessSupervisor::running() const { return impl_->running.load(); }
@@ -764,9 +760,8 @@ std::vector<DetachedTask> ProcessSupervisor::detach_all() {
     if (impl_->stopping) return {};
     Impl::DetachRequest request;
     result = request.result.get_future();
-    impl_->queue.emplace_back(std::move(request));
+    impl_->push(std::move(request));
   }
-  impl_->wake();
   return result.get();
 }
 
@@ -777,9 +772,8 @@ uint64_t ProcessSupervisor::adopt(const DetachedTask& task) {
     std::lock_guard lock(impl_->mutex);
     Impl::AdoptRequest request{task, {}};
     result = request.result.get_future();
-    impl_->queue.emplace_back(std::move(request));
+    impl_->push(std::move(request));
   }
-  impl_->wake();
   return result.get();
 }
 

@@ -1,5 +1,7 @@
 #include "apps/agent_main.hpp"
 
+#include <signal.h>
+
 #include <spdlog/spdlog.h>
 
 #include <caf/io/all.hpp>
@@ -238,6 +240,15 @@ core::NodeId node_id_of(std::string_view name) {
 int run_agent(const AgentOptions& opt) {
   block_stop_signals();
   ignore_broken_pipes();
+  // Every keeper's exit sends the agent a SIGCHLD that nothing here handles
+  // (the supervisor reaps by pidfd): blocked in every thread made from here
+  // on, it stays pending once and wakes none, where the main thread's
+  // sigtimedwait was woken by each (6% of an agent's CPU at 1,000 tasks/s).
+  // Tasks get an empty mask from their keepers (agent/keeper.cpp).
+  sigset_t child_exits;
+  sigemptyset(&child_exits);
+  sigaddset(&child_exits, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &child_exits, nullptr);
   ClusterConfig config;
   if (!opt.config.empty()) {
     auto loaded = load_cluster_config(opt.config);

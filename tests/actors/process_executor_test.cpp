@@ -8,6 +8,9 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -157,6 +160,65 @@ TEST_F(ProcessExecutorTest, LogsOfATaskThatPrintedNothingAreEmptyAndItLeftNoFile
   auto gone = agent.read_output(core::LogRequest{core::TaskRef{core::JobId{9}, 0}, false});
   ASSERT_FALSE(gone);
   EXPECT_NE(gone.error().message.find("no output kept"), std::string::npos) << gone.error().message;
+}
+
+TEST_F(ProcessExecutorTest, EveryTaskOfABurstEndsOnceAtItsNodeAndAKilledStartNeverRuns) {
+  // What the node heard: each end, and in how many messages.
+  struct Heard {
+    std::mutex mutex;
+    std::map<core::TaskRef, int> ends;
+    int messages = 0;
+  };
+  auto heard = std::make_shared<Heard>();
+  // Detached: its own thread takes the executor's messages (the fixture's
+  // test scheduler is stepped by hand, from the test's thread only).
+  auto node = track(sys().spawn<caf::detached>([heard](caf::event_based_actor*) -> caf::behavior {
+    return {
+        [heard](actors::TaskEnded& e) {
+          std::lock_guard lock(heard->mutex);
+          ++heard->ends[e.task];
+          ++heard->messages;
+        },
+        [heard](actors::TasksEnded& batch) {
+          std::lock_guard lock(heard->mutex);
+          for (const auto& e : batch.ended) ++heard->ends[e.task];
+          ++heard->messages;
+        },
+    };
+  }));
+  auto task = [](uint32_t index) {
+    core::Allocation a;
+    a.task = core::TaskRef{core::JobId{11}, index};
+    a.claim_id = core::ClaimId{400 + index};
+    a.running = true;
+    a.launch = core::LaunchRef(core::TaskLaunch{{"/bin/true"}, {}, "", {}, ""});
+    return a;
+  };
+  constexpr uint32_t kTasks = 16;
+  actors::ProcessExecutor agent(dir_);
+  // The last start of the burst is killed at once: it is still queued behind
+  // the others (a kill that finds it launching stops it, and its end comes).
+  for (uint32_t i = 0; i < kTasks; ++i) ASSERT_TRUE(agent.start(node, spec_, task(i)));
+  bool end_follows = agent.kill(task(kTasks - 1).task, "released");
+  const size_t expected = end_follows ? kTasks : kTasks - 1;
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  auto heard_all = [&] {
+    std::lock_guard lock(heard->mutex);
+    return heard->ends.size() >= expected;
+  };
+  while (std::chrono::steady_clock::now() < deadline && !heard_all()) std::this_thread::sleep_for(20ms);
+  ASSERT_TRUE(heard_all()) << "every task's end reaches its node: " << heard->ends.size() << " of " << expected
+                           << " in " << heard->messages << " message(s)";
+  EXPECT_EQ(agent.busy(), 0u);
+  std::this_thread::sleep_for(100ms);  // nothing more comes
+  std::lock_guard lock(heard->mutex);
+  EXPECT_EQ(heard->ends.size(), expected);
+  for (const auto& [t, n] : heard->ends) EXPECT_EQ(n, 1) << "task " << t.index << " ends once";
+  if (!end_follows) {
+    EXPECT_FALSE(heard->ends.contains(task(kTasks - 1).task)) << "a start killed while queued never runs";
+    EXPECT_FALSE(agent.recorded_end(task(kTasks - 1))) << "nor does its keeper record an end";
+  }
+  EXPECT_LE(heard->messages, static_cast<int>(expected));
 }
 
 }  // namespace

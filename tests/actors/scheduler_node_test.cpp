@@ -270,6 +270,7 @@ node_actor::behavior_type silent_node_losing(node_actor::pointer self, core::Nod
       [](actors::drain_atom, bool) { return core::NodeSnapshot{}; },
       [](actors::tick_atom) {},
       [](actors::TaskEnded&) {},
+      [](actors::TasksEnded&) {},
   };
 }
 
