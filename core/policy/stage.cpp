@@ -369,8 +369,9 @@ Expected<CycleResult> PolicyStage::rank(Scheduler& scheduler, TimePoint now) {
 Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, Outbox& out, const Check* checked) {
   uint64_t input = checked ? checked->input : input_fingerprint(scheduler);
   fill_snapshot(scheduler, now, snap_, freeing_);
-  auto result = run_cycle(snap_, scheduler.view(), state_, false, reasons_);
-  if (!result) return result.error();
+  // Into the result before the last one (spare_), in the last cycle's buffers.
+  if (auto st = run_cycle(snap_, scheduler.view(), state_, spare_, buffers_, false, reasons_); !st) return st.error();
+  CycleResult* result = &spare_;
   state_ = result->next_state;
   if (!ran_ || input != input_seen_ || observed_since_cycle_) input_since_ = now;
   ran_ = true;
@@ -422,7 +423,10 @@ Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, O
   }
   apply_marks(scheduler, *result, summary);
   acted_ = summary.preemptions + summary.evictions + summary.held > 0;
-  last_ = std::move(*result);
+  if (last_)
+    std::swap(*last_, spare_);
+  else
+    last_ = std::move(spare_);
   return summary;
 }
 
