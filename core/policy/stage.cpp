@@ -159,9 +159,14 @@ uint64_t PolicyStage::input_fingerprint(const Scheduler& scheduler) const {
     }
     if (const JobNotes* n = scheduler.notes(j.spec.id))
       h.add(n->fragmented && n->waits == WaitCause::no_room && j.queue.state == QueueState::waiting_for_capacity);
-    for (TaskIndex t = 0; t < j.tasks.size(); ++t) {
+    // Only running tasks count: the walk ends after the last of them (a
+    // waiting job, most of the jobs here, has none and is not walked).
+    uint32_t running = j.count_in(TaskState::running);
+    for (TaskIndex t = 0; running > 0 && t < j.tasks.size(); ++t) {
       const TaskRecord& r = j.tasks[t];
-      if (r.state != TaskState::running || !r.node) continue;
+      if (r.state != TaskState::running) continue;
+      --running;
+      if (!r.node) continue;
       h.add(uint64_t{t} << 32 | *r.node);
       h.add(static_cast<uint64_t>(r.started.count()) << 1 | uint64_t{r.initialized});
     }
@@ -178,19 +183,22 @@ PolicyStage::Check PolicyStage::check(const Scheduler& scheduler, TimePoint now)
 
 TimePoint PolicyStage::next_timer() const {
   const auto& pre = config_.settings.preemption;
-  std::set<Duration> timeouts{pre.fair_share_starvation_timeout, pre.fair_share_aggressive_starvation_timeout};
-  for (const auto& pool : config_.pools) {
-    if (auto t = pool.overrides.fair_share_starvation_timeout) timeouts.insert(*t);
-    if (auto t = pool.overrides.fair_share_aggressive_starvation_timeout) timeouts.insert(*t);
-  }
   TimePoint next = kNever;
   auto consider = [&](TimePoint at) {
     if (at > last_cycle_) next = std::min(next, at);
   };
-  for (const auto& [_, since] : state_.job_below_fair_share_since)
-    for (Duration d : timeouts) consider(since + d);
-  for (const auto& [_, since] : state_.pool_below_fair_share_since)
-    for (Duration d : timeouts) consider(since + d);
+  // Every timeout of the settings and the pools' overrides (a repeat changes
+  // no minimum: no set is made, this runs at every policy tick).
+  auto after_timeouts = [&](TimePoint since) {
+    consider(since + pre.fair_share_starvation_timeout);
+    consider(since + pre.fair_share_aggressive_starvation_timeout);
+    for (const auto& pool : config_.pools) {
+      if (auto t = pool.overrides.fair_share_starvation_timeout) consider(since + *t);
+      if (auto t = pool.overrides.fair_share_aggressive_starvation_timeout) consider(since + *t);
+    }
+  };
+  for (const auto& [_, since] : state_.job_below_fair_share_since) after_timeouts(since);
+  for (const auto& [_, since] : state_.pool_below_fair_share_since) after_timeouts(since);
   for (const auto& [_, since] : state_.node_last_preemptive_scheduling)
     if (since < input_since_) consider(since + pre.preemptive_scheduling_backoff);
   return next;
@@ -282,6 +290,10 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
     info.labels = v.labels;
   }
   size_t jobs = 0;
+  bool below_known = false;
+  std::string_view below_pool;
+  size_t below_class = 0;
+  bool below_answer = false;
   scheduler.for_each_unfinished_job([&](const JobRecord& j) {
     if (j.cancelled) return;
     if (jobs == snap.jobs.size()) snap.jobs.emplace_back();
@@ -291,8 +303,16 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
     info.user = j.spec.user;
     info.job_class = j.spec.job_class;
     const ClassConfig& cls = sc.classes[j.class_index];
-    // Where its tasks may run, when that is below its class's pool.
-    if (below(snap.pools, j.spec.pool, snap.classes[j.class_index].pool))
+    // Where its tasks may run, when that is below its class's pool (asked
+    // again only when the pool or the class differs from the last job's:
+    // jobs come in runs of one).
+    if (!below_known || j.spec.pool != below_pool || j.class_index != below_class) {
+      below_known = true;
+      below_pool = j.spec.pool;
+      below_class = j.class_index;
+      below_answer = below(snap.pools, j.spec.pool, snap.classes[j.class_index].pool);
+    }
+    if (below_answer)
       info.pool = j.spec.pool;
     else
       info.pool.clear();
@@ -327,9 +347,13 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
     auto lands = landing.find(j.spec.id);
     info.allocations.clear();
     info.allocations.reserve(j.count_in(TaskState::running) + (lands != landing.end() ? lands->second.size() : 0));
-    for (TaskIndex t = 0; t < j.tasks.size(); ++t) {
+    // As in input_fingerprint, the walk ends after the last running task.
+    uint32_t running = j.count_in(TaskState::running);
+    for (TaskIndex t = 0; running > 0 && t < j.tasks.size(); ++t) {
       const TaskRecord& r = j.tasks[t];
-      if (r.state != TaskState::running || !r.node || leaving.count(TaskRef{j.spec.id, t})) continue;
+      if (r.state != TaskState::running) continue;
+      --running;
+      if (!r.node || leaving.count(TaskRef{j.spec.id, t})) continue;
       AllocationInfo a;
       a.index = t;
       a.node = view.node(*r.node).id;
