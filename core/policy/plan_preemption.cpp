@@ -172,7 +172,10 @@ void Planner::preemptive_stages() {
         tried_nodes[j] += g.tried;
         backoff_nodes[j] += g.in_backoff;
       }
-      g = Group{};
+      // Emptied in place: its members' storage serves the next build.
+      g.built = false;
+      g.members.clear();
+      g.tried = g.in_backoff = 0;
     }
   };
   auto refresh = [&] {

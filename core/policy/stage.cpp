@@ -97,8 +97,10 @@ class InputHash {
                                         0xd6e8feb86659fd93ULL, 0xa0761d6478bd642fULL, 0xe7037ed1a0b428dbULL,
                                         0x8ebc6af09c88c6e3ULL, 0x589965cc75374cc3ULL};
     static_assert(sizeof kOdd / sizeof kOdd[0] >= kMaxDimensions);
+    // Dimensions at zero (most of them) add nothing: they are not multiplied.
     uint64_t v = 0;
-    for (size_t d = 0; d < kMaxDimensions; ++d) v += static_cast<uint64_t>(r[static_cast<DimensionId>(d)]) * kOdd[d];
+    for (size_t d = 0; d < kMaxDimensions; ++d)
+      if (int64_t x = r[static_cast<DimensionId>(d)]; x != 0) v += static_cast<uint64_t>(x) * kOdd[d];
     add(v);
   }
   void add(const std::string& s) { add(std::hash<std::string>{}(s)); }
