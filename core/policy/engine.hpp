@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -275,6 +276,29 @@ void compute_statuses(Model& model, const PolicyState& state, PolicyState& next)
 /// words are built: nobody will read them, as in a replay).
 Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
                 std::vector<std::string>& pending_reasons, bool reasons = true);
+struct PlanBuffers;
+/// The same, working in `buffers` (whatever they held).
+Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
+                std::vector<std::string>& pending_reasons, bool reasons, PlanBuffers& buffers);
+
+/// The planner's working vectors (plan_cycle), kept from one cycle to the
+/// next with the rest of CycleBuffers: each is sized and set again by the
+/// planner, only their storage carries over.
+struct PlanBuffers {
+  std::vector<Resources> free, pool_free, pool_usage;
+  std::vector<int64_t> running, pending;
+  std::vector<int32_t> priority;
+  std::vector<Share> usage;
+  std::vector<uint32_t> placed, removed_count, preorder_pos, subtree_end, stage_ran, vnode;
+  std::vector<std::string> notes;
+  std::vector<char> removed, node_sorted, fragmented;
+  std::vector<std::vector<uint32_t>> node_order;
+  std::vector<std::tuple<Resources, uint32_t, bool, bool>> room_cache;
+  // The preemptive stages'.
+  std::vector<uint32_t> starving, tried_nodes, backoff_nodes;
+  std::vector<char> candidate;
+  std::vector<std::vector<uint32_t>> by_pool, constrained_by_pool;
+};
 
 /// What run_cycle works in, kept by a stage from one cycle to the next so
 /// that a cycle reuses the last one's storage rather than allocating it.
@@ -283,6 +307,7 @@ struct CycleBuffers {
   std::vector<std::string> pending_reasons;
   std::vector<Resources> job_usage, job_fair, job_demand;
   std::vector<uint32_t> pool_jobs;
+  PlanBuffers plan;
 };
 
 /// run_cycle (policy.hpp) into `out`, whatever it held, working in `buffers`.

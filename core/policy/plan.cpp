@@ -53,6 +53,9 @@ Plan Planner::run() {
 
 void Planner::init() {
   const size_t nj = m_.jobs.size();
+  // The buffers may hold the last cycle's: what grows by push_back starts empty.
+  stage_ran_.clear();
+  room_cache_.clear();
   free_.resize(m_.nodes.size());
   for (size_t n = 0; n < m_.nodes.size(); ++n) free_[n] = m_.nodes[n].free;
   running_.resize(nj);
@@ -448,7 +451,13 @@ namespace claimsched::core::policy {
 
 Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
                 std::vector<std::string>& pending_reasons, bool reasons) {
-  return planning::Planner(model, view, state, next, pending_reasons, reasons).run();
+  PlanBuffers buffers;
+  return plan_cycle(model, view, state, next, pending_reasons, reasons, buffers);
+}
+
+Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
+                std::vector<std::string>& pending_reasons, bool reasons, PlanBuffers& buffers) {
+  return planning::Planner(model, view, state, next, pending_reasons, reasons, buffers).run();
 }
 
 }  // namespace claimsched::core::policy

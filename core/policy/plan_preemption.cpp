@@ -121,11 +121,16 @@ std::vector<TaskRef> Planner::commit_victims(const VictimSet& v, uint32_t c, Rem
 }
 
 void Planner::preemptive_stages() {
-  std::vector<uint32_t> starving;
+  // The vectors below are the buffers' (kept across cycles), set again here.
+  std::vector<uint32_t>& starving = b_.starving;
+  starving.clear();
   for (uint32_t j = 0; j < m_.jobs.size(); ++j)
     if (starving_candidate(j, false)) starving.push_back(j);
   if (starving.empty()) return;
-  std::vector<uint32_t> tried_nodes(m_.jobs.size(), 0), backoff_nodes(m_.jobs.size(), 0);
+  std::vector<uint32_t>& tried_nodes = b_.tried_nodes;
+  std::vector<uint32_t>& backoff_nodes = b_.backoff_nodes;
+  tried_nodes.assign(m_.jobs.size(), 0);
+  backoff_nodes.assign(m_.jobs.size(), 0);
   // The aggressive stage has candidates only among aggressively starving
   // jobs (a status fixed for the cycle); mostly there are none, and then
   // it is not walked per node.
@@ -136,12 +141,18 @@ void Planner::preemptive_stages() {
   // ancestor. Those without constraints are the same on every usable
   // node of a pool: one group per pool, counted per node instead of
   // walked per node (the walk, nodes x starving jobs, is what costs).
-  std::vector<std::vector<uint32_t>> by_pool(m_.pools.size()), constrained_by_pool(m_.pools.size());
+  std::vector<std::vector<uint32_t>>& by_pool = b_.by_pool;
+  std::vector<std::vector<uint32_t>>& constrained_by_pool = b_.constrained_by_pool;
+  by_pool.resize(m_.pools.size());
+  constrained_by_pool.resize(m_.pools.size());
+  for (auto& list : by_pool) list.clear();
+  for (auto& list : constrained_by_pool) list.clear();
   for (uint32_t j : starving)
     (m_.jobs[j].info->constraints.empty() ? by_pool : constrained_by_pool)[m_.jobs[j].pool].push_back(j);
   // Who is a (non-aggressive) candidate changes only when a stage places
   // or preempts: asked again then, not per node.
-  std::vector<char> candidate(m_.jobs.size(), 0);
+  std::vector<char>& candidate = b_.candidate;
+  candidate.assign(m_.jobs.size(), 0);
   struct Group {
     bool built = false;
     std::vector<uint32_t> members;

@@ -262,7 +262,7 @@ Status run_cycle(const Snapshot& snapshot, const ClusterView& view, const Policy
   PolicyState next;
   compute_statuses(model, state, next);
   buffers.pending_reasons.clear();
-  Plan plan = plan_cycle(model, view, state, next, buffers.pending_reasons, reasons);
+  Plan plan = plan_cycle(model, view, state, next, buffers.pending_reasons, reasons, buffers.plan);
   make_result(model, std::move(plan), std::move(next), buffers.pending_reasons, allocation_rows, out, buffers);
   return Status::ok();
 }
