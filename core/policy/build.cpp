@@ -295,8 +295,14 @@ Status build_model(const Snapshot& snap, Model& m) {
     n.schedulable = n.info->state == NodeState::up;
     n.alive = n.info->state != NodeState::down;
     Resources cap = round_node(n.info->capacity, quantum);
-    // The part of a node's memory below one quantum is never usable.
-    n.free = n.info->free ? *n.info->free - (n.info->capacity - cap) : cap;
+    // The part of a node's memory below one quantum is never usable (none
+    // without a quantum: nothing to subtract, for every node every cycle).
+    if (!n.info->free)
+      n.free = cap;
+    else if (quantum > 0)
+      n.free = *n.info->free - (n.info->capacity - cap);
+    else
+      n.free = *n.info->free;
     n.reports_free = n.info->free.has_value();
     auto& pool = m.pools[n.pool];
     pool.nodes.push_back(i);
