@@ -128,7 +128,7 @@ void Model::clear() {
   postorder.clear();
   groups.clear();
   users.clear();
-  nodes.clear();
+  // Nodes keep their places: build_model sets every field of each.
   allocs.clear();
   node_allocs.clear();
   dims.clear();
@@ -290,6 +290,8 @@ Status build_model(const Snapshot& snap, Model& m) {
   m.nodes.resize(node_specs.size());
   for (uint32_t i = 0; i < node_specs.size(); ++i) {
     auto& n = m.nodes[i];
+    n.has_non_preemptible = false;
+    n.reserved = false;
     n.info = node_specs[i];
     n.pool = pool_of(n.info->pool);
     n.schedulable = n.info->state == NodeState::up;

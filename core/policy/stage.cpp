@@ -250,9 +250,12 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
   // lands: tasks being taken away already gone (their room free), claims in
   // flight and held room already running. Otherwise every cycle until the
   // nodes answer would see the preemptor still starving and preempt again.
-  freeing.assign(view.node_count(), Resources{});
+  // Mostly nothing is being taken away: then no room per node is zeroed or added.
+  bool any_freeing = false;
   std::set<TaskRef> leaving;
   scheduler.for_each_releasing([&](TaskRef task, NodeId node, const Resources& r) {
+    if (!any_freeing) freeing.assign(view.node_count(), Resources{});
+    any_freeing = true;
     if (auto n = view.find_node(node)) freeing[*n] += r;
     leaving.insert(task);
   });
@@ -287,7 +290,9 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
       set_default_name(info.name, v.id);
     info.pool = view.pool(v.pool).name;
     info.capacity = v.capacity;
-    info.free = (v.available() + freeing[n]).min(v.capacity);
+    Resources room = v.available();
+    if (any_freeing) room += freeing[n];
+    info.free = room.min(v.capacity);
     info.state = v.state;
     info.labels = v.labels;
   }
