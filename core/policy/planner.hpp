@@ -181,8 +181,8 @@ class Planner {
 
   /// One preemptive stage on node n: at most one new allocation, for the
   /// first of `cands` in stage order (residents of n's pool first, then
-  /// before()) that can have one.
-  void run_stage(uint32_t n, std::vector<uint32_t> cands, bool aggressive);
+  /// before()) that can have one. `cands` is used up.
+  void run_stage(uint32_t n, std::vector<uint32_t>& cands, bool aggressive);
 
   // ---------------------------------------------------------------- 7: defragmentation
   void defragment();
