@@ -110,10 +110,44 @@ Share ratio_to_share(double ratio) {
 }
 
 Expected<Model> build_model(const Snapshot& snap) {
-  if (auto s = validate(snap); !s) return s.error();
+  Model m;
+  if (auto s = build_model(snap, m); !s) return s.error();
+  return m;
+}
+
+void Model::clear() {
+  // Every element is set to a default one by assignment: the vectors and
+  // strings inside keep their storage for the next cycle.
+  static const ModelPool kPool;
+  static const ModelClass kClass;
+  static const ModelJob kJob;
+  for (auto& p : pools) p = kPool;
+  for (auto& c : classes) c = kClass;
+  for (auto& j : jobs) j = kJob;
+  preorder.clear();
+  postorder.clear();
+  groups.clear();
+  users.clear();
+  // Nodes keep their places: build_model sets every field of each.
+  allocs.clear();
+  node_allocs.clear();
+  dims.clear();
+  fair.clear();
+  packed_job.clear();
+  packed_r.clear();
+  packed_delta.clear();
+  packed_demand.clear();
+  np_jobs.clear();
+  np_user_usage.clear();
+  np_group_usage.clear();
+}
+
+Status build_model(const Snapshot& snap, Model& m) {
+  if (auto s = validate(snap); !s) return s;
   const auto& settings = snap.settings;
   const int64_t quantum = settings.quantum;
-  Model m;
+  m.clear();
+  Model::Scratch& x = m.scratch;
   m.snapshot = &snap;
   m.now = snap.now;
   m.tolerance_default = ratio_to_share(settings.preemption.fair_share_starvation_tolerance);
@@ -121,16 +155,19 @@ Expected<Model> build_model(const Snapshot& snap) {
   m.aggressive_threshold = ratio_to_share(settings.preemption.aggressive_preemption_satisfaction_threshold);
 
   // Pools, by name; the tree in pre-order and post-order.
-  std::vector<const PoolSpec*> pool_specs;
+  auto& pool_specs = x.pool_specs;
+  pool_specs.clear();
   for (const auto& p : snap.pools) pool_specs.push_back(&p);
   std::sort(pool_specs.begin(), pool_specs.end(), [](auto* a, auto* b) { return a->name < b->name; });
-  std::map<std::string_view, uint32_t> pool_index;
+  auto& pool_index = x.pool_index;
+  pool_index.clear();
   m.pools.resize(pool_specs.size());
   for (uint32_t i = 0; i < pool_specs.size(); ++i) {
     m.pools[i].spec = pool_specs[i];
     pool_index.emplace(pool_specs[i]->name, i);
   }
-  std::vector<uint32_t> roots;
+  auto& roots = x.roots;
+  roots.clear();
   for (uint32_t i = 0; i < m.pools.size(); ++i) {
     const auto& parent = m.pools[i].spec->parent;
     if (parent.empty()) {
@@ -140,7 +177,8 @@ Expected<Model> build_model(const Snapshot& snap) {
       m.pools[m.pools[i].parent].children.push_back(i);  // by name: i ascends
     }
   }
-  std::vector<std::pair<uint32_t, size_t>> stack;
+  auto& stack = x.stack;
+  stack.clear();
   for (auto r = roots.rbegin(); r != roots.rend(); ++r) stack.push_back({*r, 0});
   // Iterative DFS: pre-order on entry, post-order on exit.
   while (!stack.empty()) {
@@ -179,11 +217,13 @@ Expected<Model> build_model(const Snapshot& snap) {
   }
 
   // Classes, by name.
-  std::vector<const ClassSpec*> class_specs;
+  auto& class_specs = x.class_specs;
+  class_specs.clear();
   for (const auto& c : snap.classes) class_specs.push_back(&c);
   std::sort(class_specs.begin(), class_specs.end(), [](auto* a, auto* b) { return a->name < b->name; });
   // Lookups only (nothing iterates it), so hashing is safe for determinism.
-  std::unordered_map<std::string_view, uint32_t> class_index;
+  auto& class_index = x.class_index;
+  class_index.clear();
   m.classes.resize(class_specs.size());
   for (uint32_t i = 0; i < class_specs.size(); ++i) {
     m.classes[i].spec = class_specs[i];
@@ -198,14 +238,17 @@ Expected<Model> build_model(const Snapshot& snap) {
 
   // Users: those configured and those that own jobs, by name. Distinct names
   // are found by hashing (lookups only), then sorted.
-  std::unordered_map<std::string_view, uint32_t> user_index;
-  std::vector<std::string_view> user_names;
+  auto& user_index = x.user_index;
+  user_index.clear();
+  auto& user_names = x.user_names;
+  user_names.clear();
   for (const auto& u : snap.users)
     if (user_index.emplace(u.name, 0).second) user_names.push_back(u.name);
   // Each job's entry, by its place in snap.jobs: its user's index is read
   // from there below rather than hashed again (this runs per job per cycle;
   // the map's values stay where they are as it grows).
-  std::vector<const uint32_t*> user_slot(snap.jobs.size());
+  auto& user_slot = x.user_slot;
+  user_slot.resize(snap.jobs.size());
   for (size_t k = 0; k < snap.jobs.size(); ++k) {
     auto [it, fresh] = user_index.emplace(snap.jobs[k].user, 0);
     if (fresh) user_names.push_back(snap.jobs[k].user);
@@ -237,7 +280,8 @@ Expected<Model> build_model(const Snapshot& snap) {
   auto class_of = cached(class_index);
 
   // Nodes, by id.
-  std::vector<const NodeInfo*> node_specs;
+  auto& node_specs = x.node_specs;
+  node_specs.clear();
   for (const auto& n : snap.nodes) node_specs.push_back(&n);
   auto node_by_id = [](auto* a, auto* b) { return a->id < b->id; };
   // A scheduler's snapshot lists them in order already.
@@ -246,13 +290,21 @@ Expected<Model> build_model(const Snapshot& snap) {
   m.nodes.resize(node_specs.size());
   for (uint32_t i = 0; i < node_specs.size(); ++i) {
     auto& n = m.nodes[i];
+    n.has_non_preemptible = false;
+    n.reserved = false;
     n.info = node_specs[i];
     n.pool = pool_of(n.info->pool);
     n.schedulable = n.info->state == NodeState::up;
     n.alive = n.info->state != NodeState::down;
     Resources cap = round_node(n.info->capacity, quantum);
-    // The part of a node's memory below one quantum is never usable.
-    n.free = n.info->free ? *n.info->free - (n.info->capacity - cap) : cap;
+    // The part of a node's memory below one quantum is never usable (none
+    // without a quantum: nothing to subtract, for every node every cycle).
+    if (!n.info->free)
+      n.free = cap;
+    else if (quantum > 0)
+      n.free = *n.info->free - (n.info->capacity - cap);
+    else
+      n.free = *n.info->free;
     n.reports_free = n.info->free.has_value();
     auto& pool = m.pools[n.pool];
     pool.nodes.push_back(i);
@@ -262,7 +314,8 @@ Expected<Model> build_model(const Snapshot& snap) {
     }
   }
   // Node ids are usually dense: a table, else a binary search.
-  std::vector<uint32_t> node_table;
+  auto& node_table = x.node_table;
+  node_table.clear();
   if (!node_specs.empty() && node_specs.back()->id.value < 4 * node_specs.size() + 1024) {
     node_table.assign(node_specs.back()->id.value + 1, kNone);
     for (uint32_t i = 0; i < node_specs.size(); ++i) node_table[node_specs[i]->id.value] = i;
@@ -288,7 +341,8 @@ Expected<Model> build_model(const Snapshot& snap) {
   }
 
   // Jobs, by id.
-  std::vector<const JobInfo*> job_specs;
+  auto& job_specs = x.job_specs;
+  job_specs.clear();
   for (const auto& j : snap.jobs) job_specs.push_back(&j);
   auto by_id = [](auto* a, auto* b) { return a->id < b->id; };
   if (!std::is_sorted(job_specs.begin(), job_specs.end(), by_id))
@@ -370,12 +424,14 @@ Expected<Model> build_model(const Snapshot& snap) {
   m.np_user_usage.assign(m.users.size(), Resources{});
   {
     // Each node's allocations, in allocation order: a counting sort into one vector.
-    std::vector<uint32_t> start(m.nodes.size() + 1, 0);
+    auto& start = x.start;
+    start.assign(m.nodes.size() + 1, 0);
     for (const auto& a : m.allocs)
       if (!a.lost) ++start[a.node + 1];
     for (size_t n = 1; n < start.size(); ++n) start[n] += start[n - 1];
     m.node_allocs.resize(start.back());
-    std::vector<uint32_t> next(start.begin(), start.end() - 1);
+    auto& next = x.next;
+    next.assign(start.begin(), start.end() - 1);
     for (uint32_t a = 0; a < m.allocs.size(); ++a)
       if (!m.allocs[a].lost) m.node_allocs[next[m.allocs[a].node]++] = a;
     std::span<const uint32_t> all(m.node_allocs);
@@ -393,13 +449,19 @@ Expected<Model> build_model(const Snapshot& snap) {
 
   // (class, user) groups, ordered by class then user then job id: two stable
   // counting sorts over jobs that are already in id order.
-  std::vector<uint32_t> by_user(m.jobs.size()), order(m.jobs.size());
+  auto& by_user = x.by_user;
+  by_user.resize(m.jobs.size());
+  // The model's packed_job, once filled (the last cycle's, kept for its storage).
+  auto& order = m.packed_job;
+  order.resize(m.jobs.size());
   {
-    std::vector<uint32_t> count(m.users.size() + 1, 0);
+    auto& count = x.count;
+    count.assign(m.users.size() + 1, 0);
     for (const auto& j : m.jobs) ++count[j.user + 1];
     for (size_t u = 1; u < count.size(); ++u) count[u] += count[u - 1];
     for (uint32_t i = 0; i < m.jobs.size(); ++i) by_user[count[m.jobs[i].user]++] = i;
-    std::vector<uint32_t> ccount(m.classes.size() + 1, 0);
+    auto& ccount = x.ccount;
+    ccount.assign(m.classes.size() + 1, 0);
     for (const auto& j : m.jobs) ++ccount[j.cls + 1];
     for (size_t c = 1; c < ccount.size(); ++c) ccount[c] += ccount[c - 1];
     for (uint32_t i : by_user) order[ccount[m.jobs[i].cls]++] = i;
@@ -414,7 +476,6 @@ Expected<Model> build_model(const Snapshot& snap) {
     j.group = static_cast<uint32_t>(m.groups.size() - 1);
     m.groups.back().packed_end = pos + 1;
   }
-  m.packed_job = std::move(order);
   for (auto& g : m.groups)
     g.jobs = std::span<const uint32_t>(m.packed_job).subspan(g.packed_begin, g.packed_end - g.packed_begin);
 
@@ -452,7 +513,7 @@ Expected<Model> build_model(const Snapshot& snap) {
         if (!m.allocs[a].lost && !m.allocs[a].outside) m.np_group_usage[j.group] += m.allocs[a].res;
     }
   }
-  return m;
+  return Status::ok();
 }
 
 }  // namespace claimsched::core::policy

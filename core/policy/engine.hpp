@@ -12,10 +12,13 @@
 //   plan_cycle           corrections, placements, preemptive stages, defragmentation
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <unordered_map>
 #include <vector>
 
 #include "core/cluster_view.hpp"
@@ -229,10 +232,35 @@ struct Model {
 
   bool in_subtree(uint32_t pool, uint32_t ancestor) const;
   uint32_t find_job(JobId id) const;
+
+  /// Empties the model for build_model to fill again, keeping the storage
+  /// of its vectors (a stage refills one model every cycle).
+  void clear();
+
+  /// build_model's working vectors and indices, kept with the model so a
+  /// model built again reuses them rather than allocating them each cycle.
+  struct Scratch {
+    std::vector<const PoolSpec*> pool_specs;
+    std::map<std::string_view, uint32_t> pool_index;
+    std::vector<uint32_t> roots;
+    std::vector<std::pair<uint32_t, size_t>> stack;
+    std::vector<const ClassSpec*> class_specs;
+    std::unordered_map<std::string_view, uint32_t> class_index;
+    std::unordered_map<std::string_view, uint32_t> user_index;
+    std::vector<std::string_view> user_names;
+    std::vector<const uint32_t*> user_slot;
+    std::vector<const NodeInfo*> node_specs;
+    std::vector<uint32_t> node_table;
+    std::vector<const JobInfo*> job_specs;
+    std::vector<uint32_t> start, next, by_user, count, ccount;
+  };
+  Scratch scratch;
 };
 
 /// Indexes and validates `snapshot` (which must outlive the model).
 Expected<Model> build_model(const Snapshot& snapshot);
+/// The same into `model`, whatever it held (its storage is reused).
+Status build_model(const Snapshot& snapshot, Model& model);
 
 /// The how-much phase: fills ModelJob::demand, fair, granted, reserve_node.
 void compute_fair_shares(Model& model);
@@ -248,6 +276,43 @@ void compute_statuses(Model& model, const PolicyState& state, PolicyState& next)
 /// words are built: nobody will read them, as in a replay).
 Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
                 std::vector<std::string>& pending_reasons, bool reasons = true);
+struct PlanBuffers;
+/// The same, working in `buffers` (whatever they held).
+Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
+                std::vector<std::string>& pending_reasons, bool reasons, PlanBuffers& buffers);
+
+/// The planner's working vectors (plan_cycle), kept from one cycle to the
+/// next with the rest of CycleBuffers: each is sized and set again by the
+/// planner, only their storage carries over.
+struct PlanBuffers {
+  std::vector<Resources> free, pool_free, pool_usage;
+  std::vector<int64_t> running, pending;
+  std::vector<int32_t> priority;
+  std::vector<Share> usage;
+  std::vector<uint32_t> placed, removed_count, preorder_pos, subtree_end, stage_ran, vnode;
+  std::vector<std::string> notes;
+  std::vector<char> removed, node_sorted, fragmented;
+  std::vector<std::vector<uint32_t>> node_order;
+  std::vector<std::tuple<Resources, uint32_t, bool, bool>> room_cache;
+  // The preemptive stages'.
+  std::vector<uint32_t> starving, tried_nodes, backoff_nodes;
+  std::vector<char> candidate;
+  std::vector<std::vector<uint32_t>> by_pool, constrained_by_pool;
+};
+
+/// What run_cycle works in, kept by a stage from one cycle to the next so
+/// that a cycle reuses the last one's storage rather than allocating it.
+struct CycleBuffers {
+  Model model;
+  std::vector<std::string> pending_reasons;
+  std::vector<Resources> job_usage, job_fair, job_demand;
+  std::vector<uint32_t> pool_jobs;
+  PlanBuffers plan;
+};
+
+/// run_cycle (policy.hpp) into `out`, whatever it held, working in `buffers`.
+Status run_cycle(const Snapshot& snapshot, const ClusterView& view, const PolicyState& state, CycleResult& out,
+                 CycleBuffers& buffers, bool allocation_rows = true, bool reasons = true);
 
 /// Exact resource vector of a job's fair share.
 Resources fair_share_vector(const ModelJob& job);

@@ -53,6 +53,9 @@ Plan Planner::run() {
 
 void Planner::init() {
   const size_t nj = m_.jobs.size();
+  // The buffers may hold the last cycle's: what grows by push_back starts empty.
+  stage_ran_.clear();
+  room_cache_.clear();
   free_.resize(m_.nodes.size());
   for (size_t n = 0; n < m_.nodes.size(); ++n) free_[n] = m_.nodes[n].free;
   running_.resize(nj);
@@ -87,9 +90,16 @@ void Planner::init() {
   for (size_t n = 0; n < m_.nodes.size(); ++n)
     if (m_.nodes[n].schedulable) pool_free_[m_.nodes[n].pool] += free_[n];
   // The placement engine's node for each of the model's.
+  // A scheduler's snapshot lists the view's nodes in the view's order: the
+  // node at the same index is asked first.
   vnode_.assign(m_.nodes.size(), 0);
   for (size_t n = 0; n < m_.nodes.size(); ++n) {
-    auto v = view_.find_node(m_.nodes[n].info->id);
+    NodeId id = m_.nodes[n].info->id;
+    if (n < view_.node_count() && view_.node(static_cast<NodeIndex>(n)).id == id) {
+      vnode_[n] = static_cast<uint32_t>(n);
+      continue;
+    }
+    auto v = view_.find_node(id);
     vnode_[n] = v ? *v : kNone;
   }
   // Victim preference per node: preemptible work before non-preemptible,
@@ -354,7 +364,8 @@ void Planner::find_fragmented() {
 void Planner::update_backoff() {
   auto& out = next_.node_last_preemptive_scheduling;
   out.clear();
-  std::sort(stage_ran_.begin(), stage_ran_.end());
+  // Both mostly in order already (the stages walk the nodes in order).
+  if (!std::is_sorted(stage_ran_.begin(), stage_ran_.end())) std::sort(stage_ran_.begin(), stage_ran_.end());
   size_t k = 0;
   auto it = m_.nodes.begin();
   for (const auto& [id, at] : state_.node_last_preemptive_scheduling) {
@@ -371,7 +382,7 @@ void Planner::update_backoff() {
     if (exists && at <= m_.now && m_.now - at < pre_.preemptive_scheduling_backoff) out.emplace_back(id, at);
   }
   for (; k < stage_ran_.size(); ++k) out.emplace_back(m_.nodes[stage_ran_[k]].info->id, m_.now);
-  std::sort(out.begin(), out.end());
+  if (!std::is_sorted(out.begin(), out.end())) std::sort(out.begin(), out.end());
   out.erase(std::unique(out.begin(), out.end(), [](auto& a, auto& b) { return a.first == b.first; }), out.end());
 }
 
@@ -440,7 +451,13 @@ namespace claimsched::core::policy {
 
 Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
                 std::vector<std::string>& pending_reasons, bool reasons) {
-  return planning::Planner(model, view, state, next, pending_reasons, reasons).run();
+  PlanBuffers buffers;
+  return plan_cycle(model, view, state, next, pending_reasons, reasons, buffers);
+}
+
+Plan plan_cycle(const Model& model, const ClusterView& view, const PolicyState& state, PolicyState& next,
+                std::vector<std::string>& pending_reasons, bool reasons, PlanBuffers& buffers) {
+  return planning::Planner(model, view, state, next, pending_reasons, reasons, buffers).run();
 }
 
 }  // namespace claimsched::core::policy

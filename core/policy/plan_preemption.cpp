@@ -121,11 +121,16 @@ std::vector<TaskRef> Planner::commit_victims(const VictimSet& v, uint32_t c, Rem
 }
 
 void Planner::preemptive_stages() {
-  std::vector<uint32_t> starving;
+  // The vectors below are the buffers' (kept across cycles), set again here.
+  std::vector<uint32_t>& starving = b_.starving;
+  starving.clear();
   for (uint32_t j = 0; j < m_.jobs.size(); ++j)
     if (starving_candidate(j, false)) starving.push_back(j);
   if (starving.empty()) return;
-  std::vector<uint32_t> tried_nodes(m_.jobs.size(), 0), backoff_nodes(m_.jobs.size(), 0);
+  std::vector<uint32_t>& tried_nodes = b_.tried_nodes;
+  std::vector<uint32_t>& backoff_nodes = b_.backoff_nodes;
+  tried_nodes.assign(m_.jobs.size(), 0);
+  backoff_nodes.assign(m_.jobs.size(), 0);
   // The aggressive stage has candidates only among aggressively starving
   // jobs (a status fixed for the cycle); mostly there are none, and then
   // it is not walked per node.
@@ -136,12 +141,18 @@ void Planner::preemptive_stages() {
   // ancestor. Those without constraints are the same on every usable
   // node of a pool: one group per pool, counted per node instead of
   // walked per node (the walk, nodes x starving jobs, is what costs).
-  std::vector<std::vector<uint32_t>> by_pool(m_.pools.size()), constrained_by_pool(m_.pools.size());
+  std::vector<std::vector<uint32_t>>& by_pool = b_.by_pool;
+  std::vector<std::vector<uint32_t>>& constrained_by_pool = b_.constrained_by_pool;
+  by_pool.resize(m_.pools.size());
+  constrained_by_pool.resize(m_.pools.size());
+  for (auto& list : by_pool) list.clear();
+  for (auto& list : constrained_by_pool) list.clear();
   for (uint32_t j : starving)
     (m_.jobs[j].info->constraints.empty() ? by_pool : constrained_by_pool)[m_.jobs[j].pool].push_back(j);
   // Who is a (non-aggressive) candidate changes only when a stage places
   // or preempts: asked again then, not per node.
-  std::vector<char> candidate(m_.jobs.size(), 0);
+  std::vector<char>& candidate = b_.candidate;
+  candidate.assign(m_.jobs.size(), 0);
   struct Group {
     bool built = false;
     std::vector<uint32_t> members;
@@ -172,7 +183,10 @@ void Planner::preemptive_stages() {
         tried_nodes[j] += g.tried;
         backoff_nodes[j] += g.in_backoff;
       }
-      g = Group{};
+      // Emptied in place: its members' storage serves the next build.
+      g.built = false;
+      g.members.clear();
+      g.tried = g.in_backoff = 0;
     }
   };
   auto refresh = [&] {
@@ -181,6 +195,7 @@ void Planner::preemptive_stages() {
   };
   refresh();
   auto last = state_.node_last_preemptive_scheduling.begin();
+  std::vector<uint32_t> cands;
   for (uint32_t n = 0; n < m_.nodes.size(); ++n) {
     if (!m_.nodes[n].schedulable) continue;
     // What may_use asks of the node itself.
@@ -196,10 +211,11 @@ void Planner::preemptive_stages() {
         for (uint32_t j : constrained_by_pool[p])
           if (candidate[j] && may_use(j, n)) f(j);
     };
-    auto local = [&](bool aggressive) {
-      std::vector<uint32_t> out;
-      for_each_local(aggressive, [&](uint32_t j) { out.push_back(j); });
-      return out;
+    // One vector for every node's candidates (filled per stage, used up by it).
+    auto local = [&](bool aggressive) -> std::vector<uint32_t>& {
+      cands.clear();
+      for_each_local(aggressive, [&](uint32_t j) { cands.push_back(j); });
+      return cands;
     };
     Group& group = group_of(m_.nodes[n].pool);
     size_t count = group.members.size();
@@ -255,34 +271,45 @@ void Planner::preemptive_stages() {
   }
 }
 
-void Planner::run_stage(uint32_t n, std::vector<uint32_t> cands, bool aggressive) {
-  // Stage order is total (before() ends with the id): the candidates are
-  // taken from a heap one at a time rather than sorted, since the stage
-  // mostly ends at the first (a sort per node of every starving job cost
-  // more than the stages).
+void Planner::run_stage(uint32_t n, std::vector<uint32_t>& cands, bool aggressive) {
+  // Stage order is total (before() ends with the id): the first candidate
+  // is found by one scan, since the stage mostly ends there; only if it
+  // cannot have a task are the others taken from a heap one at a time (a
+  // sort per node of every starving job cost more than the stages).
   auto later = [&](uint32_t x, uint32_t y) {
     bool sx = m_.nodes[n].pool != m_.jobs[x].pool, sy = m_.nodes[n].pool != m_.jobs[y].pool;
     if (sx != sy) return sx;  // residents of the node's pool first
     return before(y, x);
   };
+  // Whether candidate c gets its task here (and the stage ends).
+  auto attempt = [&](uint32_t c) {
+    if (!starving_candidate(c, aggressive)) return false;
+    const auto& job = m_.jobs[c];
+    if (fitting(n, job.per_task, free_[n], 1) > 0) {
+      place(c, n, 1, aggressive ? Stage::aggressive : Stage::preemptive, job.per_task);
+      return true;
+    }
+    auto v = find_victims(n, c, job.per_task, aggressive ? Mode::aggressive : Mode::starvation);
+    if (!v) return false;
+    std::string why = starving_text(c) + "; it needs " + job.per_task.to_string() + " on " + node_label(m_.nodes[n]);
+    auto refs =
+        commit_victims(*v, c, aggressive ? RemovalReason::aggressive_starvation : RemovalReason::starvation, why);
+    place(c, n, 1, aggressive ? Stage::aggressive : Stage::preemptive, job.per_task, std::move(refs));
+    return true;
+  };
+  if (cands.empty()) return;
+  size_t first = 0;
+  for (size_t i = 1; i < cands.size(); ++i)
+    if (later(cands[first], cands[i])) first = i;
+  if (attempt(cands[first])) return;
+  cands[first] = cands.back();
+  cands.pop_back();
   std::make_heap(cands.begin(), cands.end(), later);
   while (!cands.empty()) {
     std::pop_heap(cands.begin(), cands.end(), later);
     uint32_t c = cands.back();
     cands.pop_back();
-    if (!starving_candidate(c, aggressive)) continue;
-    const auto& job = m_.jobs[c];
-    if (fitting(n, job.per_task, free_[n], 1) > 0) {
-      place(c, n, 1, aggressive ? Stage::aggressive : Stage::preemptive, job.per_task);
-      return;
-    }
-    auto v = find_victims(n, c, job.per_task, aggressive ? Mode::aggressive : Mode::starvation);
-    if (!v) continue;
-    std::string why = starving_text(c) + "; it needs " + job.per_task.to_string() + " on " + node_label(m_.nodes[n]);
-    auto refs =
-        commit_victims(*v, c, aggressive ? RemovalReason::aggressive_starvation : RemovalReason::starvation, why);
-    place(c, n, 1, aggressive ? Stage::aggressive : Stage::preemptive, job.per_task, std::move(refs));
-    return;
+    if (attempt(c)) return;
   }
 }
 

@@ -49,15 +49,36 @@ inline std::string node_label(const ModelNode& n) {
 
 class Planner {
  public:
+  /// Works in `b`: the vectors below are b's (kept by a stage across cycles).
   Planner(const Model& m, const ClusterView& view, const PolicyState& state, PolicyState& next,
-          std::vector<std::string>& reasons, bool words = true)
+          std::vector<std::string>& reasons, bool words, PlanBuffers& b)
       : m_(m),
         view_(view),
         pre_(m.snapshot->settings.preemption),
         state_(state),
         next_(next),
         reasons_(reasons),
-        words_(words) {}
+        words_(words),
+        b_(b),
+        free_(b.free),
+        pool_free_(b.pool_free),
+        running_(b.running),
+        pending_(b.pending),
+        priority_(b.priority),
+        usage_(b.usage),
+        placed_(b.placed),
+        removed_count_(b.removed_count),
+        notes_(b.notes),
+        removed_(b.removed),
+        pool_usage_(b.pool_usage),
+        preorder_pos_(b.preorder_pos),
+        subtree_end_(b.subtree_end),
+        node_order_(b.node_order),
+        node_sorted_(b.node_sorted),
+        stage_ran_(b.stage_ran),
+        fragmented_(b.fragmented),
+        vnode_(b.vnode),
+        room_cache_(b.room_cache) {}
 
   Plan run();
 
@@ -160,8 +181,8 @@ class Planner {
 
   /// One preemptive stage on node n: at most one new allocation, for the
   /// first of `cands` in stage order (residents of n's pool first, then
-  /// before()) that can have one.
-  void run_stage(uint32_t n, std::vector<uint32_t> cands, bool aggressive);
+  /// before()) that can have one. `cands` is used up.
+  void run_stage(uint32_t n, std::vector<uint32_t>& cands, bool aggressive);
 
   // ---------------------------------------------------------------- 7: defragmentation
   void defragment();
@@ -182,28 +203,32 @@ class Planner {
   /// Build the pending reasons (and the notes they are made of); decisions never read them.
   bool words_ = true;
   Plan plan_;
-  std::vector<Resources> free_;
-  std::vector<Resources> pool_free_;
-  std::vector<int64_t> running_, pending_;
-  std::vector<int32_t> priority_;
-  std::vector<Share> usage_;
-  std::vector<uint32_t> placed_, removed_count_;
-  std::vector<std::string> notes_;
-  std::vector<char> removed_;
+  PlanBuffers& b_;
+  std::vector<Resources>& free_;
+  std::vector<Resources>& pool_free_;
+  std::vector<int64_t>& running_;
+  std::vector<int64_t>& pending_;
+  std::vector<int32_t>& priority_;
+  std::vector<Share>& usage_;
+  std::vector<uint32_t>& placed_;
+  std::vector<uint32_t>& removed_count_;
+  std::vector<std::string>& notes_;
+  std::vector<char>& removed_;
   /// Some allocation of the model could be a victim (its job is
   /// preemptible and it runs already). Removals only lower that: when none
   /// can, no node runs preemptible work, asked per node and stage.
   bool any_preemptible_ = false;
-  std::vector<Resources> pool_usage_;
-  std::vector<uint32_t> preorder_pos_, subtree_end_;
-  std::vector<std::vector<uint32_t>> node_order_;
-  std::vector<char> node_sorted_;
-  std::vector<uint32_t> stage_ran_;
-  std::vector<char> fragmented_;
+  std::vector<Resources>& pool_usage_;
+  std::vector<uint32_t>& preorder_pos_;
+  std::vector<uint32_t>& subtree_end_;
+  std::vector<std::vector<uint32_t>>& node_order_;
+  std::vector<char>& node_sorted_;
+  std::vector<uint32_t>& stage_ran_;
+  std::vector<char>& fragmented_;
   /// The view's node of each model node (kNone: not in the view).
-  std::vector<uint32_t> vnode_;
+  std::vector<uint32_t>& vnode_;
   /// node_room's answers by (shape, pool, preemptible).
-  std::vector<std::tuple<Resources, uint32_t, bool, bool>> room_cache_;
+  std::vector<std::tuple<Resources, uint32_t, bool, bool>>& room_cache_;
 };
 
 // The small questions every stage asks, inline where both files ask them.

@@ -116,12 +116,22 @@ void fill_shares(ShareRow& row, const Resources& scope, double tolerance) {
   row.scheduling = status_of(row.usage_share, row.fair_share_share, tolerance);
 }
 
-CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::vector<std::string>& reasons,
-                        bool allocation_rows) {
-  CycleResult out;
+/// The cycle's result into `out`, whatever it held: its vectors are emptied
+/// and filled again (their storage reused; a stage makes one every cycle).
+void make_result(const Model& m, Plan&& plan, PolicyState&& next, const std::vector<std::string>& reasons,
+                 bool allocation_rows, CycleResult& out, CycleBuffers& buffers) {
   out.now = m.now;
+  out.jobs.clear();
+  out.pools.clear();
+  out.classes.clear();
+  out.users.clear();
   // Jobs.
-  std::vector<Resources> job_usage(m.jobs.size()), job_fair(m.jobs.size()), job_demand(m.jobs.size());
+  auto& job_usage = buffers.job_usage;
+  auto& job_fair = buffers.job_fair;
+  auto& job_demand = buffers.job_demand;
+  job_usage.resize(m.jobs.size());
+  job_fair.resize(m.jobs.size());
+  job_demand.resize(m.jobs.size());
   out.jobs.reserve(m.jobs.size());
   for (uint32_t ji = 0; ji < m.jobs.size(); ++ji) {
     const auto& j = m.jobs[ji];
@@ -174,7 +184,8 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::
     if (uint32_t ji = m.find_job(p.job); ji != kNone) out.jobs[ji].placed += p.count;
   for (const auto& rm : plan.removals)
     if (uint32_t ji = m.find_job(rm.task.job); ji != kNone) ++out.jobs[ji].removed;
-  std::vector<uint32_t> pool_jobs(m.pools.size(), 0);
+  auto& pool_jobs = buffers.pool_jobs;
+  pool_jobs.assign(m.pools.size(), 0);
   for (const auto& j : m.jobs) ++pool_jobs[j.pool];
   for (uint32_t pi : m.postorder)
     if (m.pools[pi].parent != kNone) pool_jobs[m.pools[pi].parent] += pool_jobs[pi];
@@ -239,21 +250,29 @@ CycleResult make_result(const Model& m, Plan plan, PolicyState next, const std::
   }
   out.plan = std::move(plan);
   out.next_state = std::move(next);
-  return out;
 }
 
 }  // namespace
 
+Status run_cycle(const Snapshot& snapshot, const ClusterView& view, const PolicyState& state, CycleResult& out,
+                 CycleBuffers& buffers, bool allocation_rows, bool reasons) {
+  Model& model = buffers.model;
+  if (auto st = build_model(snapshot, model); !st) return st;
+  compute_fair_shares(model);
+  PolicyState next;
+  compute_statuses(model, state, next);
+  buffers.pending_reasons.clear();
+  Plan plan = plan_cycle(model, view, state, next, buffers.pending_reasons, reasons, buffers.plan);
+  make_result(model, std::move(plan), std::move(next), buffers.pending_reasons, allocation_rows, out, buffers);
+  return Status::ok();
+}
+
 Expected<CycleResult> run_cycle(const Snapshot& snapshot, const ClusterView& view, const PolicyState& state,
                                 bool allocation_rows, bool reasons) {
-  auto model = build_model(snapshot);
-  if (!model) return model.error();
-  compute_fair_shares(*model);
-  PolicyState next;
-  compute_statuses(*model, state, next);
-  std::vector<std::string> pending_reasons;
-  Plan plan = plan_cycle(*model, view, state, next, pending_reasons, reasons);
-  return make_result(*model, std::move(plan), std::move(next), pending_reasons, allocation_rows);
+  CycleBuffers buffers;
+  CycleResult out;
+  if (auto st = run_cycle(snapshot, view, state, out, buffers, allocation_rows, reasons); !st) return st.error();
+  return out;
 }
 
 Expected<CycleResult> run_cycle(const Snapshot& snapshot, const PolicyState& state) {

@@ -97,8 +97,10 @@ class InputHash {
                                         0xd6e8feb86659fd93ULL, 0xa0761d6478bd642fULL, 0xe7037ed1a0b428dbULL,
                                         0x8ebc6af09c88c6e3ULL, 0x589965cc75374cc3ULL};
     static_assert(sizeof kOdd / sizeof kOdd[0] >= kMaxDimensions);
+    // Dimensions at zero (most of them) add nothing: they are not multiplied.
     uint64_t v = 0;
-    for (size_t d = 0; d < kMaxDimensions; ++d) v += static_cast<uint64_t>(r[static_cast<DimensionId>(d)]) * kOdd[d];
+    for (size_t d = 0; d < kMaxDimensions; ++d)
+      if (int64_t x = r[static_cast<DimensionId>(d)]; x != 0) v += static_cast<uint64_t>(x) * kOdd[d];
     add(v);
   }
   void add(const std::string& s) { add(std::hash<std::string>{}(s)); }
@@ -159,9 +161,14 @@ uint64_t PolicyStage::input_fingerprint(const Scheduler& scheduler) const {
     }
     if (const JobNotes* n = scheduler.notes(j.spec.id))
       h.add(n->fragmented && n->waits == WaitCause::no_room && j.queue.state == QueueState::waiting_for_capacity);
-    for (TaskIndex t = 0; t < j.tasks.size(); ++t) {
+    // Only running tasks count: the walk ends after the last of them (a
+    // waiting job, most of the jobs here, has none and is not walked).
+    uint32_t running = j.count_in(TaskState::running);
+    for (TaskIndex t = 0; running > 0 && t < j.tasks.size(); ++t) {
       const TaskRecord& r = j.tasks[t];
-      if (r.state != TaskState::running || !r.node) continue;
+      if (r.state != TaskState::running) continue;
+      --running;
+      if (!r.node) continue;
       h.add(uint64_t{t} << 32 | *r.node);
       h.add(static_cast<uint64_t>(r.started.count()) << 1 | uint64_t{r.initialized});
     }
@@ -178,19 +185,22 @@ PolicyStage::Check PolicyStage::check(const Scheduler& scheduler, TimePoint now)
 
 TimePoint PolicyStage::next_timer() const {
   const auto& pre = config_.settings.preemption;
-  std::set<Duration> timeouts{pre.fair_share_starvation_timeout, pre.fair_share_aggressive_starvation_timeout};
-  for (const auto& pool : config_.pools) {
-    if (auto t = pool.overrides.fair_share_starvation_timeout) timeouts.insert(*t);
-    if (auto t = pool.overrides.fair_share_aggressive_starvation_timeout) timeouts.insert(*t);
-  }
   TimePoint next = kNever;
   auto consider = [&](TimePoint at) {
     if (at > last_cycle_) next = std::min(next, at);
   };
-  for (const auto& [_, since] : state_.job_below_fair_share_since)
-    for (Duration d : timeouts) consider(since + d);
-  for (const auto& [_, since] : state_.pool_below_fair_share_since)
-    for (Duration d : timeouts) consider(since + d);
+  // Every timeout of the settings and the pools' overrides (a repeat changes
+  // no minimum: no set is made, this runs at every policy tick).
+  auto after_timeouts = [&](TimePoint since) {
+    consider(since + pre.fair_share_starvation_timeout);
+    consider(since + pre.fair_share_aggressive_starvation_timeout);
+    for (const auto& pool : config_.pools) {
+      if (auto t = pool.overrides.fair_share_starvation_timeout) consider(since + *t);
+      if (auto t = pool.overrides.fair_share_aggressive_starvation_timeout) consider(since + *t);
+    }
+  };
+  for (const auto& [_, since] : state_.job_below_fair_share_since) after_timeouts(since);
+  for (const auto& [_, since] : state_.pool_below_fair_share_since) after_timeouts(since);
   for (const auto& [_, since] : state_.node_last_preemptive_scheduling)
     if (since < input_since_) consider(since + pre.preemptive_scheduling_backoff);
   return next;
@@ -240,9 +250,12 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
   // lands: tasks being taken away already gone (their room free), claims in
   // flight and held room already running. Otherwise every cycle until the
   // nodes answer would see the preemptor still starving and preempt again.
-  freeing.assign(view.node_count(), Resources{});
+  // Mostly nothing is being taken away: then no room per node is zeroed or added.
+  bool any_freeing = false;
   std::set<TaskRef> leaving;
   scheduler.for_each_releasing([&](TaskRef task, NodeId node, const Resources& r) {
+    if (!any_freeing) freeing.assign(view.node_count(), Resources{});
+    any_freeing = true;
     if (auto n = view.find_node(node)) freeing[*n] += r;
     leaving.insert(task);
   });
@@ -277,11 +290,17 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
       set_default_name(info.name, v.id);
     info.pool = view.pool(v.pool).name;
     info.capacity = v.capacity;
-    info.free = (v.available() + freeing[n]).min(v.capacity);
+    Resources room = v.available();
+    if (any_freeing) room += freeing[n];
+    info.free = room.min(v.capacity);
     info.state = v.state;
     info.labels = v.labels;
   }
   size_t jobs = 0;
+  bool below_known = false;
+  std::string_view below_pool;
+  size_t below_class = 0;
+  bool below_answer = false;
   scheduler.for_each_unfinished_job([&](const JobRecord& j) {
     if (j.cancelled) return;
     if (jobs == snap.jobs.size()) snap.jobs.emplace_back();
@@ -291,8 +310,16 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
     info.user = j.spec.user;
     info.job_class = j.spec.job_class;
     const ClassConfig& cls = sc.classes[j.class_index];
-    // Where its tasks may run, when that is below its class's pool.
-    if (below(snap.pools, j.spec.pool, snap.classes[j.class_index].pool))
+    // Where its tasks may run, when that is below its class's pool (asked
+    // again only when the pool or the class differs from the last job's:
+    // jobs come in runs of one).
+    if (!below_known || j.spec.pool != below_pool || j.class_index != below_class) {
+      below_known = true;
+      below_pool = j.spec.pool;
+      below_class = j.class_index;
+      below_answer = below(snap.pools, j.spec.pool, snap.classes[j.class_index].pool);
+    }
+    if (below_answer)
       info.pool = j.spec.pool;
     else
       info.pool.clear();
@@ -327,9 +354,13 @@ void PolicyStage::fill_snapshot(const Scheduler& scheduler, TimePoint now, Snaps
     auto lands = landing.find(j.spec.id);
     info.allocations.clear();
     info.allocations.reserve(j.count_in(TaskState::running) + (lands != landing.end() ? lands->second.size() : 0));
-    for (TaskIndex t = 0; t < j.tasks.size(); ++t) {
+    // As in input_fingerprint, the walk ends after the last running task.
+    uint32_t running = j.count_in(TaskState::running);
+    for (TaskIndex t = 0; running > 0 && t < j.tasks.size(); ++t) {
       const TaskRecord& r = j.tasks[t];
-      if (r.state != TaskState::running || !r.node || leaving.count(TaskRef{j.spec.id, t})) continue;
+      if (r.state != TaskState::running) continue;
+      --running;
+      if (!r.node || leaving.count(TaskRef{j.spec.id, t})) continue;
       AllocationInfo a;
       a.index = t;
       a.node = view.node(*r.node).id;
@@ -369,8 +400,9 @@ Expected<CycleResult> PolicyStage::rank(Scheduler& scheduler, TimePoint now) {
 Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, Outbox& out, const Check* checked) {
   uint64_t input = checked ? checked->input : input_fingerprint(scheduler);
   fill_snapshot(scheduler, now, snap_, freeing_);
-  auto result = run_cycle(snap_, scheduler.view(), state_, false, reasons_);
-  if (!result) return result.error();
+  // Into the result before the last one (spare_), in the last cycle's buffers.
+  if (auto st = run_cycle(snap_, scheduler.view(), state_, spare_, buffers_, false, reasons_); !st) return st.error();
+  CycleResult* result = &spare_;
   state_ = result->next_state;
   if (!ran_ || input != input_seen_ || observed_since_cycle_) input_since_ = now;
   ran_ = true;
@@ -422,7 +454,10 @@ Expected<CycleSummary> PolicyStage::cycle(Scheduler& scheduler, TimePoint now, O
   }
   apply_marks(scheduler, *result, summary);
   acted_ = summary.preemptions + summary.evictions + summary.held > 0;
-  last_ = std::move(*result);
+  if (last_)
+    std::swap(*last_, spare_);
+  else
+    last_ = std::move(spare_);
   return summary;
 }
 

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "core/pipeline/scheduler.hpp"
+#include "core/policy/engine.hpp"
 #include "core/policy/model.hpp"
 #include "core/policy/result.hpp"
 
@@ -159,6 +160,10 @@ class PolicyStage {
   bool observed_since_cycle_ = false;
   bool reasons_ = true;
   std::optional<CycleResult> last_;
+  /// What a cycle works in and the result before last_, refilled by the
+  /// next cycle (their storage reused rather than allocated each cycle).
+  CycleBuffers buffers_;
+  CycleResult spare_;
   /// The snapshot cycle() ran on, refilled by the next (fill_snapshot).
   Snapshot snap_;
   std::vector<Resources> freeing_;
