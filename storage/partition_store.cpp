@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <future>
 
 #include "storage/crash_point.hpp"
@@ -346,9 +347,15 @@ void PartitionStore::Batch::put_tasks(core::JobId job, std::span<const core::Tas
                                       const StoredTask& task) {
   if (indices.empty()) return;
   if (indices.size() == 1) return put_task(job, indices.front(), task);
-  std::vector<core::TaskIndex> sorted(indices.begin(), indices.end());
-  std::sort(sorted.begin(), sorted.end());
-  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  // A claim's indices come ascending: no copy then (one allocation per claim).
+  std::span<const core::TaskIndex> sorted = indices;
+  if (std::adjacent_find(indices.begin(), indices.end(), std::greater_equal<>{}) != indices.end()) {
+    thread_local std::vector<core::TaskIndex> copy;
+    copy.assign(indices.begin(), indices.end());
+    std::sort(copy.begin(), copy.end());
+    copy.erase(std::unique(copy.begin(), copy.end()), copy.end());
+    sorted = copy;
+  }
   auto version = encode_task(task, sorted);
   put(kTasks, keys::task_group(job, sorted.front(), version), scratch_);
 }
