@@ -23,8 +23,9 @@
 // A node actor writes, in ONE batch per ledger operation, the records that
 // operation changed (actors/node_persistence.hpp): an accepted claim writes
 // nothing (its header only when the claim raised an epoch); a confirm = ONE
-// put_allocations for the claim's tasks + erase_claim (of an older build's
-// claim record; + put_header when it changed). A store of the older format
+// put_allocations for the claim's tasks (+ erase_claim, which adds a record
+// only if the store holds claim records: an older build's, or a report's;
+// + put_header when it changed). A store of the older format
 // (one allocation record per task) is rewritten to one record per claim when
 // it is opened for writing, in one atomic batch. The node replies to the
 // scheduler WITHOUT waiting for that batch to be durable: after a crash of
