@@ -57,16 +57,15 @@ Database::Writer::Writer(rocksdb::DB* db, std::string path, const StoreOptions& 
 
 void Database::Writer::submit(const rocksdb::WriteBatch& batch, DurableCallback cb) {
   const std::string& rep = batch.Data();
-  const std::string_view body =
-      rep.size() > kRepHeader ? std::string_view{rep}.substr(kRepHeader) : std::string_view{};
+  const std::string_view body = rep.size() > kRepHeader ? std::string_view{rep}.substr(kRepHeader) : std::string_view{};
   const uint32_t count = batch.Count();
   bool accepted = false;
   bool wake = false;
   {
     std::lock_guard<std::mutex> guard{mutex_};
     if (!stopping_) {
-      if (queue_.empty() || (!queue_.back().callbacks.empty() &&
-                             queue_.back().rep.size() + body.size() > options_.max_burst_bytes)) {
+      if (queue_.empty() ||
+          (!queue_.back().callbacks.empty() && queue_.back().rep.size() + body.size() > options_.max_burst_bytes)) {
         if (spare_.empty()) {
           queue_.emplace_back();
         } else {
