@@ -80,7 +80,9 @@ class Database {
     /// Keep the memtable unsorted (RocksDB's vector memtable: an insert is an
     /// append, sorting waits for a flush or a read): for stores written at
     /// random keys and read only at start (the node store, where skip-list
-    /// inserts were a third of its writer's time). Performance only.
+    /// inserts were a third of its writer's time; the partition stores).
+    /// A point read copies and sorts the memtable: not for stores read while
+    /// they are written. Performance only.
     bool unsorted_memtable = false;
   };
 

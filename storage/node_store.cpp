@@ -308,6 +308,11 @@ Expected<std::unique_ptr<NodeStore>> NodeStore::open(const std::string& dir,
   auto db = Database::open(dir, layout(), id, with_interval);
   if (!db) return db.error();
   std::unique_ptr<NodeStore> store{new NodeStore{std::move(*db)}};
+  {
+    auto claims = store->db_->cursor(kClaims, {}, {});
+    if (auto st = claims.status(); !st) return st.error();
+    store->claims_.store(claims.valid());
+  }
   if (!options.read_only)
     if (auto st = store->upgrade_allocations(); !st) return st.error();
   return store;
@@ -363,11 +368,13 @@ void NodeStore::Batch::put_header(const StoredNodeHeader& header) {
 }
 
 void NodeStore::Batch::put_claim(core::NodeId node, const core::LiveClaim& claim) {
+  claims_->store(true, std::memory_order_release);
   encode_on_arena<pb::LiveClaim>(claim, scratch_);
   put(kClaims, keys::node_claim(node, claim.id), scratch_);
 }
 
 void NodeStore::Batch::erase_claim(core::NodeId node, core::ClaimId claim) {
+  if (!claims_->load(std::memory_order_acquire)) return;
   batch_.Delete(db_->handle(kClaims), slice(keys::node_claim(node, claim))).PermitUncheckedError();
 }
 

@@ -359,6 +359,40 @@ TEST(NodeStore, PutReportReplacesAndEraseNodeRemovesEverything) {
   EXPECT_EQ(n.allocations, r.allocations);
 }
 
+TEST(NodeStore, ErasingAClaimWritesNothingUntilTheStoreHoldsClaimsAndThenErasesIt) {
+  // Accepted claims are not stored, so a confirm's erase of its claim has
+  // nothing to erase: it adds no record. A claim a report put (or an older
+  // build left: seen again after a reopen) is erased as before.
+  TempDir tmp;
+  {
+    auto store = NodeStore::open(tmp.path(), host_a());
+    ASSERT_TRUE(store);
+    auto b = (*store)->batch();
+    b.put_header(header(3, 1));
+    ASSERT_OK((*store)->write(std::move(b)));
+    b = (*store)->batch();
+    b.erase_claim(core::NodeId{3}, core::ClaimId{41});
+    EXPECT_TRUE(b.empty());
+    b = (*store)->batch();
+    b.put_claim(core::NodeId{3}, live_claim(41, 8, {0, 1}));
+    b.put_claim(core::NodeId{3}, live_claim(42, 8, {2}));
+    ASSERT_OK((*store)->write(std::move(b)));
+    b = (*store)->batch();
+    b.erase_claim(core::NodeId{3}, core::ClaimId{41});
+    EXPECT_EQ(b.records(), 1u);
+    ASSERT_OK((*store)->write(std::move(b)));
+  }
+  auto store = NodeStore::open(tmp.path(), host_a());
+  ASSERT_TRUE(store);
+  auto b = (*store)->batch();
+  b.erase_claim(core::NodeId{3}, core::ClaimId{42});
+  EXPECT_EQ(b.records(), 1u);
+  ASSERT_OK((*store)->write(std::move(b)));
+  auto loaded = load_all(**store);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_TRUE(loaded.at(3).claims.empty());
+}
+
 TEST(NodeStore, ItsFsyncsFollowEachOtherNoFasterThanItsSyncInterval) {
   // Nothing waits for a node store write: by default its synced writes are
   // kNodeStoreSyncInterval apart (batches queued meanwhile share one fsync);
