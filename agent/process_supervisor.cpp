@@ -70,12 +70,6 @@ bool reap(pid_t pid, int& status, uint64_t* max_rss = nullptr) {
   }
 }
 
-int poll_timeout_ms(Clock::duration d) {
-  if (d <= Clock::duration::zero()) return 0;
-  auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
-  return static_cast<int>(std::min<int64_t>(ms, INT_MAX));
-}
-
 }  // namespace
 
 // ---- the supervisor -------------------------------------------------------------

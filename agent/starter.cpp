@@ -27,13 +27,13 @@ void reap_quietly(pid_t pid) {
   }
 }
 
+}  // namespace
+
 int poll_timeout_ms(Clock::duration d) {
   if (d <= Clock::duration::zero()) return 0;
   auto ms = std::chrono::ceil<std::chrono::milliseconds>(d).count();
   return static_cast<int>(std::min<int64_t>(ms, INT_MAX));
 }
-
-}  // namespace
 
 struct Starter::InFlight {
   Prepared* p = nullptr;

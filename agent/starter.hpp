@@ -42,6 +42,10 @@ struct Started {
   bool spawned = false;
 };
 
+/// A poll(2) timeout in milliseconds for `d` from now: 0 once it passed,
+/// rounded up so a wait never wakes just before its deadline.
+int poll_timeout_ms(std::chrono::steady_clock::duration d);
+
 class Starter {
  public:
   /// `cgroups`: the tree tasks run in, if any (kept by the caller);
