@@ -303,6 +303,14 @@ struct PlanBuffers {
 /// What run_cycle works in, kept by a stage from one cycle to the next so
 /// that a cycle reuses the last one's storage rather than allocating it.
 struct CycleBuffers {
+  CycleBuffers() = default;
+  CycleBuffers(CycleBuffers&&) = default;
+  CycleBuffers& operator=(CycleBuffers&&) = default;
+  // Scratch that a cycle sets again whole: a copy (of a stage, say) starts
+  // empty and decides what the original would.
+  CycleBuffers(const CycleBuffers&) {}
+  CycleBuffers& operator=(const CycleBuffers&) { return *this; }
+
   Model model;
   std::vector<std::string> pending_reasons;
   std::vector<Resources> job_usage, job_fair, job_demand;
