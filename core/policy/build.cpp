@@ -46,7 +46,8 @@ void pareto(std::vector<Resources>& shapes) {
   size_t kept = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {
     bool dominated = false;
-    for (size_t k = 0; k < kept && !dominated; ++k) dominated = shapes[i].fits_in(shapes[k]) && !(shapes[i] == shapes[k]);
+    for (size_t k = 0; k < kept && !dominated; ++k)
+      dominated = shapes[i].fits_in(shapes[k]) && !(shapes[i] == shapes[k]);
     for (size_t k = i + 1; k < shapes.size() && !dominated; ++k)
       dominated = shapes[i].fits_in(shapes[k]) && !(shapes[i] == shapes[k]);
     if (!dominated) shapes[kept++] = shapes[i];
