@@ -39,14 +39,20 @@ void pareto(std::vector<Resources>& shapes) {
   std::sort(shapes.begin(), shapes.end(),
             [](const Resources& a, const Resources& b) { return a.values() < b.values(); });
   shapes.erase(std::unique(shapes.begin(), shapes.end()), shapes.end());
-  std::vector<Resources> keep;
+  // Compacted in place (the vector keeps its storage for the next cycle).
+  // A shape dropped before i is dominated by one never dropped (domination
+  // is transitive), so asking the kept ones [0, kept) and the shapes not yet
+  // looked at (i, size) finds what asking every original would.
+  size_t kept = 0;
   for (size_t i = 0; i < shapes.size(); ++i) {
     bool dominated = false;
-    for (size_t k = 0; k < shapes.size() && !dominated; ++k)
-      dominated = k != i && shapes[i].fits_in(shapes[k]) && !(shapes[i] == shapes[k]);
-    if (!dominated) keep.push_back(shapes[i]);
+    for (size_t k = 0; k < kept && !dominated; ++k)
+      dominated = shapes[i].fits_in(shapes[k]) && !(shapes[i] == shapes[k]);
+    for (size_t k = i + 1; k < shapes.size() && !dominated; ++k)
+      dominated = shapes[i].fits_in(shapes[k]) && !(shapes[i] == shapes[k]);
+    if (!dominated) shapes[kept++] = shapes[i];
   }
-  shapes = std::move(keep);
+  shapes.resize(kept);
 }
 
 bool fits_some(const Resources& r, const std::vector<Resources>& shapes) {
@@ -310,7 +316,9 @@ Status build_model(const Snapshot& snap, Model& m) {
     pool.nodes.push_back(i);
     if (n.schedulable) {
       pool.own_capacity += cap;
-      pool.own_shapes.push_back(cap);
+      // A pool's nodes come mostly alike and in runs: a repeat of the last
+      // shape is not pushed (pareto drops repeats anyway).
+      if (pool.own_shapes.empty() || !(pool.own_shapes.back() == cap)) pool.own_shapes.push_back(cap);
     }
   }
   // Node ids are usually dense: a table, else a binary search.

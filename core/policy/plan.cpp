@@ -364,6 +364,8 @@ void Planner::find_fragmented() {
 void Planner::update_backoff() {
   auto& out = next_.node_last_preemptive_scheduling;
   out.clear();
+  // At most one entry per old timer and per node a stage ran on: one allocation, not one per doubling.
+  out.reserve(state_.node_last_preemptive_scheduling.size() + stage_ran_.size());
   // Both mostly in order already (the stages walk the nodes in order).
   if (!std::is_sorted(stage_ran_.begin(), stage_ran_.end())) std::sort(stage_ran_.begin(), stage_ran_.end());
   size_t k = 0;

@@ -791,5 +791,30 @@ TEST(PolicyModel, AJobFitsWhenAnyNodeShapeHoldsIt) {
   }
 }
 
+// Shapes that others dominate are dropped from a pool's front (in place,
+// each compared with the ones kept and those not yet looked at): a chain of
+// dominated shapes between two that none dominates leaves every job the
+// largest of each can hold placeable, and one none holds unresolvable.
+TEST(PolicyModel, DominatedNodeShapesLeaveTheFrontWhole) {
+  SnapshotBuilder s;
+  s.pool("root").cls("batch", "root");
+  s.node(1, "root", "cpu=1,memory=6Gi");
+  for (uint32_t i = 1; i <= 4; ++i)
+    s.node(1 + i, "root", "cpu=" + std::to_string(i) + ",memory=" + std::to_string(i) + "Gi");
+  s.node(6, "root", "cpu=6,memory=1Gi");
+  s.job(1, "u1", "batch").per_task("cpu=1,memory=6Gi").pending(1);
+  s.job(2, "u2", "batch").per_task("cpu=4,memory=4Gi").pending(1);
+  s.job(3, "u3", "batch").per_task("cpu=6,memory=1Gi").pending(1);
+  s.job(4, "u4", "batch").per_task("cpu=5,memory=2Gi").pending(1);
+  s.job(5, "u5", "batch").per_task("cpu=2,memory=5Gi").pending(1);
+  auto r = run(s.build());
+  for (uint64_t id : {1, 2, 3})
+    EXPECT_EQ(job(r, id).pending_reason.find("unresolvable"), std::string::npos)
+        << id << ": " << job(r, id).pending_reason;
+  for (uint64_t id : {4, 5})
+    EXPECT_NE(job(r, id).pending_reason.find("unresolvable"), std::string::npos)
+        << id << ": " << job(r, id).pending_reason;
+}
+
 }  // namespace
 }  // namespace claimsched::core::policy
