@@ -86,8 +86,8 @@ Status read(const pb::CampaignPoolReport& in, const Path& p, cc::PoolReport& out
   out.abandoned = in.abandoned();
   out.sink_reason = in.sink_reason();
   out.offered = in.offered();
-  out.throughput_per_s = in.throughput_per_s();
-  out.ratio = in.ratio();
+  CLAIMSCHED_TRY(read_finite(in.throughput_per_s(), Path{p, "throughput_per_s"}, out.throughput_per_s));
+  CLAIMSCHED_TRY(read_finite(in.ratio(), Path{p, "ratio"}, out.ratio));
   out.last_move = cc::RatioMove::increase;
   if (out.offered) CLAIMSCHED_TRY(read_enum(in.last_move(), kLastRatioMove, Path{p, "last_move"}, out.last_move));
   return read_u32(in.last_free(), Path{p, "last_free"}, out.last_free);
@@ -114,7 +114,7 @@ Status read(const pb::CampaignReport& in, const Path& p, cc::CampaignReport& out
   CLAIMSCHED_TRY(read_u32(in.running(), Path{p, "running"}, out.running));
   CLAIMSCHED_TRY(read_u32(in.copies(), Path{p, "copies"}, out.copies));
   out.submitted_at = read_time(in.submitted_at_ns());
-  out.throughput_per_s = in.throughput_per_s();
+  CLAIMSCHED_TRY(read_finite(in.throughput_per_s(), Path{p, "throughput_per_s"}, out.throughput_per_s));
   out.eta.reset();
   if (in.has_eta_ns()) out.eta = read_time(in.eta_ns());
   out.mean_run_time.reset();

@@ -453,7 +453,11 @@ Status read(const pb::JobView& in, const Path& p, core::JobView& out) {
   out.started_at = read_time(in.started_at_ns());
   out.finished_at = read_time(in.finished_at_ns());
   out.queue_weight.reset();
-  if (in.has_queue_weight()) out.queue_weight = in.queue_weight();
+  if (in.has_queue_weight()) {
+    double weight = 0;
+    CLAIMSCHED_TRY(read_finite(in.queue_weight(), Path{p, "queue_weight"}, weight));
+    out.queue_weight = weight;
+  }
   out.queue_age_ticks = in.queue_age_ticks();
   return Status::ok();
 }

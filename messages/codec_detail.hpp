@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -103,6 +104,14 @@ inline Status read_u32(uint64_t in, const Path& p, uint32_t& out) {
   if (in > std::numeric_limits<uint32_t>::max())
     return corrupt(p, "value " + std::to_string(in) + " does not fit in 32 bits");
   out = static_cast<uint32_t>(in);
+  return Status::ok();
+}
+
+/// A real number off the wire: NaN and the infinities are refused (NaN is
+/// not even equal to itself, so nothing downstream could compare or sum it).
+inline Status read_finite(double in, const Path& p, double& out) {
+  if (!std::isfinite(in)) return corrupt(p, "value " + std::to_string(in) + " is not a finite number");
+  out = in;
   return Status::ok();
 }
 

@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
+#include <limits>
 #include <random>
 #include <string>
 
@@ -775,6 +776,28 @@ TEST(CampaignCodec, BadFieldsOfACampaignAreNamed) {
   reply.mutable_campaigns(1)->mutable_pools(0)->set_waiting(uint64_t{1} << 40);
   EXPECT_THAT(decode_error<core::campaign::CampaignReply>(reply.SerializeAsString()).message,
               StartsWith("CampaignReply.campaigns[1].pools[0].waiting: value"));
+}
+
+// A garbled double (NaN or an infinity) is refused by name: NaN is not even
+// equal to itself, so a report holding one could not be compared or summed
+// (the wire fuzzer found a CampaignReply whose decode did not equal itself).
+TEST(CampaignCodec, ANumberThatIsNotFiniteIsRefusedNamingItsField) {
+  auto nan = std::numeric_limits<double>::quiet_NaN();
+  auto inf = std::numeric_limits<double>::infinity();
+  pb::CampaignReply reply;
+  to_proto(sample<core::campaign::CampaignReply>(), reply);
+  reply.mutable_campaigns(1)->mutable_pools(0)->set_ratio(nan);
+  EXPECT_THAT(decode_error<core::campaign::CampaignReply>(reply.SerializeAsString()).message,
+              StartsWith("CampaignReply.campaigns[1].pools[0].ratio: value nan is not a finite number"));
+  to_proto(sample<core::campaign::CampaignReply>(), reply);
+  reply.mutable_campaigns(0)->set_throughput_per_s(-inf);
+  EXPECT_THAT(decode_error<core::campaign::CampaignReply>(reply.SerializeAsString()).message,
+              StartsWith("CampaignReply.campaigns[0].throughput_per_s: value -inf"));
+  pb::JobView view;
+  to_proto(sample<core::JobView>(), view);
+  view.set_queue_weight(nan);
+  EXPECT_THAT(decode_error<core::JobView>(view.SerializeAsString()).message,
+              StartsWith("JobView.queue_weight: value nan"));
 }
 
 }  // namespace
